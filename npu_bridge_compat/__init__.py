@@ -1,0 +1,28 @@
+"""npu_bridge_compat: run TensorFlow scripts ported to Ascend NPUs on CPU and GPU hosts.
+
+One translator reads NPU options from any door (keyword arguments, a ConfigProto's NpuOptimizer entries),
+validates them as the Ascend adapter does, and plans their host equivalents:
+
+    options = options_from_config_proto(config)
+    plan = build_plan(options)
+    print(plan.report)
+
+Importing this package installs nothing: the `npu_bridge` import aliases are opt-in.
+"""
+
+from npu_bridge_compat.errors import NpuConfigError, NpuOptionTypeError, NpuOptionValueError
+from npu_bridge_compat.host import HostPlan, Report, build_plan
+from npu_bridge_compat.options import OPTIONS, NpuOptions, options_from_config_proto, options_from_kwargs
+
+__all__ = [
+    "OPTIONS",
+    "HostPlan",
+    "NpuConfigError",
+    "NpuOptionTypeError",
+    "NpuOptionValueError",
+    "NpuOptions",
+    "Report",
+    "build_plan",
+    "options_from_config_proto",
+    "options_from_kwargs",
+]

@@ -1,0 +1,52 @@
+"""The exceptions and warnings npu_bridge_compat raises on user input.
+
+Every configuration problem is an `NpuConfigError`; the concrete classes are also a `ValueError` or a
+`TypeError`, so code written against the adapter's plain exceptions keeps working.
+"""
+
+import os
+import sys
+import warnings
+
+
+class NpuConfigError(Exception):
+    """Base of every error raised for an invalid NPU configuration."""
+
+
+class NpuOptionValueError(NpuConfigError, ValueError):
+    """An option has a value outside what the adapter allows, or two options contradict each other."""
+
+
+class NpuOptionTypeError(NpuConfigError, TypeError):
+    """An option was given a value of the wrong type (or in the wrong `AttrValue` field)."""
+
+
+class NpuCompatWarning(UserWarning):
+    """Base of the warnings npu_bridge_compat emits about a configuration."""
+
+
+class UnknownOptionWarning(NpuCompatWarning):
+    """An option name the adapter does not read (a typo, most often); it is ignored."""
+
+
+class IgnoredOptionWarning(NpuCompatWarning):
+    """An option is set but has no effect, on the NPU as on this host (its prerequisite is off)."""
+
+
+class UnknownOpTypeWarning(NpuCompatWarning):
+    """An operator type (in an op list) that TensorFlow does not have; it is ignored on this host."""
+
+
+class ConfigurationAdvice(NpuCompatWarning):
+    """A configuration the adapter accepts but its documentation advises against."""
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def warn(message: str, category: type[Warning]) -> None:
+    """Warn with the location of the user's code: the first caller outside this package."""
+    frame, level = sys._getframe(1), 2
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, category, stacklevel=level)

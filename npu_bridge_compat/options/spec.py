@@ -1,0 +1,94 @@
+"""The vocabulary of the option table: kinds, concerns, host effects and the per-option spec."""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from typing import Any
+
+from npu_bridge_compat.options.grammars import Check
+
+
+class Kind(str, enum.Enum):
+    """The `AttrValue` field an option is read from, and the Python type it becomes."""
+
+    BOOL = "b"
+    INT = "i"
+    STRING = "s"
+
+    @property
+    def python_type(self) -> type:
+        return {Kind.BOOL: bool, Kind.INT: int, Kind.STRING: str}[self]
+
+
+class Concern(str, enum.Enum):
+    """What part of training an option is about; the host plan is built per concern."""
+
+    PLACEMENT = "placement"
+    LOOP = "loop"
+    DATA = "data"
+    PRECISION = "precision"
+    MEMORY = "memory"
+    DUMP = "dump"
+    DEBUG = "debug"
+    PROFILING = "profiling"
+    DYNAMIC_SHAPE = "dynamic shape"
+    TUNING = "tuning"
+    COMPILE = "compile"
+    DISTRIBUTED = "distributed"
+    RUNTIME = "runtime"
+    EXPERIMENTAL = "experimental"
+
+
+class Effect(str, enum.Enum):
+    """What an option does on a host."""
+
+    TRANSLATED = "translated"
+    APPROXIMATED = "approximated"
+    NOT_NEEDED = "not needed on a host"
+    NO_EQUIVALENT = "no host equivalent"
+
+
+@dataclasses.dataclass(frozen=True)
+class HostAction:
+    effect: Effect
+    how: str  # what it becomes on the host, or why it has no host meaning
+
+
+def translated(how: str) -> HostAction:
+    return HostAction(Effect.TRANSLATED, how)
+
+
+def approximated(how: str) -> HostAction:
+    return HostAction(Effect.APPROXIMATED, how)
+
+
+def not_needed(why: str) -> HostAction:
+    return HostAction(Effect.NOT_NEEDED, why)
+
+
+def no_equivalent(why: str) -> HostAction:
+    return HostAction(Effect.NO_EQUIVALENT, why)
+
+
+@dataclasses.dataclass(frozen=True)
+class OptionSpec:
+    """Everything known about one NPU session option.
+
+    `requires` names options of which at least one must be on (truthy) for the adapter to read this one; while
+    none is, a set value has no effect, and a malformed one is only warned about, as the NPU ignores it too.
+    """
+
+    key: str
+    kind: Kind
+    default: Any  # the adapter's value when the key is absent; None: left to the NPU software
+    concern: Concern
+    host: HostAction
+    doc: str
+    check: Check | None = None
+    requires: tuple[str, ...] = ()
+    deprecated: str | None = None  # why, and what replaces it
+
+    @property
+    def python_type(self) -> type:
+        return self.kind.python_type
