@@ -1,0 +1,48 @@
+"""What this host offers: TensorFlow version and devices. Every version or device check lives here.
+
+The plan takes a `HostFacts` value, so tests and `explain --host gpu` can plan for a host other than this one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import os
+
+CPU_FLOAT16_ENV = "NPU_BRIDGE_COMPAT_CPU_FLOAT16"
+
+
+@dataclasses.dataclass(frozen=True)
+class HostFacts:
+    tf_version: str
+    gpu_count: int
+    # Opt-in: on a CPU, emulate the NPU's float16 mixed precision instead of using bfloat16.
+    cpu_float16_emulation: bool = False
+
+    @property
+    def has_gpu(self) -> bool:
+        return self.gpu_count > 0
+
+    @property
+    def device(self) -> str:
+        return "GPU" if self.has_gpu else "CPU"
+
+    def describe(self) -> str:
+        devices = f"{self.gpu_count} GPU(s)" if self.has_gpu else "CPU only"
+        return f"TensorFlow {self.tf_version}, {devices}"
+
+    def with_device(self, device: str) -> "HostFacts":
+        """The same host with a GPU ("gpu") or without one ("cpu"), for planning elsewhere."""
+        return dataclasses.replace(self, gpu_count=max(self.gpu_count, 1) if device == "gpu" else 0)
+
+
+@functools.lru_cache(maxsize=1)
+def detect_host() -> HostFacts:
+    """The facts of this process's host (cached: devices do not change within a process)."""
+    import tensorflow as tf
+
+    return HostFacts(
+        tf_version=tf.__version__,
+        gpu_count=len(tf.config.list_physical_devices("GPU")),
+        cpu_float16_emulation=os.environ.get(CPU_FLOAT16_ENV, "") not in ("", "0", "false", "False"),
+    )

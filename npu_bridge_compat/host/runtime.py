@@ -1,0 +1,79 @@
+"""Runtime settings: memory caps, determinism, threads, timeouts, compilation cache, fusion switches."""
+
+from __future__ import annotations
+
+from npu_bridge_compat.host.contribution import Contribution
+from npu_bridge_compat.host.features import GpuMemoryLimit, OpDeterminism
+from npu_bridge_compat.host.platform import HostFacts
+from npu_bridge_compat.options.rules import GRAPH_MEMORY_DEFAULT, VARIABLE_MEMORY_DEFAULT
+from npu_bridge_compat.options.spec import Effect
+
+MIB = 1024**2
+
+
+def plan_runtime(options, host: HostFacts) -> Contribution:
+    result = Contribution()
+    _plan_memory(options, host, result)
+    if options.deterministic == 1:
+        result.features.append(OpDeterminism())
+    elif options.is_set("deterministic"):
+        result.say("deterministic", Effect.TRANSLATED, "0: TensorFlow's default (non-deterministic) kernels")
+    if options.stream_max_parallel_num:
+        threads = max(int(item.split(":")[1]) for item in options.stream_max_parallel_num.split(","))
+        result.config["inter_op_parallelism_threads"] = threads
+        result.say("stream_max_parallel_num", Effect.APPROXIMATED,
+                   f"inter_op_parallelism_threads={threads} (the largest engine parallelism)")
+    if options.is_set("graph_exec_timeout"):
+        result.config["operation_timeout_in_ms"] = options.graph_exec_timeout
+        result.say("graph_exec_timeout", Effect.APPROXIMATED,
+                   f"ConfigProto.operation_timeout_in_ms={options.graph_exec_timeout} (per blocking op)")
+    _plan_compile_cache(options, result)
+    switches = options.parsed.get("fusion_switch_file")
+    if options.fusion_switch_file and switches is None:
+        result.say("fusion_switch_file", Effect.NO_EQUIVALENT,
+                   "the file is not on this host; Ascend fusion passes have no host counterpart anyway")
+    elif switches is not None:
+        if switches.get(("GraphFusion", "ALL")) == "off":
+            result.config["graph_options.rewrite_options.remapping"] = "OFF"
+            result.say("fusion_switch_file", Effect.APPROXIMATED,
+                       "GraphFusion ALL off: grappler remapping (op fusion) turned OFF; other switches have no "
+                       "host counterpart")
+        else:
+            result.say("fusion_switch_file", Effect.NO_EQUIVALENT,
+                       "individual Ascend fusion passes have no host counterpart")
+    return result
+
+
+def _plan_memory(options, host: HostFacts, result: Contribution) -> None:
+    keys = [key for key in ("graph_memory_max_size", "variable_memory_max_size") if options.is_set(key)]
+    if not keys:
+        return
+    total = (options.parsed.get("graph_memory_max_size", GRAPH_MEMORY_DEFAULT)
+             + options.parsed.get("variable_memory_max_size", VARIABLE_MEMORY_DEFAULT))
+    if host.has_gpu:
+        result.features.append(GpuMemoryLimit(megabytes=total // MIB))
+        how = f"GPU memory capped at {total // MIB} MiB (graph + variable memory)"
+        effect = Effect.APPROXIMATED
+    else:
+        how = "a CPU host has no device memory to cap"
+        effect = Effect.NO_EQUIVALENT
+    for key in keys:
+        result.say(key, effect, how)
+
+
+def _plan_compile_cache(options, result: Contribution) -> None:
+    """Ascend's compile caches become XLA's persistent cache; it matters only where XLA compiles."""
+    directory = options.op_compiler_cache_dir or options.graph_compiler_cache_dir
+    if options.op_compiler_cache_mode == "disable":
+        result.say("op_compiler_cache_mode", Effect.TRANSLATED, "disable: no persistent compilation cache")
+        return
+    if not directory:
+        if options.op_compiler_cache_mode:
+            result.say("op_compiler_cache_mode", Effect.NO_EQUIVALENT,
+                       "no cache directory is set (op_compiler_cache_dir), so there is nothing to persist to")
+        return
+    result.environment["TF_XLA_FLAGS"] = f"--tf_xla_persistent_cache_directory={directory}"
+    how = f"XLA persistent compilation cache in {directory} (used when XLA compiles)"
+    for key in ("op_compiler_cache_mode", "op_compiler_cache_dir", "graph_compiler_cache_dir"):
+        if options.is_set(key):
+            result.say(key, Effect.APPROXIMATED, how)
