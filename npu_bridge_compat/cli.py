@@ -1,0 +1,137 @@
+"""`python -m npu_bridge_compat explain|options`.
+
+explain   validate an NPU configuration and print what each option does on this host (exit 2 when invalid)
+options   print the option table (the source of docs/options.md)
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import warnings
+from pathlib import Path
+from typing import Any, Sequence
+
+from npu_bridge_compat.errors import NpuConfigError
+from npu_bridge_compat.host import HostPlan, build_plan, detect_host
+from npu_bridge_compat.options import OPTIONS, Kind, options_from_config_proto, options_from_kwargs
+
+EXIT_INVALID = 2
+_BOOLEANS = {"true": True, "1": True, "false": False, "0": False}
+
+
+def _parse_assignment(text: str) -> tuple[str, Any]:
+    key, sep, raw = text.partition("=")
+    if not sep:
+        raise NpuConfigError(f"expected key=value, got {text!r}")
+    spec = OPTIONS.get(key)
+    if spec is None or spec.kind is Kind.STRING:
+        return key, raw
+    if spec.kind is Kind.BOOL:
+        if raw.lower() not in _BOOLEANS:
+            raise NpuConfigError(f'NPU option "{key}" takes true or false, got {raw!r}')
+        return key, _BOOLEANS[raw.lower()]
+    try:
+        return key, int(raw)
+    except ValueError:
+        raise NpuConfigError(f'NPU option "{key}" takes an integer, got {raw!r}') from None
+
+
+def _read_config_file(path: str):
+    from google.protobuf import text_format
+    from tensorflow.core.protobuf import config_pb2
+
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as error:
+        raise NpuConfigError(f"cannot read {path}: {error.strerror}") from None
+    try:
+        return text_format.Parse(text, config_pb2.ConfigProto())
+    except text_format.ParseError as error:
+        raise NpuConfigError(f"{path} is not a ConfigProto in text format: {error}") from None
+
+
+def settings_text(plan: HostPlan) -> str:
+    """The concrete host settings of a plan, for people (the report says why)."""
+    lines = ["Host settings:"]
+    lines += [f"  ConfigProto {path} = {value}" for path, value in plan.config_edits.items()]
+    lines += [f"  environment {name}={value}" for name, value in plan.environment.items()]
+    lines += [f"  feature {feature}" for feature in plan.features]
+    if len(lines) == 1:
+        lines.append("  none")
+    return "\n".join(lines)
+
+
+def explain(arguments: argparse.Namespace) -> int:
+    host = detect_host()
+    if arguments.host:
+        host = host.with_device(arguments.host)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            config = _read_config_file(arguments.config) if arguments.config else None
+            assignments = dict(_parse_assignment(text) for text in arguments.assignments)
+            if config is not None:
+                options = options_from_config_proto(config, source=arguments.config)
+                if assignments:
+                    merged = {**options.set_options(), **assignments}
+                    options = options_from_kwargs(merged, source=f"{arguments.config} and the command line")
+            else:
+                options = options_from_kwargs(assignments, source="the command line")
+            plan = build_plan(options, host, config=config)
+        except NpuConfigError as error:
+            _print_warnings(caught)
+            print(f"error: {error}", file=sys.stderr)
+            return EXIT_INVALID
+    _print_warnings(caught)
+    print(plan.report)
+    print(settings_text(plan))
+    return 0
+
+
+def _print_warnings(caught: list) -> None:
+    for warning in caught:
+        print(f"warning: {warning.message}", file=sys.stderr)
+
+
+def options_table(arguments: argparse.Namespace) -> int:
+    print(markdown_table())
+    return 0
+
+
+def markdown_table() -> str:
+    """The option table as Markdown, as docs/options.md holds it."""
+    rows = [
+        "| option | kind | default | allowed | concern | on a host | what it does |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for spec in OPTIONS.values():
+        allowed = spec.check.describe() if spec.check else spec.python_type.__name__
+        host = f"**{spec.host.effect.value}**: {spec.host.how}"
+        if spec.requires:
+            host += f" (read only when {' or '.join(spec.requires)} is on)"
+        doc = spec.doc + (f" *{spec.deprecated}.*" if spec.deprecated else "")
+        cells = [f"`{spec.key}`", spec.kind.value, "unset" if spec.default is None else f"`{spec.default!r}`",
+                 allowed, spec.concern.value, host, doc]
+        rows.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
+    return "\n".join(rows)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m npu_bridge_compat", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True)
+    explain_parser = commands.add_parser("explain", help="validate NPU options and report their host effect")
+    explain_parser.add_argument("assignments", nargs="*", metavar="key=value",
+                                help="NPU options, e.g. precision_mode=allow_mix_precision iterations_per_loop=10")
+    explain_parser.add_argument("--config", help="a file holding a tf.compat.v1.ConfigProto in text format")
+    explain_parser.add_argument("--host", choices=("cpu", "gpu"), help="plan for a CPU or GPU host instead of this one")
+    explain_parser.set_defaults(run=explain)
+    options_parser = commands.add_parser("options", help="print the table of NPU options as Markdown")
+    options_parser.set_defaults(run=options_table)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    arguments = build_parser().parse_args(argv)
+    return arguments.run(arguments)
