@@ -1,0 +1,74 @@
+"""Shared test helpers: ConfigProtos written the way ported scripts write them, and valid contexts per option."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from tensorflow.core.protobuf import config_pb2
+
+from npu_bridge_compat.options import OPTIONS, Kind
+
+
+def npu_config(*entries: dict[str, Any], optimizers: tuple[str, ...] = ()) -> config_pb2.ConfigProto:
+    """A ConfigProto with one NpuOptimizer entry per dict, values written to the field their Python type names."""
+    config = config_pb2.ConfigProto(allow_soft_placement=True)
+    rewrite = config.graph_options.rewrite_options
+    rewrite.optimizers.extend(optimizers)
+    for entry in entries:
+        custom_op = rewrite.custom_optimizers.add()
+        custom_op.name = "NpuOptimizer"
+        for key, value in entry.items():
+            set_attr(custom_op.parameter_map[key], value)
+    return config
+
+
+def set_attr(attr, value: Any) -> None:
+    if isinstance(value, bool):
+        attr.b = value
+    elif isinstance(value, int):
+        attr.i = value
+    elif isinstance(value, float):
+        attr.f = value
+    else:
+        attr.s = value.encode() if isinstance(value, str) else value
+
+
+def example_values(key: str, workdir: Path) -> tuple[Any, Any]:
+    """A valid value of option `key` and an invalid one (a bad value, or one of the wrong kind)."""
+    spec = OPTIONS[key]
+    if spec.check is not None:
+        return spec.check.examples(workdir)
+    valid = {Kind.BOOL: True, Kind.INT: 600, Kind.STRING: "some_value"}[spec.kind]
+    wrong_kind = {Kind.BOOL: "yes", Kind.INT: "600", Kind.STRING: 3.5}[spec.kind]
+    return valid, wrong_kind
+
+
+def context_for(key: str, workdir: Path) -> dict[str, Any]:
+    """Other options that make `key` read by the adapter and satisfy the rules it is part of."""
+    dump_dir = workdir / "dumps"
+    dump_dir.mkdir(exist_ok=True)
+    mixlist = workdir / "ops_info.json"
+    mixlist.write_text('{"white-list": {"to-add": ["MatMul"]}}')
+    companions = {
+        "enable_dump": {"dump_path": str(dump_dir)},
+        "enable_dump_debug": {"dump_path": str(dump_dir)},
+        "dump_path": {"enable_dump": True},
+        "dump_step": {"enable_dump": True, "dump_path": str(dump_dir)},
+        "dump_mode": {"enable_dump": True, "dump_path": str(dump_dir)},
+        "dump_data": {"enable_dump": True, "dump_path": str(dump_dir)},
+        "dump_layer": {"enable_dump": True, "dump_path": str(dump_dir)},
+        "dump_debug_mode": {"enable_dump_debug": True, "dump_path": str(dump_dir)},
+        "in_out_pair": {"mix_compile_mode": True},
+        "in_out_pair_flag": {"mix_compile_mode": True, "in_out_pair": "[[['a'], ['b']]]"},
+        "profiling_options": {"profiling_mode": True},
+        "dynamic_graph_execute_mode": {"dynamic_input": True},
+        "dynamic_inputs_shape_range": {"dynamic_input": True},
+        "work_path": {"aoe_mode": "1"},
+        "modify_mixlist": {"precision_mode": "allow_mix_precision"},
+        "optypelist_for_implmode": {"op_select_implmode": "high_precision"},
+        "input_shape": {"dynamic_dims": "20,20;40,40", "dynamic_node_type": 0},
+        "dynamic_dims": {"input_shape": "data:1,-1;label:-1", "dynamic_node_type": 0},
+        "dynamic_node_type": {"input_shape": "data:1,-1", "dynamic_dims": "20;40"},
+    }
+    return companions.get(key, {})

@@ -1,0 +1,194 @@
+"""The host plan and its report, per concern, for CPU and GPU hosts (no session is started)."""
+
+import pytest
+from helpers import npu_config
+from test_grammars import SEED_004_MIXLIST
+
+from npu_bridge_compat.errors import UnknownOpTypeWarning
+from npu_bridge_compat.host import build_plan, log_once
+from npu_bridge_compat.host import features as f
+from npu_bridge_compat.host.report import IGNORED
+from npu_bridge_compat.options import Effect, options_from_config_proto, options_from_kwargs
+
+AMP = "graph_options.rewrite_options."
+LISTS = "TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_"
+
+
+def plan(host, **values):
+    return build_plan(options_from_kwargs(values), host)
+
+
+def test_mixed_float16_is_grappler_amp_on_a_gpu(gpu_host):
+    result = plan(gpu_host, precision_mode="allow_mix_precision")
+    assert dict(result.config_edits) == {AMP + "auto_mixed_precision": "ON"}
+    assert result.report.entry("precision_mode").effect == Effect.TRANSLATED.value
+
+
+def test_mixed_float16_becomes_bfloat16_on_a_cpu_unless_float16_emulation_is_asked(cpu_host):
+    result = plan(cpu_host, precision_mode_v2="mixed_float16")
+    assert dict(result.config_edits) == {AMP + "auto_mixed_precision_onednn_bfloat16": "ON"}
+    entry = result.report.entry("precision_mode_v2")
+    assert entry.effect == Effect.APPROXIMATED.value and "bfloat16 instead of float16" in entry.how
+    emulating = plan(cpu_host.__class__("2.15.1", 0, cpu_float16_emulation=True), precision_mode_v2="mixed_float16")
+    assert dict(emulating.config_edits) == {AMP + "auto_mixed_precision_cpu": "ON"}
+
+
+def test_mixed_bfloat16(cpu_host, gpu_host):
+    assert dict(plan(cpu_host, precision_mode="allow_mix_precision_bf16").config_edits) == {
+        AMP + "auto_mixed_precision_onednn_bfloat16": "ON"}
+    on_gpu = plan(gpu_host, precision_mode_v2="mixed_bfloat16")
+    assert dict(on_gpu.config_edits) == {}
+    assert on_gpu.report.entry("precision_mode_v2").effect == Effect.NO_EQUIVALENT.value
+
+
+@pytest.mark.parametrize("mode", ["force_fp32", "must_keep_origin_dtype"])
+def test_float32_modes_keep_float32_and_turn_tf32_off(gpu_host, mode):
+    result = plan(gpu_host, precision_mode=mode)
+    assert result.feature(f.TensorFloat32) == f.TensorFloat32(enabled=False)
+    assert dict(result.config_edits) == {}
+
+
+def test_force_fp16_forces_amp_on_gpu_only(gpu_host, cpu_host):
+    on_gpu = plan(gpu_host, precision_mode="force_fp16")
+    assert on_gpu.environment[LISTS + "LEVEL"] == "UNSAFE_FORCE_ALL"
+    assert on_gpu.config_edits[AMP + "auto_mixed_precision"] == "ON"
+    on_cpu = plan(cpu_host, precision_mode="force_fp16")
+    assert on_cpu.report.entry("precision_mode").effect == Effect.NO_EQUIVALENT.value
+    assert dict(on_cpu.environment) == {}
+
+
+def test_seed_mixlist_becomes_grappler_lists_with_tf_op_names(tmp_path, gpu_host):
+    path = tmp_path / "ops_info.json"
+    path.write_text(SEED_004_MIXLIST, encoding="utf-8")
+    result = plan(gpu_host, precision_mode_v2="mixed_float16", modify_mixlist=str(path))
+    lists = {key.removeprefix(LISTS): value for key, value in result.environment.items()}
+    assert lists == {
+        # black to-remove Xlog1py: leaves the deny list and becomes gray (infer), as on Ascend
+        "DENYLIST_REMOVE": "Xlog1py,BiasAdd",
+        "INFERLIST_ADD": "Xlog1py,Conv2D",
+        # black to-add Matmul (TensorFlow's MatMul) and Cast: deny, and out of every other list
+        "DENYLIST_ADD": "MatMul,Cast",
+        "ALLOWLIST_REMOVE": "MatMul,Cast,Conv2D",
+        "INFERLIST_REMOVE": "MatMul,Cast,BiasAdd",
+        "CLEARLIST_REMOVE": "MatMul,Cast,BiasAdd",
+        # white to-add Bias (TensorFlow's BiasAdd)
+        "ALLOWLIST_ADD": "BiasAdd",
+    }
+    assert "modify_mixlist: Ascend op type Matmul is TensorFlow's MatMul" in result.report.notes
+
+
+def test_mixlist_op_unknown_to_tensorflow_warns_and_is_left_out(tmp_path, gpu_host):
+    path = tmp_path / "ops_info.json"
+    path.write_text('{"white-list": {"to-add": ["LayerNorm", "Conv2D"]}}')
+    with pytest.warns(UnknownOpTypeWarning, match="LayerNorm"):
+        result = plan(gpu_host, precision_mode="allow_mix_precision", modify_mixlist=str(path))
+    assert result.environment[LISTS + "ALLOWLIST_ADD"] == "Conv2D"
+
+
+def test_mixlist_without_an_amp_pass_has_no_effect(tmp_path, gpu_host):
+    path = tmp_path / "ops_info.json"
+    path.write_text('{"white-list": {"to-add": ["Conv2D"]}}')
+    result = plan(gpu_host, precision_mode="allow_mix_precision_bf16", modify_mixlist=str(path))
+    assert dict(result.environment) == {}
+    assert result.report.entry("modify_mixlist").effect == Effect.NO_EQUIVALENT.value
+
+
+def test_loop_mixed_compute_and_regions(cpu_host):
+    assert plan(cpu_host, iterations_per_loop=100).feature(f.StepLoop) == f.StepLoop(100)
+    assert plan(cpu_host, iterations_per_loop=1).feature(f.StepLoop) is None
+    mixed = plan(cpu_host, mix_compile_mode=True, in_out_pair="[[['a'], ['b', 'c']]]", in_out_pair_flag=False)
+    assert mixed.feature(f.BatchNormWorkaround) == f.BatchNormWorkaround()
+    regions = mixed.feature(f.HostRegions)
+    assert regions.on_host and regions.pairs[0].outputs == ("b", "c")
+    assert plan(cpu_host, graph_run_mode=0).feature(f.Inference) == f.Inference()
+
+
+def test_dump_profiling_and_numeric_checks(cpu_host, tmp_path):
+    dumped = plan(cpu_host, enable_dump=True, dump_path=str(tmp_path), dump_step="0|5|10-12", dump_mode="all",
+                  dump_layer="dense/MatMul dense/BiasAdd")
+    assert dumped.feature(f.TensorDump) == f.TensorDump(
+        path=str(tmp_path), steps=((0, 0), (5, 5), (10, 12)), mode="all", data="tensor",
+        layers=("dense/MatMul", "dense/BiasAdd"))
+    profiled = plan(cpu_host, profiling_mode=True, profiling_options=f'{{"output": "{tmp_path}/prof"}}')
+    assert profiled.feature(f.ProfilerTrace).output == f"{tmp_path}/prof"
+    checked = plan(cpu_host, enable_dump_debug=True, dump_path=str(tmp_path))
+    assert checked.feature(f.NumericChecks) == f.NumericChecks(str(tmp_path))
+    assert plan(cpu_host, enable_exception_dump=1).feature(f.NumericChecks) == f.NumericChecks(None)
+    assert plan(cpu_host, enable_exception_dump=0).feature(f.NumericChecks) is None
+
+
+def test_memory_caps_the_gpu_only(cpu_host, gpu_host):
+    sizes = {"graph_memory_max_size": str(2 * 1024**3), "variable_memory_max_size": str(1024**3)}
+    assert plan(gpu_host, **sizes).feature(f.GpuMemoryLimit) == f.GpuMemoryLimit(3072)
+    on_cpu = plan(cpu_host, **sizes)
+    assert on_cpu.feature(f.GpuMemoryLimit) is None
+    assert on_cpu.report.entry("graph_memory_max_size").effect == Effect.NO_EQUIVALENT.value
+
+
+def test_device_choice_follows_the_adapter_priority(monkeypatch, gpu_host):
+    two_gpus = gpu_host.__class__("2.15.1", 2)
+    monkeypatch.setenv("DEVICE_ID", "0")
+    monkeypatch.setenv("ASCEND_DEVICE_ID", "1")
+    assert plan(two_gpus).config_edits["gpu_options.visible_device_list"] == "1"
+    assert plan(two_gpus, session_device_id=0).config_edits["gpu_options.visible_device_list"] == "0"
+    monkeypatch.delenv("ASCEND_DEVICE_ID")
+    assert plan(two_gpus).config_edits["gpu_options.visible_device_list"] == "0"
+    too_high = plan(two_gpus, session_device_id=5)
+    assert "gpu_options.visible_device_list" not in too_high.config_edits
+    assert "this host has 2 GPU(s)" in too_high.report.entry("session_device_id").how
+
+
+def test_runtime_settings(cpu_host, tmp_path):
+    result = plan(cpu_host, stream_max_parallel_num="DNN_VM_AICPU:10,AIcoreEngine:1", graph_exec_timeout=5000,
+                  deterministic=1, op_compiler_cache_mode="enable", op_compiler_cache_dir=str(tmp_path))
+    assert result.config_edits["inter_op_parallelism_threads"] == 10
+    assert result.config_edits["operation_timeout_in_ms"] == 5000
+    assert result.feature(f.OpDeterminism) == f.OpDeterminism()
+    assert result.environment["TF_XLA_FLAGS"] == f"--tf_xla_persistent_cache_directory={tmp_path}"
+
+
+def test_fusion_switch_all_off_turns_the_remapper_off(cpu_host, tmp_path):
+    path = tmp_path / "fusion_switch.cfg"
+    path.write_text('{"Switch": {"GraphFusion": {"ALL": "off"}}}')
+    result = plan(cpu_host, fusion_switch_file=str(path))
+    assert result.config_edits[AMP + "remapping"] == "OFF"
+
+
+def test_host_config_strips_npu_entries_and_the_optimizer_list(gpu_host):
+    config = npu_config({"precision_mode": "allow_mix_precision"}, optimizers=("pruning", "GradFusionOptimizer"))
+    config.graph_options.rewrite_options.remapping = 2  # RewriterConfig.OFF, as npu_config_proto sets it
+    other = config.graph_options.rewrite_options.custom_optimizers.add()
+    other.name = "MyOptimizer"
+    result = build_plan(options_from_config_proto(config), gpu_host, config=config)
+    host = result.host_config(config)
+    rewrite = host.graph_options.rewrite_options
+    assert [entry.name for entry in rewrite.custom_optimizers] == ["MyOptimizer"]
+    assert list(rewrite.optimizers) == []
+    assert rewrite.auto_mixed_precision == 1  # ON
+    assert rewrite.remapping == 2 and host.allow_soft_placement
+    assert len(config.graph_options.rewrite_options.custom_optimizers) == 2  # the input is not modified
+    assert any("GradFusionOptimizer" in note for note in result.report.notes)
+
+
+def test_report_lists_every_set_option_once(cpu_host, tmp_path):
+    result = plan(cpu_host, iterations_per_loop=10, hcom_parallel=True, use_off_line=True,
+                  enable_data_pre_proc=True, dump_step="0|5", enable_dump=False)
+    report = result.report
+    assert [e.key for e in report.entries] == ["iterations_per_loop", "enable_data_pre_proc", "use_off_line",
+                                                "enable_dump", "dump_step", "hcom_parallel"]
+    assert report.entry("dump_step").effect == IGNORED
+    assert report.entry("enable_dump").how == "the adapter's default: nothing to change on the host"
+    assert report.entry("hcom_parallel").effect == Effect.NO_EQUIVALENT.value
+    assert "deprecated" in report.entry("enable_data_pre_proc").how
+    text = str(report)
+    assert text.index("translated:") < text.index("not needed on a host:") < text.index("no host equivalent:")
+    assert "iterations_per_loop=10" in text
+    with pytest.raises(KeyError, match="precision_mode"):
+        report.entry("precision_mode")
+
+
+def test_report_is_logged_once_per_distinct_configuration(cpu_host):
+    first = plan(cpu_host, iterations_per_loop=7, deterministic=1).report
+    assert log_once(first) is True
+    assert log_once(plan(cpu_host, iterations_per_loop=7, deterministic=1).report) is False
+    assert log_once(plan(cpu_host, iterations_per_loop=8, deterministic=1).report) is True
