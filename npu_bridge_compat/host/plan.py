@@ -35,6 +35,9 @@ class HostPlan:
     features: tuple[Feature, ...]
     report: Report
 
+    def __deepcopy__(self, memo: dict) -> "HostPlan":
+        return self  # immutable; RunConfig.replace() deep-copies its attributes
+
     def feature(self, kind: type) -> Any:
         """The planned feature of that type, or None."""
         return next((f for f in self.features if isinstance(f, kind)), None)

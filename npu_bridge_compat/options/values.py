@@ -37,6 +37,9 @@ class _NpuOptionsMethods:
         """The value as its grammar parsed it (e.g. dump_step as step ranges), or the plain value."""
         return self.parsed.get(key, getattr(self, key))
 
+    def __deepcopy__(self, memo: dict) -> "_NpuOptionsMethods":
+        return self  # immutable; RunConfig.replace() deep-copies its attributes
+
     def __repr__(self) -> str:
         items = ", ".join(f"{key}={value!r}" for key, value in self.set_options().items())
         return f"NpuOptions({items})"

@@ -1,0 +1,250 @@
+"""NPURunConfig and its configuration holders, as the adapter declares them, built on the one translator.
+
+`NPURunConfig` validates every NPU option at construction (through `options_from_kwargs`, merged over the
+NpuOptimizer entries of `session_config`, which NPURunConfig's own arguments override as in the adapter), and
+hands the Estimator the host `session_config` of the plan.
+"""
+
+from __future__ import annotations
+
+import enum
+import inspect
+from typing import Any
+
+import tensorflow as tf
+from absl import logging
+
+from npu_bridge_compat.errors import NpuCompatWarning, NpuOptionTypeError, NpuOptionValueError, warn
+from npu_bridge_compat.host import build_plan, log_once
+from npu_bridge_compat.host.apply import apply_environment
+from npu_bridge_compat.host.features import StepLoop
+from npu_bridge_compat.options import OPTIONS, options_from_config_proto, options_from_kwargs
+
+
+class ProfilingConfig:
+    """Profiling switch and its JSON options (profiling_mode / profiling_options)."""
+
+    def __init__(self, enable_profiling: bool = False, profiling_options: str | None = None) -> None:
+        self._enable_profiling = enable_profiling
+        self._profiling_options = profiling_options
+
+    def npu_options(self) -> dict[str, Any]:
+        if not self._enable_profiling:
+            return {}
+        return {"profiling_mode": True, "profiling_options": self._profiling_options or ""}
+
+
+class DumpConfig:
+    """Data dump and overflow detection (enable_dump, dump_path, dump_step, dump_mode, enable_dump_debug, ...)."""
+
+    def __init__(self, enable_dump: bool = False, dump_path: str | None = None, dump_step: str | None = None,
+                 dump_mode: str = "output", enable_dump_debug: bool = False, dump_debug_mode: str = "all",
+                 dump_data: str = "tensor", dump_layer: str | None = None) -> None:
+        self._enable_dump = enable_dump
+        self._dump_path = dump_path
+        self._dump_step = dump_step
+        self._dump_mode = dump_mode
+        self._enable_dump_debug = enable_dump_debug
+        self._dump_debug_mode = dump_debug_mode
+        self.dump_data = dump_data
+        self.dump_layer = dump_layer
+
+    def npu_options(self) -> dict[str, Any]:
+        return _changed({"enable_dump": self._enable_dump, "dump_path": self._dump_path,
+                         "dump_step": self._dump_step, "dump_mode": self._dump_mode,
+                         "enable_dump_debug": self._enable_dump_debug, "dump_debug_mode": self._dump_debug_mode,
+                         "dump_data": self.dump_data, "dump_layer": self.dump_layer})
+
+
+class DynamicInputConfig:
+    """Gear-mode dynamic shapes: input_shape, dynamic_dims and dynamic_node_type, all three required."""
+
+    def __init__(self, input_shape: str, dynamic_dims: str, dynamic_node_type: int) -> None:
+        self._input_shape = input_shape
+        self._dynamic_dims = dynamic_dims
+        self._dynamic_node_type = dynamic_node_type
+
+    def npu_options(self) -> dict[str, Any]:
+        values = {"input_shape": self._input_shape, "dynamic_dims": self._dynamic_dims,
+                  "dynamic_node_type": self._dynamic_node_type}
+        return values if all(value is not None for value in values.values()) else {}
+
+
+class MemoryConfig:
+    """Graph Engine memory policies."""
+
+    def __init__(self, atomic_clean_policy: int = 0, static_memory_policy: int = 0,
+                 memory_optimization_policy: str | None = None) -> None:
+        self._atomic_clean_policy = atomic_clean_policy
+        self._static_memory_policy = static_memory_policy
+        self._memory_optimization_policy = memory_optimization_policy
+
+    def npu_options(self) -> dict[str, Any]:
+        return _changed({"atomic_clean_policy": self._atomic_clean_policy,
+                         "static_memory_policy": self._static_memory_policy,
+                         "memory_optimization_policy": self._memory_optimization_policy})
+
+
+class GraphMemoryOptimizeConfig:
+    """Recomputation and graph slicing ('auto' or 'manual')."""
+
+    def __init__(self, recompute: str | None = None, graph_slice: str | None = None) -> None:
+        for name, value in (("recompute", recompute), ("graph_slice", graph_slice)):
+            if value is not None and value not in ("auto", "manual"):
+                raise NpuOptionValueError(f"{name} should be in ['auto', 'manual'] (got {value!r})")
+        self._recompute = recompute
+        self._graph_slice = graph_slice
+
+
+class ExperimentalConfig:
+    """Experimental Graph Engine settings."""
+
+    def __init__(self, logical_device_cluster_deploy_mode: str = "LB", logical_device_id: str | None = None,
+                 model_deploy_mode: str | None = None, model_deploy_devicelist: str | None = None,
+                 graph_memory_optimize_config: GraphMemoryOptimizeConfig | None = None,
+                 enable_graph_parallel: bool | None = None, graph_parallel_option_path: str | None = None,
+                 graph_compiler_cache_dir: str | None = None, resource_config_path: str | None = None,
+                 accelerate_train_mode: str | None = None) -> None:
+        if graph_memory_optimize_config is not None and not isinstance(graph_memory_optimize_config,
+                                                                       GraphMemoryOptimizeConfig):
+            raise NpuOptionValueError("graph_memory_optimize_config type must be GraphMemoryOptimizeConfig "
+                                      f"(got {type(graph_memory_optimize_config).__name__})")
+        self._values = {
+            "experimental_logical_device_cluster_deploy_mode": logical_device_cluster_deploy_mode,
+            "experimental_logical_device_id": logical_device_id,
+            "experimental_model_deploy_mode": model_deploy_mode,
+            "experimental_model_deploy_devicelist": model_deploy_devicelist,
+            "graph_slice": graph_memory_optimize_config._graph_slice if graph_memory_optimize_config else None,
+            "enable_graph_parallel": enable_graph_parallel,
+            "graph_parallel_option_path": graph_parallel_option_path,
+            "graph_compiler_cache_dir": graph_compiler_cache_dir,
+            "resource_config_path": resource_config_path,
+            "experimental_accelerate_train_mode": accelerate_train_mode,
+        }
+
+    def npu_options(self) -> dict[str, Any]:
+        return _changed(self._values)
+
+
+class NpuExecutePlacement(enum.Enum):
+    """Where an npu_variable_scope places its ops on Ascend (no host effect)."""
+
+    ALL = "all"
+    CUBE = "cube"
+    VECTOR = "vector"
+    TAISHAN = "taishan"
+    DVPP = "dvpp"
+    HOST = "host"
+
+
+def _changed(values: dict[str, Any]) -> dict[str, Any]:
+    """The entries that are set and differ from the adapter's default for the key."""
+    return {key: value for key, value in values.items()
+            if value is not None and value != OPTIONS[key].default}
+
+
+# NPURunConfig arguments that are RunConfig's, or that hold several options; the rest map to the same-name key.
+_RUN_CONFIG_ARGUMENTS = ("model_dir", "tf_random_seed", "save_summary_steps", "save_checkpoints_steps",
+                         "save_checkpoints_secs", "session_config", "keep_checkpoint_max",
+                         "keep_checkpoint_every_n_hours", "log_step_count_steps", "train_distribute",
+                         "eval_distribute")
+_HOLDERS = {"profiling_config": ProfilingConfig, "dump_config": DumpConfig,
+            "dynamic_input_config": DynamicInputConfig, "memory_config": MemoryConfig,
+            "experimental_config": ExperimentalConfig}
+_AOE_ARGUMENTS = ("aoe_mode", "work_path", "distribute_config")  # written only when aoe_mode is set
+_NO_HOST_MEANING = ("distribute", "horovod_mode", "quant_dumpable")
+
+
+class NPURunConfig(tf.estimator.RunConfig):
+    """`tf.estimator.RunConfig` with the Ascend adapter's NPU arguments, defaults and checks."""
+
+    def __init__(self, iterations_per_loop=1, profiling_config=None, model_dir=None, tf_random_seed=None,
+                 save_summary_steps=0, save_checkpoints_steps=None, save_checkpoints_secs=None,
+                 session_config=None, keep_checkpoint_max=5, keep_checkpoint_every_n_hours=10000,
+                 log_step_count_steps=100, distribute=None, enable_data_pre_proc=True, precision_mode=None,
+                 enable_reduce_precision=False, variable_format_optimize=None, mix_compile_mode=False,
+                 hcom_parallel=True, graph_memory_max_size=None, variable_memory_max_size=None,
+                 dump_config=None, stream_max_parallel_num=None, is_tailing_optimization=False,
+                 horovod_mode=False, graph_run_mode=1, op_debug_level=None, enable_scope_fusion_passes=None,
+                 enable_exception_dump=2, op_select_implmode=None, optypelist_for_implmode=None,
+                 dynamic_input_config=None, aoe_mode=None, work_path=None, buffer_optimize="l2_optimize",
+                 enable_small_channel=0, fusion_switch_file=None, enable_compress_weight=False,
+                 compress_weight_conf=None, op_compiler_cache_mode=None, op_compiler_cache_dir=None,
+                 debug_dir=None, hcom_multi_mode=False, dynamic_input=None,
+                 dynamic_graph_execute_mode="dynamic_execute", dynamic_inputs_shape_range=None,
+                 train_distribute=None, eval_distribute=None, local_rank_id=None, local_device_list=None,
+                 session_device_id=None, distribute_config=None, modify_mixlist=None, op_precision_mode=None,
+                 device_type="default_device_type", soc_config=None, hccl_timeout=None, op_wait_timeout=None,
+                 op_execute_timeout=None, HCCL_algorithm=None, customize_dtypes=None, op_debug_config=None,
+                 memory_config=None, experimental_config=None, topo_sorting_mode=None, aoe_config_file=None,
+                 insert_op_file=None, stream_sync_timeout=-1, event_sync_timeout=-1, external_weight=False,
+                 deterministic=0, frozen_variable=False, variable_placement="Device", jit_compile="auto",
+                 precision_mode_v2=None, ac_parallel_enable=None, quant_dumpable=None):
+        arguments = {name: value for name, value in locals().items() if name not in ("self", "__class__")}
+        self._check_holders(arguments)
+        npu_values = self._npu_values(arguments)
+        if session_config is not None:
+            entries = options_from_config_proto(session_config, source="NPURunConfig(session_config=...)")
+            npu_values = {**entries.set_options(), **npu_values}
+        self.npu_options = options_from_kwargs(npu_values, source="NPURunConfig")
+        self.npu_plan = build_plan(self.npu_options, config=session_config)
+        log_once(self.npu_plan.report)
+        apply_environment(self.npu_plan)
+        for name in _NO_HOST_MEANING:
+            if arguments[name] not in (None, False):
+                logging.warning("NPURunConfig(%s=%r) has no host equivalent; it is ignored.", name, arguments[name])
+        self.iterations_per_loop = iterations_per_loop
+        self.mix_compile_mode = mix_compile_mode
+        self.horovod_mode = horovod_mode
+        # Warn once if a plain Estimator reads the session config (NPUEstimator clears this on its copy).
+        self.warn_single_step_estimator = False
+        if save_checkpoints_steps is None and save_checkpoints_secs is None:
+            save_checkpoints_steps = 100  # the adapter's default, where RunConfig saves every 600 seconds
+        super().__init__(
+            model_dir=model_dir, tf_random_seed=tf_random_seed, save_summary_steps=save_summary_steps,
+            save_checkpoints_steps=save_checkpoints_steps, save_checkpoints_secs=save_checkpoints_secs,
+            session_config=self.npu_plan.host_config(session_config), keep_checkpoint_max=keep_checkpoint_max,
+            keep_checkpoint_every_n_hours=keep_checkpoint_every_n_hours, log_step_count_steps=log_step_count_steps,
+            train_distribute=train_distribute, eval_distribute=eval_distribute)
+        self.warn_single_step_estimator = iterations_per_loop > 1
+
+    @staticmethod
+    def _check_holders(arguments: dict[str, Any]) -> None:
+        for name, holder in _HOLDERS.items():
+            if arguments[name] is not None and not isinstance(arguments[name], holder):
+                raise NpuOptionValueError(f"{name} must be provided with type {holder.__name__} "
+                                          f"(got {type(arguments[name]).__name__})")
+        if not isinstance(arguments["mix_compile_mode"], bool):
+            raise NpuOptionTypeError('"mix_compile_mode" type must be bool '
+                                     f"(got {type(arguments['mix_compile_mode']).__name__})")
+        if not isinstance(arguments["jit_compile"], str):
+            raise NpuOptionTypeError(f"jit_compile: Expected str, got {type(arguments['jit_compile']).__name__}")
+
+    @staticmethod
+    def _npu_values(arguments: dict[str, Any]) -> dict[str, Any]:
+        """The NPU options the arguments name: every argument that differs from the adapter's default."""
+        defaults = {name: p.default for name, p in inspect.signature(NPURunConfig.__init__).parameters.items()}
+        values: dict[str, Any] = {}
+        for name, value in arguments.items():
+            if name in OPTIONS and name not in _AOE_ARGUMENTS and value is not None and value != defaults[name]:
+                values[name] = value
+            elif name in _HOLDERS and value is not None:
+                values.update(value.npu_options())
+        if arguments["iterations_per_loop"] != 1 or arguments["mix_compile_mode"]:
+            values["iterations_per_loop"] = arguments["iterations_per_loop"]  # the mixed-compute rule names it
+        if arguments["aoe_mode"] is not None:
+            values.update({name: arguments[name] for name in _AOE_ARGUMENTS if arguments[name] is not None})
+        return values
+
+    @property
+    def session_config(self):
+        if self.warn_single_step_estimator:
+            self.warn_single_step_estimator = False
+            warn(f"iterations_per_loop={self.iterations_per_loop} takes effect only with NPUEstimator, as on "
+                 "Ascend; this Estimator runs one step per session run.", NpuCompatWarning)
+        return self._session_config
+
+    @property
+    def steps_per_run(self) -> int:
+        loop = self.npu_plan.feature(StepLoop)
+        return loop.iterations if loop else 1

@@ -1,0 +1,99 @@
+"""npu_scope: the adapter's graph scopes. Each marks the ops built inside it with the node attribute the adapter
+sets, so graphs carry the same information as on Ascend; in eager code they do nothing.
+
+`without_npu_compile_scope` (`_without_npu_compile`) and `keep_dtype_scope` (`_keep_dtype`) mark ops whose host
+meaning the session door and the precision plan give them; the other scopes have no host effect.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Iterator
+
+import tensorflow as tf
+from tensorflow.core.framework import attr_value_pb2
+
+
+@contextlib.contextmanager
+def _attr_scope(attributes: dict[str, attr_value_pb2.AttrValue]) -> Iterator[None]:
+    if tf.executing_eagerly():
+        yield
+        return
+    with tf.compat.v1.get_default_graph()._attr_scope(attributes):
+        yield
+
+
+def _bool(value: bool) -> attr_value_pb2.AttrValue:
+    return attr_value_pb2.AttrValue(b=value)
+
+
+def _text(value) -> attr_value_pb2.AttrValue:
+    return attr_value_pb2.AttrValue(s=str(value).encode())
+
+
+def _int(value: int) -> attr_value_pb2.AttrValue:
+    return attr_value_pb2.AttrValue(i=int(value))
+
+
+def without_npu_compile_scope() -> contextlib.AbstractContextManager:
+    """Ops built here stay on the host in mixed compute (attribute `_without_npu_compile`)."""
+    return _attr_scope({"_without_npu_compile": _bool(True)})
+
+
+def keep_dtype_scope() -> contextlib.AbstractContextManager:
+    """Ops built here keep their dtype under mixed precision (attribute `_keep_dtype`)."""
+    return _attr_scope({"_keep_dtype": _int(1)})
+
+
+def npu_variable_scope(placement=None) -> contextlib.AbstractContextManager:
+    """Ascend variable placement (`_variable_placement`); no host effect."""
+    value = getattr(placement, "value", placement) or "all"
+    return _attr_scope({"_variable_placement": _text(value)})
+
+
+def npu_stage_scope(stage) -> contextlib.AbstractContextManager:
+    """Ascend pipeline stage (`_stage_level`); no host effect."""
+    return _attr_scope({"_stage_level": _int(stage)})
+
+
+def npu_mem_type_scope() -> contextlib.AbstractContextManager:
+    """Ascend memory type (`_output_memory_type`); no host effect."""
+    return _attr_scope({"_output_memory_type": _int(1)})
+
+
+def npu_weight_prefetch_scope(buffer_pool_id: int = 0, buffer_pool_size: int = 536870912
+                              ) -> contextlib.AbstractContextManager:
+    """Ascend weight prefetching (`_weight_prefetch_*`); no host effect."""
+    return _attr_scope({"_weight_prefetch_buffer_pool_id": _int(buffer_pool_id),
+                        "_weight_prefetch_buffer_pool_size": _int(buffer_pool_size)})
+
+
+def op_specified_engine_scope(engine_name: str = "", kernel_lib_name: str = "") -> contextlib.AbstractContextManager:
+    """Ascend engine choice (`_specified_engine_name`, `_specified_kernel_lib_name`); no host effect."""
+    return _attr_scope({"_specified_engine_name": _text(engine_name),
+                        "_specified_kernel_lib_name": _text(kernel_lib_name)})
+
+
+def npu_qos_label_scope(qos_label: int) -> contextlib.AbstractContextManager:
+    """Ascend quality-of-service label (`_qos_service_label`); no host effect."""
+    return _attr_scope({"_qos_service_label": _int(qos_label)})
+
+
+def subgraph_multi_dims_scope(index: int) -> contextlib.AbstractContextManager:
+    """Ascend multi-dims subgraph index (`_subgraph_multi_dims_index`); no host effect."""
+    return _attr_scope({"_subgraph_multi_dims_index": _int(index)})
+
+
+def npu_optimizer_scope(optimizer_name: str = "") -> contextlib.AbstractContextManager:
+    """Ascend optimizer tag (`_optimizer_name`); no host effect."""
+    return _attr_scope({"_optimizer_name": _text(optimizer_name)})
+
+
+def npu_recompute_scope() -> contextlib.AbstractContextManager:
+    """Ascend recomputation region (a name scope); no host effect."""
+    return tf.name_scope("recompute")
+
+
+def npu_graph_slice_scope(slice_num: int = 1) -> contextlib.AbstractContextManager:
+    """Ascend graph slicing region (a name scope); no host effect."""
+    return tf.name_scope(f"graph_slice_{slice_num}")
