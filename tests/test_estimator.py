@@ -1,0 +1,298 @@
+"""The Estimator door: NPURunConfig, NPUEstimator's N steps per run, mixed compute's batch-norm workaround."""
+
+import os
+import warnings
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from helpers import npu_config
+
+from npu_bridge_compat import NpuOptionTypeError, NpuOptionValueError, scope
+from npu_bridge_compat.errors import NpuCompatWarning
+from npu_bridge_compat.estimator import DumpConfig, NPUEstimator, NPUEstimatorSpec, NPURunConfig, ProfilingConfig
+
+FEATURES = np.random.RandomState(0).randn(512, 6).astype("float32")
+LABELS = (FEATURES[:, :3].sum(axis=1, keepdims=True) > 0).astype("float32")
+V3_OPS = {"FusedBatchNormV3", "FusedBatchNormGradV3"}
+
+
+def input_fn():
+    return tf.data.Dataset.from_tensor_slices((FEATURES, LABELS)).repeat().batch(8)
+
+
+def dense_model_fn(features, labels, mode):
+    hidden = tf.compat.v1.layers.dense(features, 4, activation=tf.nn.relu, name="hidden",
+                                       kernel_initializer=tf.compat.v1.glorot_uniform_initializer(seed=1))
+    logits = tf.compat.v1.layers.dense(hidden, 1, name="logits",
+                                       kernel_initializer=tf.compat.v1.glorot_uniform_initializer(seed=2))
+    if mode == tf.estimator.ModeKeys.PREDICT:
+        return tf.estimator.EstimatorSpec(mode, predictions={"logits": logits})
+    loss = tf.compat.v1.losses.sigmoid_cross_entropy(labels, logits)
+    tf.compat.v1.summary.scalar("step_loss", loss)
+    optimizer = tf.compat.v1.train.GradientDescentOptimizer(0.05)
+    train_op = optimizer.minimize(loss, global_step=tf.compat.v1.train.get_global_step())
+    return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op,
+                                      eval_metric_ops={"mean_loss": tf.compat.v1.metrics.mean(loss)})
+
+
+def batchnorm_model_fn(features, labels, mode, params):
+    x = tf.reshape(tf.cast(features, params.get("dtype", tf.float32)), [-1, 1, 2, 3])
+    if params.get("keras"):
+        x = tf.keras.layers.BatchNormalization(dtype=params.get("dtype", tf.float32))(x, training=True)
+    else:
+        x = tf.compat.v1.layers.batch_normalization(x, fused=True, training=True)
+    logits = tf.compat.v1.layers.dense(tf.reshape(tf.cast(x, tf.float32), [-1, 6]), 1,
+                                       kernel_initializer=tf.compat.v1.constant_initializer(0.1))
+    loss = tf.compat.v1.losses.sigmoid_cross_entropy(labels, logits)
+    update_ops = tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.UPDATE_OPS)
+    with tf.control_dependencies(update_ops):
+        train_op = tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(
+            loss, global_step=tf.compat.v1.train.get_global_step())
+    return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+
+class StepRecorder(tf.compat.v1.train.SessionRunHook):
+    """Records global_step after every session run, and the op types of the training graph."""
+
+    def __init__(self):
+        self.steps, self.graph_op_types, self.function_op_types = [], set(), set()
+
+    @property
+    def op_types(self):
+        return self.graph_op_types | self.function_op_types
+
+    def begin(self):
+        graph = tf.compat.v1.get_default_graph()
+        self._global_step = tf.compat.v1.train.get_global_step()
+        self.graph_op_types = {op.type for op in graph.get_operations()}
+        for function in graph._functions.values():
+            self.function_op_types |= {node.op for node in function.definition.node_def}
+
+    def after_run(self, run_context, run_values):
+        self.steps.append(run_context.session.run(self._global_step))
+
+
+def train(tmp_path, model_fn=dense_model_fn, max_steps=20, params=None, **config):
+    recorder = StepRecorder()
+    estimator = NPUEstimator(model_fn, config=NPURunConfig(model_dir=str(tmp_path), **config), params=params)
+    estimator.train(input_fn, max_steps=max_steps, hooks=[recorder])
+    return estimator, recorder
+
+
+# --- NPURunConfig ------------------------------------------------------------------------------------------
+
+def test_npurunconfig_has_the_adapter_defaults():
+    config = NPURunConfig()
+    assert config.save_summary_steps == 0
+    assert config.save_checkpoints_steps == 100 and config.save_checkpoints_secs is None
+    assert config.keep_checkpoint_max == 5 and config.log_step_count_steps == 100
+    assert config.iterations_per_loop == 1 and config.npu_options.explicit == frozenset()
+
+
+def test_npurunconfig_translates_its_arguments_and_holders(tmp_path):
+    config = NPURunConfig(iterations_per_loop=10, precision_mode="allow_mix_precision", hcom_parallel=False,
+                          dump_config=DumpConfig(enable_dump=True, dump_path=str(tmp_path), dump_step="0|5"),
+                          profiling_config=ProfilingConfig(True, f'{{"output": "{tmp_path}"}}'))
+    assert config.npu_options.set_options() == {
+        "iterations_per_loop": 10, "precision_mode": "allow_mix_precision", "enable_dump": True,
+        "dump_path": str(tmp_path), "dump_step": "0|5", "profiling_mode": True,
+        "profiling_options": f'{{"output": "{tmp_path}"}}', "hcom_parallel": False}
+    with pytest.warns(NpuCompatWarning, match="takes effect only with NPUEstimator"):
+        assert config.session_config.graph_options.rewrite_options.custom_optimizers == []
+
+
+def test_npurunconfig_arguments_override_session_config_entries():
+    session_config = npu_config({"precision_mode": "force_fp32", "iterations_per_loop": 4},
+                                optimizers=("GradFusionOptimizer",))
+    config = NPURunConfig(session_config=session_config, precision_mode="allow_mix_precision")
+    assert config.npu_options.precision_mode == "allow_mix_precision"
+    assert config.npu_options.iterations_per_loop == 4
+    rewrite = config.session_config.graph_options.rewrite_options
+    assert list(rewrite.optimizers) == [] and rewrite.auto_mixed_precision_onednn_bfloat16 == 1
+
+
+@pytest.mark.parametrize("arguments, error, message", [
+    ({"mix_compile_mode": True, "iterations_per_loop": 10}, NpuOptionValueError,
+     '"iterations_per_loop" must be 1 with "mix_compile_mode" is True'),
+    ({"iterations_per_loop": 0}, NpuOptionValueError, '"iterations_per_loop" .* invalid value 0'),
+    ({"iterations_per_loop": "10"}, NpuOptionTypeError, '"iterations_per_loop" .* must be int'),
+    ({"mix_compile_mode": "True"}, NpuOptionTypeError, '"mix_compile_mode" type must be bool'),
+    ({"jit_compile": True}, NpuOptionTypeError, "jit_compile: Expected str, got bool"),
+    ({"graph_run_mode": 2}, NpuOptionValueError, '"graph_run_mode" .* invalid value 2'),
+    ({"dump_config": {"enable_dump": True}}, NpuOptionValueError, "dump_config must be provided with type DumpConfig"),
+    ({"dump_config": DumpConfig(enable_dump=True)}, NpuOptionValueError, "dump_path must be set"),
+    ({"precision_mode": "mixed"}, NpuOptionValueError, '"precision_mode" .* invalid value'),
+])
+def test_npurunconfig_errors_surface_at_construction(arguments, error, message):
+    with pytest.raises(error, match=message):
+        NPURunConfig(**arguments)
+
+
+def test_plain_estimator_trains_with_the_host_config_and_warns_once_about_iterations(tmp_path):
+    config = NPURunConfig(model_dir=str(tmp_path), iterations_per_loop=5)
+    with pytest.warns(NpuCompatWarning, match="takes effect only with NPUEstimator") as record:
+        estimator = tf.estimator.Estimator(dense_model_fn, config=config)
+        estimator.train(input_fn, max_steps=6)
+    assert len([w for w in record if "only with NPUEstimator" in str(w.message)]) == 1
+    assert estimator.get_variable_value("global_step") == 6
+
+
+# --- NPUEstimator: N steps per run -------------------------------------------------------------------------
+
+def test_each_run_advances_global_step_by_n_and_the_last_loop_is_shortened(tmp_path):
+    with pytest.warns(NpuCompatWarning, match="training for 25 steps, which is not a multiple of "
+                                              "iterations_per_loop=10.*ends exactly at step 25"):
+        estimator, recorder = train(tmp_path, iterations_per_loop=10, max_steps=25)
+    assert recorder.steps == [10, 20, 25]
+    assert estimator.get_variable_value("global_step") == 25
+
+
+def test_loop_graph_pulls_input_inside_the_loop(tmp_path):
+    _, recorder = train(tmp_path, iterations_per_loop=4, max_steps=8)
+    assert "While" in recorder.graph_op_types and "IteratorGetNext" not in recorder.graph_op_types
+    assert "IteratorGetNext" in recorder.function_op_types  # pulled by the loop body, every iteration
+
+
+def test_n_step_training_matches_single_step_training(tmp_path):
+    single, single_steps = train(tmp_path / "single", iterations_per_loop=1, max_steps=40)
+    looped, looped_steps = train(tmp_path / "looped", iterations_per_loop=8, max_steps=40)
+    assert single_steps.steps == list(range(1, 41)) and looped_steps.steps == [8, 16, 24, 32, 40]
+    for name in single.get_variable_names():
+        if name.startswith(("hidden", "logits")):
+            np.testing.assert_allclose(single.get_variable_value(name), looped.get_variable_value(name),
+                                       rtol=1e-6, atol=1e-6, err_msg=name)
+
+
+def test_train_steps_are_incremental_across_calls(tmp_path):
+    estimator = NPUEstimator(dense_model_fn, config=NPURunConfig(model_dir=str(tmp_path), iterations_per_loop=5))
+    estimator.train(input_fn, steps=10)
+    recorder = StepRecorder()
+    estimator.train(input_fn, steps=10, hooks=[recorder])
+    assert recorder.steps == [15, 20]
+
+
+def test_checkpoints_and_summaries_land_on_run_boundaries(tmp_path):
+    train(tmp_path, iterations_per_loop=5, max_steps=20, save_checkpoints_steps=10, save_summary_steps=10)
+    state = tf.train.get_checkpoint_state(str(tmp_path))
+    saved = sorted(int(path.rsplit("-", 1)[1]) for path in state.all_model_checkpoint_paths)
+    assert saved == [0, 10, 20]  # Estimator also saves when the session starts
+    events = [os.path.join(tmp_path, name) for name in os.listdir(tmp_path) if name.startswith("events")]
+    summary_steps = {event.step for path in events for event in tf.compat.v1.train.summary_iterator(path)
+                     if any(value.tag == "step_loss" for value in event.summary.value)}
+    # Summaries are written at run boundaries, with the step the run ended at; as on Ascend, Estimator's summary
+    # hook predicts one step per run, so its interval stretches (the adapter's docs say the same).
+    assert summary_steps and all(step % 5 == 0 for step in summary_steps), summary_steps
+
+
+def test_interval_not_multiple_of_n_warns(tmp_path):
+    with pytest.warns(NpuCompatWarning, match="save_checkpoints_steps=7 is not a multiple of iterations_per_loop=5"):
+        NPUEstimator(dense_model_fn, config=NPURunConfig(model_dir=str(tmp_path), iterations_per_loop=5,
+                                                         save_checkpoints_steps=7))
+
+
+def test_evaluate_and_predict_run_one_step_per_run(tmp_path):
+    estimator, _ = train(tmp_path, iterations_per_loop=5, max_steps=10)
+    metrics = estimator.evaluate(input_fn, steps=3)
+    assert metrics["global_step"] == 10 and np.isfinite(metrics["mean_loss"])
+    predictions = estimator.predict(lambda: tf.data.Dataset.from_tensor_slices(FEATURES[:4]).batch(2))
+    assert len(list(predictions)) == 4
+
+
+def test_looping_needs_a_dataset(tmp_path):
+    def tensors_input_fn():
+        return tf.compat.v1.data.make_one_shot_iterator(input_fn()).get_next()
+
+    estimator = NPUEstimator(dense_model_fn, config=NPURunConfig(model_dir=str(tmp_path), iterations_per_loop=5))
+    with pytest.raises(NpuOptionValueError, match="iterations_per_loop=5 needs an input_fn that returns a "
+                                                  "tf.data.Dataset"):
+        estimator.train(tensors_input_fn, max_steps=10)
+
+
+def host_call_model_fn(record):
+    def model_fn(features, labels, mode):
+        spec = dense_model_fn(features, labels, mode)
+        step = tf.compat.v1.train.get_global_step()
+        host_call = (lambda gs: tf.numpy_function(lambda v: record.append(int(v)) or v, [gs], tf.int64), [step])
+        return NPUEstimatorSpec(mode, loss=spec.loss, train_op=spec.train_op, host_call=host_call)
+    return model_fn
+
+
+def test_host_call_runs_every_step_with_one_step_per_run(tmp_path):
+    record = []
+    train(tmp_path, model_fn=host_call_model_fn(record), max_steps=4)
+    assert len(record) == 4
+
+
+def test_host_call_is_refused_with_several_steps_per_run(tmp_path):
+    with pytest.raises(NpuOptionValueError, match="host_call is not supported with iterations_per_loop=2"):
+        train(tmp_path, model_fn=host_call_model_fn([]), iterations_per_loop=2, max_steps=4)
+
+
+def test_host_call_is_validated():
+    with pytest.raises(NpuOptionValueError, match="host_call function takes 1 arguments but 2 tensors"):
+        NPUEstimatorSpec("train", loss=tf.constant(1.0), train_op=tf.no_op(),
+                         host_call=(lambda a: a, [tf.constant(1), tf.constant(2)]))
+
+
+def test_npuestimator_checks_its_config(tmp_path):
+    with pytest.raises(NpuOptionValueError, match="`config` must be provided with type `NPUConfigs`"):
+        NPUEstimator(dense_model_fn, config=tf.estimator.RunConfig())
+    with pytest.raises(NpuOptionValueError, match="model_dir are set both in NPUEstimator and NPURunConfig"):
+        NPUEstimator(dense_model_fn, model_dir=str(tmp_path / "a"), config=NPURunConfig(model_dir=str(tmp_path)))
+
+
+# --- mixed compute: the FusedBatchNormV3 workaround --------------------------------------------------------
+
+@pytest.mark.parametrize("keras", [False, True])
+def test_mixed_compute_builds_pre_v3_batch_norm(tmp_path, keras):
+    _, mixed = train(tmp_path / "mixed", model_fn=batchnorm_model_fn, max_steps=3, params={"keras": keras},
+                     mix_compile_mode=True)
+    assert {"FusedBatchNorm", "FusedBatchNormGrad"} <= mixed.op_types and not mixed.op_types & V3_OPS
+    _, plain = train(tmp_path / "plain", model_fn=batchnorm_model_fn, max_steps=3, params={"keras": keras})
+    assert V3_OPS <= plain.op_types and "FusedBatchNorm" not in plain.op_types
+
+
+def test_mixed_compute_float16_batch_norm_is_v2(tmp_path):
+    _, mixed = train(tmp_path, model_fn=batchnorm_model_fn, max_steps=2, params={"dtype": tf.float16},
+                     mix_compile_mode=True)
+    assert {"FusedBatchNormV2", "FusedBatchNormGradV2"} <= mixed.op_types and not mixed.op_types & V3_OPS
+
+
+def test_training_with_and_without_the_workaround_agrees(tmp_path):
+    mixed, _ = train(tmp_path / "mixed", model_fn=batchnorm_model_fn, max_steps=15, params={},
+                     mix_compile_mode=True)
+    plain, _ = train(tmp_path / "plain", model_fn=batchnorm_model_fn, max_steps=15, params={})
+    for name in mixed.get_variable_names():
+        if "batch_normalization" in name or name.startswith("dense"):
+            np.testing.assert_allclose(mixed.get_variable_value(name), plain.get_variable_value(name),
+                                       rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+def test_the_scripts_own_horizon_works_again(tmp_path):
+    def horizon_model_fn(features, labels, mode, params):
+        with tf.compat.forward_compatibility_horizon(2019, 5, 1):
+            return batchnorm_model_fn(features, labels, mode, params)
+
+    _, recorder = train(tmp_path, model_fn=horizon_model_fn, max_steps=2, params={})
+    assert "FusedBatchNorm" in recorder.op_types and not recorder.op_types & V3_OPS
+
+
+def test_npu_scopes_work_inside_model_fn(tmp_path):
+    def scoped_model_fn(features, labels, mode):
+        with scope.without_npu_compile_scope():
+            features = tf.identity(features, name="host_kept")
+        with scope.keep_dtype_scope(), scope.npu_stage_scope(0), scope.npu_variable_scope():
+            return dense_model_fn(features, labels, mode)
+
+    class AttributeRecorder(tf.compat.v1.train.SessionRunHook):
+        def begin(self):
+            graph = tf.compat.v1.get_default_graph()
+            self.host_kept = graph.get_operation_by_name("host_kept").get_attr("_without_npu_compile")
+
+    recorder = AttributeRecorder()
+    estimator = NPUEstimator(scoped_model_fn, config=NPURunConfig(model_dir=str(tmp_path)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", NpuCompatWarning)
+        estimator.train(input_fn, max_steps=2, hooks=[recorder])
+    assert recorder.host_kept is True and estimator.get_variable_value("global_step") == 2
