@@ -296,3 +296,22 @@ def test_npu_scopes_work_inside_model_fn(tmp_path):
         warnings.simplefilter("error", NpuCompatWarning)
         estimator.train(input_fn, max_steps=2, hooks=[recorder])
     assert recorder.host_kept is True and estimator.get_variable_value("global_step") == 2
+
+
+def test_configuration_holders_map_to_npu_options():
+    from npu_bridge_compat.estimator import (DynamicInputConfig, ExperimentalConfig, GraphMemoryOptimizeConfig,
+                                             MemoryConfig)
+
+    config = NPURunConfig(
+        memory_config=MemoryConfig(atomic_clean_policy=1, memory_optimization_policy="MemoryPriority"),
+        experimental_config=ExperimentalConfig(graph_memory_optimize_config=GraphMemoryOptimizeConfig(
+            graph_slice="auto")),
+        dynamic_input_config=DynamicInputConfig("data:1,-1", "20;40", 0))
+    assert config.npu_options.set_options() == {
+        "atomic_clean_policy": 1, "memory_optimization_policy": "MemoryPriority", "graph_slice": "auto",
+        "input_shape": "data:1,-1", "dynamic_dims": "20;40", "dynamic_node_type": 0}
+    assert DynamicInputConfig("data:1,-1", None, 0).npu_options() == {}  # written only with all three
+    with pytest.raises(NpuOptionValueError, match=r"recompute should be in \['auto', 'manual'\]"):
+        GraphMemoryOptimizeConfig(recompute="always")
+    with pytest.raises(NpuOptionValueError, match="graph_memory_optimize_config type must be"):
+        ExperimentalConfig(graph_memory_optimize_config="auto")
