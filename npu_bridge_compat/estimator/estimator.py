@@ -157,7 +157,7 @@ class NPUEstimator(tf.estimator.Estimator):
             iterations = tf.constant(self._steps_per_run, tf.int64)
             if self._last_step is not None:
                 iterations = tf.maximum(tf.minimum(iterations, self._last_step - global_step.read_value()), 0)
-            iterator = self._loop_input(input_fn)
+            iterator, input_hook = self._loop_input(input_fn)
 
             def step():
                 features, labels = estimator_util.parse_iterator_result(iterator.get_next())
@@ -173,10 +173,11 @@ class NPUEstimator(tf.estimator.Estimator):
             spec = tf.estimator.EstimatorSpec(
                 ModeKeys.TRAIN, loss=loop.loss, train_op=loop.train_op, scaffold=inner.scaffold,
                 training_chief_hooks=inner.training_chief_hooks, training_hooks=inner.training_hooks)
-            return self._train_with_estimator_spec(spec, [self._input_hook], hooks, global_step, saving_listeners)
+            return self._train_with_estimator_spec(spec, [input_hook], hooks, global_step, saving_listeners)
 
     def _loop_input(self, input_fn):
-        """An iterator the loop body pulls batches from (the NPU needs a Dataset for its loop sink too)."""
+        """An iterator the loop body pulls batches from, and the hook that initialises it (the NPU needs a
+        Dataset for its loop sink too)."""
         result = self._call_input_fn(input_fn, ModeKeys.TRAIN)
         if not isinstance(result, tf.data.Dataset):
             raise NpuOptionValueError(
@@ -184,8 +185,7 @@ class NPUEstimator(tf.estimator.Estimator):
                 "that every iteration pulls its own batch; got tensors (a one-shot iterator's get_next(), say). "
                 "Return the dataset, or set iterations_per_loop=1.")
         iterator = tf.compat.v1.data.make_initializable_iterator(result)
-        self._input_hook = estimator_util._DatasetInitializerHook(iterator)
-        return iterator
+        return iterator, estimator_util._DatasetInitializerHook(iterator)
 
 
 class _StopAtLastStepHook(tf.compat.v1.train.SessionRunHook):
