@@ -1,8 +1,9 @@
 """npu_scope: the adapter's graph scopes. Each marks the ops built inside it with the node attribute the adapter
 sets, so graphs carry the same information as on Ascend; in eager code they do nothing.
 
-`without_npu_compile_scope` (`_without_npu_compile`) and `keep_dtype_scope` (`_keep_dtype`) mark ops whose host
-meaning the session door and the precision plan give them; the other scopes have no host effect.
+`without_npu_compile_scope` keeps its ops on the host (CPU placement where there is an accelerator, out of XLA
+clusters); `keep_dtype_scope` (`_keep_dtype`) marks ops for the precision plan; the other scopes have no host
+effect.
 """
 
 from __future__ import annotations
@@ -12,6 +13,9 @@ from typing import Iterator
 
 import tensorflow as tf
 from tensorflow.core.framework import attr_value_pb2
+
+from npu_bridge_compat.host.placement_graph import HOST_DEVICE, HOST_ONLY_ATTRIBUTES
+from npu_bridge_compat.host.platform import detect_host
 
 
 @contextlib.contextmanager
@@ -35,9 +39,13 @@ def _int(value: int) -> attr_value_pb2.AttrValue:
     return attr_value_pb2.AttrValue(i=int(value))
 
 
-def without_npu_compile_scope() -> contextlib.AbstractContextManager:
-    """Ops built here stay on the host in mixed compute (attribute `_without_npu_compile`)."""
-    return _attr_scope({"_without_npu_compile": _bool(True)})
+@contextlib.contextmanager
+def without_npu_compile_scope() -> Iterator[None]:
+    """Ops built here stay on the host (attribute `_without_npu_compile`): on a host with an accelerator they are
+    placed on the CPU, and `_XlaCompile=False` keeps them out of XLA clusters."""
+    device = tf.device(HOST_DEVICE) if detect_host().has_gpu else contextlib.nullcontext()
+    with device, _attr_scope(HOST_ONLY_ATTRIBUTES):
+        yield
 
 
 def keep_dtype_scope() -> contextlib.AbstractContextManager:

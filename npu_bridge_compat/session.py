@@ -1,0 +1,201 @@
+"""The session door: NPUSession and the adapter's ConfigProto and resource helpers.
+
+    config = npu_config_proto(config_proto=tf.compat.v1.ConfigProto())
+    custom_op = config.graph_options.rewrite_options.custom_optimizers[0]
+    custom_op.parameter_map["precision_mode"].s = b"allow_mix_precision"
+    with NPUSession(config=config) as sess:
+        ...
+
+NPUSession reads the NpuOptimizer options through the translator, hands TensorFlow the host config (no
+NpuOptimizer entry, no explicit grappler optimizer list, plus the plan's edits), sets the plan's environment, logs
+the report once, keeps host-kept ops (without_npu_compile_scope, in_out_pair regions) off the accelerator, and
+serves fetches made together with a looped train op from the loop (their last-iteration values).
+For MonitoredTrainingSession and InteractiveSession, `host_session_config(config)` gives the host config.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Any
+
+import tensorflow as tf
+from tensorflow.core.protobuf import config_pb2, rewriter_config_pb2
+
+from npu_bridge_compat.errors import NpuOptionValueError
+from npu_bridge_compat.host import build_plan, log_once
+from npu_bridge_compat.host.apply import apply_environment
+from npu_bridge_compat.host.batchnorm import install_horizon_gate
+from npu_bridge_compat.host.features import BatchNormWorkaround, HostRegions
+from npu_bridge_compat.host.placement_graph import host_region_ops, keep_on_host
+from npu_bridge_compat.options import options_from_config_proto
+from npu_bridge_compat.options.readers import NPU_OPTIMIZER
+from npu_bridge_compat.util import looped_train_ops
+
+install_horizon_gate()  # graphs built under forward_compatibility_horizon(2019, 5, 1) get the pre-V3 batch norm
+
+V3_BATCH_NORM_OPS = frozenset({"FusedBatchNormV3", "FusedBatchNormGradV3"})
+
+
+def _plan_for(config, source: str):
+    options = options_from_config_proto(config or config_pb2.ConfigProto(), source=source)
+    plan = build_plan(options, config=config)
+    log_once(plan.report)
+    apply_environment(plan)
+    return plan
+
+
+def host_session_config(config=None) -> config_pb2.ConfigProto:
+    """The host ConfigProto for a config carrying NPU options (for MonitoredTrainingSession, InteractiveSession
+    and any API that takes a session config); the options are validated and the report logged once."""
+    return _plan_for(config, "session config").host_config(config)
+
+
+class NPUSession(tf.compat.v1.Session):
+    """`tf.compat.v1.Session` that honours the NpuOptimizer options of its config."""
+
+    def __init__(self, target: str = "", graph=None, config=None) -> None:
+        self._session = None  # what Session.__del__ looks at, should the options be refused below
+        self.npu_plan = _plan_for(config, "Session config")
+        self.npu_options = self.npu_plan.options
+        self._graph_version_checked = -1
+        self._ops_checked = 0
+        self._loops: list = []
+        super().__init__(target, graph, self.npu_plan.host_config(config))
+
+    def _prepare_new_ops(self) -> None:
+        """Check and place the ops added since the last run; TensorFlow has not seen them yet, so they can still
+        be changed."""
+        operations = self.graph.get_operations()
+        new_ops, first = operations[self._ops_checked:], self._ops_checked == 0
+        self._ops_checked, self._graph_version_checked = len(operations), self.graph.version
+        if self.npu_plan.feature(BatchNormWorkaround):
+            v3 = [op.name for op in new_ops if op.type in V3_BATCH_NORM_OPS]
+            if v3:
+                raise NpuOptionValueError(
+                    f"mix_compile_mode is True but the graph has FusedBatchNormV3 ops ({', '.join(v3[:3])}"
+                    f"{', ...' if len(v3) > 3 else ''}), which mixed compute cannot run on the NPU. Build the model "
+                    "inside `with tf.compat.forward_compatibility_horizon(2019, 5, 1):` (as Ascend's mixed-compute "
+                    "guide says) so that batch norm uses FusedBatchNorm / FusedBatchNormV2.")
+        regions = self.npu_plan.feature(HostRegions)
+        if regions is not None and first:
+            keep_on_host(host_region_ops(self.graph, regions), self.npu_plan.host)
+        self._loops = looped_train_ops(self.graph)  # a new loop adds ops, so this stays current
+
+    def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
+        if self._graph.version != self._graph_version_checked:
+            self._prepare_new_ops()
+        if self._loops:
+            fetches = _served_by_loop(fetches, self._loops)
+        return super().run(fetches, feed_dict, options, run_metadata)
+
+
+def _served_by_loop(fetches, loops):
+    """Fetches that include a looped train op, with the other tensors taken from the loop's last iteration."""
+    by_op = {looped.loop_op: looped for looped in loops}
+    flat = tf.nest.flatten(fetches)
+    looped = next((by_op[f] for f in flat if isinstance(f, tf.Operation) and f in by_op), None)
+    tensors = [f for f in flat if isinstance(f, tf.Tensor)]
+    if looped is None or not tensors:
+        return fetches
+    loop_op, carried = looped.loop_fetching(tensors)
+    replacement = {tensor.ref(): value for tensor, value in zip(tensors, carried)}
+    rewritten = [loop_op if f is looped.loop_op else replacement[f.ref()] if isinstance(f, tf.Tensor) else f
+                 for f in flat]
+    return tf.nest.pack_sequence_as(fetches, rewritten)
+
+
+# --- the adapter's ConfigProto helpers ----------------------------------------------------------------------
+
+def _add_npu_optimizer(rewrite_options) -> None:
+    if not any(entry.name == NPU_OPTIMIZER for entry in rewrite_options.custom_optimizers):
+        rewrite_options.custom_optimizers.add().name = NPU_OPTIMIZER
+        rewrite_options.remapping = rewriter_config_pb2.RewriterConfig.OFF
+        rewrite_options.memory_optimization = rewriter_config_pb2.RewriterConfig.NO_MEM_OPT
+
+
+def npu_config_proto(config_proto=None) -> config_pb2.ConfigProto:
+    """The adapter's helper: a ConfigProto with an NpuOptimizer entry, soft placement and XLA off."""
+    config = config_pb2.ConfigProto() if config_proto is None else config_proto
+    config.allow_soft_placement = True
+    config.log_device_placement = False
+    _add_npu_optimizer(config.graph_options.rewrite_options)
+    config.graph_options.optimizer_options.global_jit_level = config_pb2.OptimizerOptions.OFF
+    return config
+
+
+def npu_graph_options(graph_options=None) -> config_pb2.GraphOptions:
+    """The adapter's helper: GraphOptions with an NpuOptimizer entry and XLA off."""
+    options = config_pb2.GraphOptions() if graph_options is None else graph_options
+    _add_npu_optimizer(options.rewrite_options)
+    options.optimizer_options.global_jit_level = config_pb2.OptimizerOptions.OFF
+    return options
+
+
+def npu_optimizer_options(optimizer_options=None) -> config_pb2.OptimizerOptions:
+    """The adapter's helper: OptimizerOptions with XLA off."""
+    options = config_pb2.OptimizerOptions() if optimizer_options is None else optimizer_options
+    options.global_jit_level = config_pb2.OptimizerOptions.OFF
+    return options
+
+
+def npu_run_config_init(run_config=None):
+    """The adapter's helper for a plain RunConfig: its session config's NPU options, translated for this host."""
+    run_config = tf.estimator.RunConfig() if run_config is None else run_config
+    config = config_pb2.ConfigProto()
+    if run_config.session_config is not None:
+        config.CopyFrom(run_config.session_config)
+    return run_config.replace(session_config=host_session_config(npu_config_proto(config)))
+
+
+# --- resources and ranks ------------------------------------------------------------------------------------
+
+@dataclasses.dataclass
+class _Ranks:
+    rank_id: int = 0
+    local_rank_id: int = 0
+    rank_size: int = 1
+    local_rank_size: int = 1
+
+
+_ranks = _Ranks()
+
+
+def init_resource(config=None) -> tuple[Any, Any]:
+    """The adapter's helper: a session for the config and the op that shuts the device down (a no-op here)."""
+    _ranks.rank_id = int(os.environ.get("RANK_ID", 0))
+    _ranks.rank_size = int(os.environ.get("RANK_SIZE", 1))
+    _ranks.local_rank_id = int(os.environ.get("DEVICE_ID", os.environ.get("ASCEND_DEVICE_ID", 0)))
+    _ranks.local_rank_size = _ranks.rank_size
+    session = NPUSession(config=config)
+    with session.graph.as_default():
+        shutdown = tf.no_op(name="npu_shutdown_system")
+    return session, shutdown
+
+
+def shutdown_resource(session, shutdown_op) -> None:
+    session.run(shutdown_op)
+
+
+def close_session(session) -> None:
+    session.close()
+
+
+def get_npu_rank_id() -> int:
+    return _ranks.rank_id
+
+
+def get_npu_local_rank_id() -> int:
+    return _ranks.local_rank_id
+
+
+def get_npu_rank_size() -> int:
+    return _ranks.rank_size
+
+
+def get_npu_local_rank_size() -> int:
+    return _ranks.local_rank_size
+
+
+class NpuEmptyHook(tf.compat.v1.train.SessionRunHook):
+    """The adapter's empty hook."""

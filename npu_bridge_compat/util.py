@@ -1,0 +1,98 @@
+"""The adapter's `util` module for session scripts: several training steps per `sess.run`.
+
+    train_op = util.set_iteration_per_loop(sess, train_op, 10)
+    sess.run(train_op)               # 10 steps: the iterator advances 10 batches, global_step grows by 10
+    _, loss = sess.run([train_op, loss])   # through an NPUSession: loss is the last iteration's value
+
+Or, to change N later (e.g. N for training, 1 for evaluation):
+
+    loop = util.IterationPerLoop()
+    train_op = loop.create_iteration_per_loop_var(train_op)
+    ...
+    loop.load_iteration_per_loop_var(sess, 10)
+
+Fed placeholders keep their fed value for all N iterations of a run; the data itself should come from a
+`tf.data` iterator (as the NPU's loop sink requires), otherwise every iteration trains on the same fed batch.
+"""
+
+from __future__ import annotations
+
+import tensorflow as tf
+
+from npu_bridge_compat.errors import NpuCompatWarning, NpuOptionTypeError, NpuOptionValueError, warn
+from npu_bridge_compat.host.session_loop import LoopedTrainOp, build_loop
+from npu_bridge_compat.options import options_from_config_proto
+
+LOOPS_COLLECTION = "npu_bridge_compat_looped_train_ops"
+
+
+def _check_train_op(train_op) -> None:
+    if not isinstance(train_op, tf.Operation):
+        raise NpuOptionValueError(f"The incoming 'train_op' type is '{type(train_op).__name__}', and the need "
+                                  "type is 'Operation'")
+
+
+def _check_iterations(iterations_per_loop) -> None:
+    if isinstance(iterations_per_loop, bool) or not isinstance(iterations_per_loop, int):
+        raise NpuOptionTypeError(f"iterations_per_loop must be int, got {type(iterations_per_loop).__name__}")
+    if iterations_per_loop <= 0:
+        raise NpuOptionValueError(f"iterations_per_loop must be positive, got {iterations_per_loop}")
+
+
+def _check_against_session_config(sess, iterations_per_loop: int) -> None:
+    """The session's NPU options must allow the loop (mixed compute) and should name the same N (Ascend docs)."""
+    config = getattr(sess, "npu_options", None)
+    if config is None and getattr(sess, "_config", None) is not None:
+        config = options_from_config_proto(sess._config, source="the session's ConfigProto")
+    if config is None:
+        return
+    if config.mix_compile_mode and iterations_per_loop > 1:
+        raise NpuOptionValueError(
+            f'"iterations_per_loop" must be 1 with "mix_compile_mode" is True (set_iteration_per_loop got '
+            f"{iterations_per_loop})")
+    if config.iterations_per_loop != iterations_per_loop:
+        warn(f"set_iteration_per_loop(..., {iterations_per_loop}) differs from the session config's "
+             f'parameter_map["iterations_per_loop"]={config.iterations_per_loop}; Ascend requires them equal. '
+             f"{iterations_per_loop} steps per run are used.", NpuCompatWarning)
+
+
+class IterationPerLoop:
+    """Build the loop once, load N later (the adapter's two-phase form)."""
+
+    def create_iteration_per_loop_var(self, train_op):
+        """The looped train op; N is 1 until `load_iteration_per_loop_var` loads another value."""
+        _check_train_op(train_op)
+        graph = train_op.graph
+        with graph.as_default(), tf.name_scope("npu_runconfig"):
+            iterations = tf.compat.v1.Variable(1, dtype=tf.int64, trainable=False, use_resource=True,
+                                               name="iterations_per_loop",
+                                               collections=[tf.compat.v1.GraphKeys.LOCAL_VARIABLES])
+        loop_op, _ = build_loop(train_op, iterations, [])
+        self._looped = LoopedTrainOp(train_op=train_op, iterations=iterations, loop_op=loop_op)
+        graph.add_to_collection(LOOPS_COLLECTION, self._looped)
+        return loop_op
+
+    def load_iteration_per_loop_var(self, sess, iterations_per_loop: int) -> None:
+        _check_iterations(iterations_per_loop)
+        _check_against_session_config(sess, iterations_per_loop)
+        if iterations_per_loop > 1 and self._looped.feeds_its_data:
+            warn("the looped train op reads no tf.data iterator: every iteration of a run trains on the same fed "
+                 "batch. Feed data through a dataset iterator for N distinct steps per run.", NpuCompatWarning)
+        self._looped.iterations.load(iterations_per_loop, sess)
+
+
+def set_iteration_per_loop(sess, train_op, iterations_per_loop: int):
+    """Return an op that runs `train_op` `iterations_per_loop` times per `sess.run` (unchanged for 1)."""
+    _check_train_op(train_op)
+    _check_iterations(iterations_per_loop)
+    if iterations_per_loop == 1:
+        _check_against_session_config(sess, iterations_per_loop)
+        return train_op
+    loop = IterationPerLoop()
+    loop_op = loop.create_iteration_per_loop_var(train_op)
+    loop.load_iteration_per_loop_var(sess, iterations_per_loop)
+    return loop_op
+
+
+def looped_train_ops(graph) -> list[LoopedTrainOp]:
+    return graph.get_collection(LOOPS_COLLECTION)
