@@ -24,3 +24,10 @@ def test_explain_example_prints_report_and_host_config():
     out = run("examples/explain_ported_config.py")
     assert "mix_compile_mode=True" in out and "auto_mixed_precision" in out
     assert "NpuOptimizer" not in out.split("ConfigProto handed to TensorFlow:")[1]
+
+
+def test_session_examples_train():
+    mixed = run("examples/session/mixed_compute.py")
+    assert "batch-norm ops in the graph: FusedBatchNorm, FusedBatchNormGrad" in mixed and "step 100," in mixed
+    looped = run("examples/session/iterations_per_loop.py")
+    assert "step 500," in looped  # 50 runs of 10 iterations
