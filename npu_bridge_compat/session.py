@@ -24,9 +24,9 @@ from tensorflow.core.protobuf import config_pb2, rewriter_config_pb2
 
 from npu_bridge_compat.errors import NpuOptionValueError
 from npu_bridge_compat.host import build_plan, log_once
-from npu_bridge_compat.host.apply import apply_environment
+from npu_bridge_compat.host.apply import apply_environment, warn_unapplied
 from npu_bridge_compat.host.batchnorm import install_horizon_gate
-from npu_bridge_compat.host.features import BatchNormWorkaround, HostRegions
+from npu_bridge_compat.host.features import BatchNormWorkaround, HostRegions, StepLoop
 from npu_bridge_compat.host.placement_graph import host_region_ops, keep_on_host
 from npu_bridge_compat.options import options_from_config_proto
 from npu_bridge_compat.options.readers import NPU_OPTIMIZER
@@ -61,6 +61,7 @@ class NPUSession(tf.compat.v1.Session):
         self._graph_version_checked = -1
         self._ops_checked = 0
         self._loops: list = []
+        warn_unapplied(self.npu_plan, "NPUSession", (StepLoop, BatchNormWorkaround, HostRegions))
         super().__init__(target, graph, self.npu_plan.host_config(config))
 
     def _prepare_new_ops(self) -> None:

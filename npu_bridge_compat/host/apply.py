@@ -7,10 +7,12 @@ values in the same process is refused, since the first one's graphs would silent
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
+from typing import Iterator
 
-from npu_bridge_compat.errors import NpuOptionValueError
+from npu_bridge_compat.errors import NpuCompatWarning, NpuOptionValueError, warn
 
 # Variables holding space-separated flags: ours are added to what the user already set.
 FLAG_VARIABLES = ("TF_XLA_FLAGS", "XLA_FLAGS")
@@ -35,3 +37,33 @@ def apply_environment(plan) -> None:
             elif name not in FLAG_VARIABLES:
                 os.environ[name] = value
             _applied[name] = (value, plan.options.source)
+
+
+@contextlib.contextmanager
+def applied_environment(plan) -> Iterator[None]:
+    """The plan's environment for the duration of a block (a Keras fit), restored afterwards."""
+    saved = {name: os.environ.get(name) for name in plan.environment}
+    apply_environment(plan)
+    try:
+        yield
+    finally:
+        with _lock:
+            for name, value in saved.items():
+                _applied.pop(name, None)
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
+
+
+_warned_unapplied: set[tuple[str, str]] = set()
+
+
+def warn_unapplied(plan, door: str, applied: tuple[type, ...]) -> None:
+    """Say, once per door and feature kind, which planned host effects this door does not carry out yet."""
+    for feature in plan.features:
+        key = (door, type(feature).__name__)
+        if not isinstance(feature, applied) and key not in _warned_unapplied:
+            _warned_unapplied.add(key)
+            warn(f"{door} does not apply {type(feature).__name__} yet ({feature}); the report lists it as planned, "
+                 "but it has no effect through this door.", NpuCompatWarning)
