@@ -1,0 +1,211 @@
+"""The Keras door: NPUCallback, and the adapter's Keras helpers.
+
+    model.compile(optimizer, loss)
+    model.fit(dataset, epochs=3, steps_per_epoch=1000,
+              callbacks=[NPUCallback(iterations_per_loop=100, precision_mode="allow_mix_precision")])
+
+NPUCallback validates its options when it is created and applies the host plan while Keras trains, evaluates or
+predicts: N steps per train-function call (Keras' own steps_per_execution mechanism), the FusedBatchNormV3
+workaround for the functions traced in mixed compute, grappler mixed precision and its op lists, and a profiler
+trace. Everything it changes (steps per execution, grappler options, environment) is restored when the call ends.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+
+import tensorflow as tf
+
+from npu_bridge_compat.errors import NpuOptionValueError
+from npu_bridge_compat.host import build_plan, log_once
+from npu_bridge_compat.host.apply import applied_environment, warn_unapplied
+from npu_bridge_compat.host.batchnorm import batchnorm_workaround
+from npu_bridge_compat.host.features import BatchNormWorkaround, ProfilerTrace, StepLoop
+from npu_bridge_compat.options import NpuOptions, options_from_config_proto, options_from_kwargs
+
+REWRITE_PREFIX = "graph_options.rewrite_options."
+_FUNCTIONS = {"train": "make_train_function", "test": "make_test_function", "predict": "make_predict_function"}
+
+
+class NPUCallback(tf.keras.callbacks.Callback):
+    """Carries NPU options into Keras `fit` / `evaluate` / `predict`.
+
+    `NPUCallback(iterations_per_loop=10, ...)`, `NPUCallback(config_proto)` or `NPUCallback(npu_options)`.
+    """
+
+    def __init__(self, config=None, **options) -> None:
+        super().__init__()
+        self._supports_tf_logs = True  # reads no logs: Keras need not convert them to numpy for this callback
+        if isinstance(config, NpuOptions):
+            npu_options = config
+        elif config is not None:
+            npu_options = options_from_config_proto(config, source="NPUCallback(ConfigProto)")
+        else:
+            npu_options = options_from_kwargs(options, source="NPUCallback")
+        self.npu_plan = build_plan(npu_options)
+        self._rewrite_options = {path[len(REWRITE_PREFIX):]: value == "ON"
+                                 for path, value in self.npu_plan.config_edits.items()
+                                 if path.startswith(REWRITE_PREFIX)}
+        self._check_keras_policy()
+        log_once(self.npu_plan.report)
+        warn_unapplied(self.npu_plan, "NPUCallback", (StepLoop, BatchNormWorkaround, ProfilerTrace))
+        self._active: contextlib.ExitStack | None = None
+        self._replaced: list[tuple[str, object]] = []  # (mode, the model's own function), innermost last
+        self._functions: dict[tuple[int, str], tuple[object, object]] = {}  # our traced functions per model
+
+    @property
+    def steps_per_execution(self) -> int:
+        loop = self.npu_plan.feature(StepLoop)
+        return loop.iterations if loop else 1
+
+    def _check_keras_policy(self) -> None:
+        if self._rewrite_options.get("auto_mixed_precision") or any(
+                name.startswith("auto_mixed_precision_") and on for name, on in self._rewrite_options.items()):
+            policy = tf.keras.mixed_precision.global_policy().name
+            if policy.startswith("mixed"):
+                raise NpuOptionValueError(
+                    f"the Keras mixed-precision policy is '{policy}' and the NPU options ask for grappler mixed "
+                    "precision; TensorFlow allows one or the other. Keep the NPU precision_mode, or set the policy "
+                    "to 'float32'.")
+
+    # Keras calls the *_begin/_end pairs of fit, evaluate and predict; evaluate may run inside fit.
+    def on_train_begin(self, logs=None) -> None:
+        self._begin("train")
+
+    def on_train_end(self, logs=None) -> None:
+        self._end()
+
+    def on_test_begin(self, logs=None) -> None:
+        self._begin("test")
+
+    def on_test_end(self, logs=None) -> None:
+        self._end()
+
+    def on_predict_begin(self, logs=None) -> None:
+        self._begin("predict")
+
+    def on_predict_end(self, logs=None) -> None:
+        self._end()
+
+    def _begin(self, mode: str) -> None:
+        if not self._replaced:
+            self._check_keras_policy()
+            self._active = contextlib.ExitStack()
+            self._active.enter_context(applied_environment(self.npu_plan))
+            self._active.enter_context(_grappler_options(self._rewrite_options))
+            if self.npu_plan.feature(BatchNormWorkaround):
+                self._active.enter_context(batchnorm_workaround())
+            if mode == "train":
+                self._active.enter_context(_steps_per_execution(self.model, self.steps_per_execution))
+                trace = self.npu_plan.feature(ProfilerTrace)
+                if trace is not None:
+                    self._active.enter_context(_profiling(trace.output))
+        # The model's function is swapped for one built (and traced on first use) under these settings; it is
+        # kept for the next call with this callback and the model's own comes back at the end.
+        attribute = f"{mode}_function"
+        self._replaced.append((mode, getattr(self.model, attribute)))
+        cached = self._functions.get((id(self.model), mode))
+        if cached is None or cached[0] is not self.model:
+            cached = (self.model, getattr(self.model, _FUNCTIONS[mode])(force=True))
+            self._functions[(id(self.model), mode)] = cached
+        setattr(self.model, attribute, cached[1])
+
+    def _end(self) -> None:
+        mode, own_function = self._replaced.pop()
+        setattr(self.model, f"{mode}_function", own_function)
+        if not self._replaced and self._active is not None:
+            self._active.close()
+            self._active = None
+
+
+@contextlib.contextmanager
+def _steps_per_execution(model, steps: int):
+    """The model runs `steps` steps per train-function call, as compile(steps_per_execution=steps) would."""
+    chosen = model._steps_per_execution.numpy().item()
+    if chosen not in (1, steps):
+        raise NpuOptionValueError(
+            f"the model was compiled with steps_per_execution={chosen} but the NPU options set "
+            f"iterations_per_loop={steps}; keep one of them (or make them equal).")
+    model._steps_per_execution.assign(steps)
+    try:
+        yield
+    finally:
+        model._steps_per_execution.assign(chosen)
+
+
+@contextlib.contextmanager
+def _grappler_options(options: dict[str, bool]):
+    saved = tf.config.optimizer.get_experimental_options()
+    tf.config.optimizer.set_experimental_options(options)
+    try:
+        yield
+    finally:
+        tf.config.optimizer.set_experimental_options({name: saved.get(name, False) for name in options})
+
+
+@contextlib.contextmanager
+def _profiling(output: str):
+    os.makedirs(output, exist_ok=True)
+    tf.profiler.experimental.start(output)
+    try:
+        yield
+    finally:
+        tf.profiler.experimental.stop()
+
+
+# --- the adapter's Keras helpers ----------------------------------------------------------------------------
+
+def set_keras_session_npu_config(config=None):
+    """Graph-mode Keras (eager disabled): a session for the NPU config, made Keras' session; returns it."""
+    from npu_bridge_compat.session import NPUSession
+
+    session = NPUSession(config=config)
+    tf.compat.v1.keras.backend.set_session(session)
+    return session
+
+
+def npu_clear_session(config=None):
+    """Clear Keras' graph and session, then set a new session for the NPU config."""
+    tf.compat.v1.keras.backend.clear_session()
+    return set_keras_session_npu_config(config)
+
+
+def npu_keras_optimizer(optimizer):
+    """Gradient allreduce across NPUs on Ascend; a single host process trains alone, so the optimizer as is."""
+    return optimizer
+
+
+KerasDistributeOptimizer = npu_keras_optimizer
+
+
+class NPUBroadcastGlobalVariablesCallback(tf.keras.callbacks.Callback):
+    """Broadcasts variables from `root_rank` at the first batch on Ascend; one host process has nothing to send."""
+
+    def __init__(self, root_rank: int = 0) -> None:
+        super().__init__()
+        self.root_rank = root_rank
+
+
+def npu_callbacks_append(callbacks_list=None) -> list:
+    """The adapter's helper: the list with the broadcast callback appended."""
+    callbacks = [] if callbacks_list is None else callbacks_list
+    callbacks.append(NPUBroadcastGlobalVariablesCallback(0))
+    return callbacks
+
+
+def model_to_npu_estimator(keras_model=None, keras_model_path=None, custom_objects=None, model_dir=None,
+                           checkpoint_format="saver", config=None, job_start_file=""):
+    """A Keras model as an NPUEstimator with its NPURunConfig (so iterations_per_loop runs N steps per run)."""
+    from npu_bridge_compat.estimator import NPUEstimator, NPURunConfig
+
+    if (keras_model is None) == (keras_model_path is None):
+        raise NpuOptionValueError("give exactly one of keras_model and keras_model_path")
+    config = config or NPURunConfig(model_dir=model_dir)
+    model_dir = model_dir or config.model_dir
+    estimator = tf.keras.estimator.model_to_estimator(
+        keras_model=keras_model, keras_model_path=keras_model_path, custom_objects=custom_objects,
+        model_dir=model_dir, checkpoint_format=checkpoint_format,
+        config=tf.estimator.RunConfig(model_dir=model_dir))
+    return NPUEstimator(estimator._model_fn, model_dir=estimator.model_dir, config=config,
+                        job_start_file=job_start_file, warm_start_from=estimator._warm_start_settings)
