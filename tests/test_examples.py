@@ -31,3 +31,8 @@ def test_session_examples_train():
     assert "batch-norm ops in the graph: FusedBatchNorm, FusedBatchNormGrad" in mixed and "step 100," in mixed
     looped = run("examples/session/iterations_per_loop.py")
     assert "step 500," in looped  # 50 runs of 10 iterations
+
+
+def test_keras_example_trains():
+    out = run("examples/keras/train.py", "--epochs=1")
+    assert "trained 100 steps" in out and "steps/s" in out
