@@ -1,12 +1,14 @@
-"""`python -m npu_bridge_compat explain|options`.
+"""`python -m npu_bridge_compat explain|options|run`.
 
 explain   validate an NPU configuration and print what each option does on this host (exit 2 when invalid)
 options   print the option table (the source of docs/options.md)
+run       run a ported script unmodified: `npu_bridge` / `hccl` imports resolve to npu_bridge_compat
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import warnings
 from pathlib import Path
@@ -117,6 +119,29 @@ def markdown_table() -> str:
     return "\n".join(rows)
 
 
+def run_script(arguments: argparse.Namespace) -> int:
+    """Run SCRIPT as `python SCRIPT ARGS` would, with the adapter's import paths aliased."""
+    import runpy
+
+    from npu_bridge_compat.legacy import install_aliases, install_tf1_imports
+
+    script = os.path.abspath(arguments.script)
+    if not os.path.isfile(script):
+        print(f"error: no such script: {arguments.script}", file=sys.stderr)
+        return EXIT_INVALID
+    try:
+        install_aliases()
+    except NpuConfigError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_INVALID
+    if arguments.tf1:
+        install_tf1_imports(os.path.dirname(script))
+    sys.argv = [arguments.script, *arguments.script_arguments]
+    sys.path.insert(0, os.path.dirname(script))
+    runpy.run_path(script, run_name="__main__")  # exceptions and SystemExit propagate as with `python SCRIPT`
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m npu_bridge_compat", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -129,6 +154,12 @@ def build_parser() -> argparse.ArgumentParser:
     explain_parser.set_defaults(run=explain)
     options_parser = commands.add_parser("options", help="print the table of NPU options as Markdown")
     options_parser.set_defaults(run=options_table)
+    run_parser = commands.add_parser("run", help="run a ported script with the npu_bridge/hccl imports aliased")
+    run_parser.add_argument("--tf1", action="store_true",
+                            help="the script is written for TF 1.15: its `import tensorflow` gives tf.compat.v1")
+    run_parser.add_argument("script", help="the Python script to run")
+    run_parser.add_argument("script_arguments", nargs=argparse.REMAINDER, help="its arguments")
+    run_parser.set_defaults(run=run_script)
     return parser
 
 

@@ -108,34 +108,32 @@ def _served_by_loop(fetches, loops):
 
 # --- the adapter's ConfigProto helpers ----------------------------------------------------------------------
 
-def _add_npu_optimizer(rewrite_options) -> None:
-    if not any(entry.name == NPU_OPTIMIZER for entry in rewrite_options.custom_optimizers):
-        rewrite_options.custom_optimizers.add().name = NPU_OPTIMIZER
-        rewrite_options.remapping = rewriter_config_pb2.RewriterConfig.OFF
-        rewrite_options.memory_optimization = rewriter_config_pb2.RewriterConfig.NO_MEM_OPT
-
-
 def npu_config_proto(config_proto=None) -> config_pb2.ConfigProto:
-    """The adapter's helper: a ConfigProto with an NpuOptimizer entry, soft placement and XLA off."""
-    config = config_pb2.ConfigProto() if config_proto is None else config_proto
+    """The adapter's helper: a ConfigProto with an NpuOptimizer entry (added once, turning memory optimisation
+    off), soft placement, no remapping and XLA off."""
+    config = config_proto if isinstance(config_proto, config_pb2.ConfigProto) else config_pb2.ConfigProto()
+    rewrite = config.graph_options.rewrite_options
+    if not any(entry.name == NPU_OPTIMIZER for entry in rewrite.custom_optimizers):
+        rewrite.custom_optimizers.add().name = NPU_OPTIMIZER
+        rewrite.memory_optimization = rewriter_config_pb2.RewriterConfig.NO_MEM_OPT
     config.allow_soft_placement = True
     config.log_device_placement = False
-    _add_npu_optimizer(config.graph_options.rewrite_options)
+    rewrite.remapping = rewriter_config_pb2.RewriterConfig.OFF
     config.graph_options.optimizer_options.global_jit_level = config_pb2.OptimizerOptions.OFF
     return config
 
 
 def npu_graph_options(graph_options=None) -> config_pb2.GraphOptions:
-    """The adapter's helper: GraphOptions with an NpuOptimizer entry and XLA off."""
-    options = config_pb2.GraphOptions() if graph_options is None else graph_options
-    _add_npu_optimizer(options.rewrite_options)
+    """The adapter's helper: GraphOptions with XLA off."""
+    options = graph_options if isinstance(graph_options, config_pb2.GraphOptions) else config_pb2.GraphOptions()
     options.optimizer_options.global_jit_level = config_pb2.OptimizerOptions.OFF
     return options
 
 
 def npu_optimizer_options(optimizer_options=None) -> config_pb2.OptimizerOptions:
     """The adapter's helper: OptimizerOptions with XLA off."""
-    options = config_pb2.OptimizerOptions() if optimizer_options is None else optimizer_options
+    options = (optimizer_options if isinstance(optimizer_options, config_pb2.OptimizerOptions)
+               else config_pb2.OptimizerOptions())
     options.global_jit_level = config_pb2.OptimizerOptions.OFF
     return options
 

@@ -1,0 +1,1 @@
+"""`hccl`: Ascend's collective communication library."""

@@ -1,0 +1,10 @@
+"""`npu_bridge.hccl.hccl_ops`: single-rank collectives; remote (RDMA) operations exist only on Ascend."""
+
+from npu_bridge_compat.distributed import allgather, allreduce, broadcast, device_only, reduce_scatter  # noqa: F401
+
+remote_read = device_only("hccl_ops.remote_read")
+remote_write = device_only("hccl_ops.remote_write")
+remote_ref_read = device_only("hccl_ops.remote_ref_read")
+remote_scatter_write = device_only("hccl_ops.remote_scatter_write")
+send = device_only("hccl_ops.send")
+receive = device_only("hccl_ops.receive")

@@ -1,0 +1,1 @@
+"""`npu_bridge.scoped_graph_manager`."""

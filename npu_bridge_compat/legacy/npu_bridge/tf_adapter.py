@@ -1,0 +1,3 @@
+"""`npu_bridge.tf_adapter`: the adapter's compiled module; scripts read its DataType constants."""
+
+from tensorflow.core.framework.types_pb2 import *  # noqa: F401,F403 - DT_FLOAT, DT_INT32, ...

@@ -1,0 +1,41 @@
+"""What importing npu_init does to TensorFlow's sessions, as the adapter's import does.
+
+Every Session / InteractiveSession created with a config that carries NpuOptimizer options gets the host config
+(validated, reported once); `tf.compat.v1.Session` itself becomes NPUSession, so scripts also get N-iteration
+fetches, the mixed-compute checks and host-kept ops.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import tensorflow as tf
+from tensorflow.python.client import session as session_lib
+
+from npu_bridge_compat.options import npu_optimizer_entries
+from npu_bridge_compat.session import NPUSession, host_session_config
+
+_patched = False
+
+
+def decorator_tf_session(init):
+    """Wrap a session `__init__` so that NpuOptimizer options in its config are translated for this host."""
+
+    @functools.wraps(init)
+    def translated_init(self, target="", graph=None, config=None, *args, **kwargs):
+        if config is not None and npu_optimizer_entries(config):
+            config = host_session_config(config)
+        return init(self, target, graph, config, *args, **kwargs)
+
+    return translated_init
+
+
+def patch_sessions() -> None:
+    """Install the session translation (idempotent)."""
+    global _patched
+    if _patched:
+        return
+    _patched = True
+    session_lib.Session.__init__ = decorator_tf_session(session_lib.Session.__init__)
+    session_lib.InteractiveSession.__init__ = decorator_tf_session(session_lib.InteractiveSession.__init__)
+    tf.compat.v1.Session = NPUSession
