@@ -19,7 +19,12 @@ import tensorflow as tf
 
 from npu_bridge_compat.errors import NpuOptionValueError
 from npu_bridge_compat.host import build_plan, log_once
-from npu_bridge_compat.host.apply import applied_environment, warn_unapplied
+from npu_bridge_compat.host.apply import (
+    PROCESS_FEATURES,
+    applied_environment,
+    apply_process_settings,
+    warn_unapplied,
+)
 from npu_bridge_compat.host.batchnorm import batchnorm_workaround
 from npu_bridge_compat.host.features import BatchNormWorkaround, ProfilerTrace, StepLoop
 from npu_bridge_compat.options import NpuOptions, options_from_config_proto, options_from_kwargs
@@ -49,7 +54,7 @@ class NPUCallback(tf.keras.callbacks.Callback):
                                  if path.startswith(REWRITE_PREFIX)}
         self._check_keras_policy()
         log_once(self.npu_plan.report)
-        warn_unapplied(self.npu_plan, "NPUCallback", (StepLoop, BatchNormWorkaround, ProfilerTrace))
+        warn_unapplied(self.npu_plan, "NPUCallback", (StepLoop, BatchNormWorkaround, ProfilerTrace, *PROCESS_FEATURES))
         self._active: contextlib.ExitStack | None = None
         self._replaced: list[tuple[str, object]] = []  # (mode, the model's own function), innermost last
         self._functions: dict[tuple[int, str], tuple[object, object]] = {}  # our traced functions per model
@@ -93,6 +98,7 @@ class NPUCallback(tf.keras.callbacks.Callback):
             self._check_keras_policy()
             self._active = contextlib.ExitStack()
             self._active.enter_context(applied_environment(self.npu_plan))
+            apply_process_settings(self.npu_plan)  # process-wide switches, as on the other doors
             self._active.enter_context(_grappler_options(self._rewrite_options))
             if self.npu_plan.feature(BatchNormWorkaround):
                 self._active.enter_context(batchnorm_workaround())

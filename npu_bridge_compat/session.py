@@ -24,7 +24,12 @@ from tensorflow.core.protobuf import config_pb2, rewriter_config_pb2
 
 from npu_bridge_compat.errors import NpuOptionValueError
 from npu_bridge_compat.host import build_plan, log_once
-from npu_bridge_compat.host.apply import apply_environment, warn_unapplied
+from npu_bridge_compat.host.apply import (
+    PROCESS_FEATURES,
+    apply_environment,
+    apply_process_settings,
+    warn_unapplied,
+)
 from npu_bridge_compat.host.batchnorm import install_horizon_gate
 from npu_bridge_compat.host.features import BatchNormWorkaround, HostRegions, StepLoop
 from npu_bridge_compat.host.placement_graph import host_region_ops, keep_on_host
@@ -42,6 +47,7 @@ def _plan_for(config, source: str):
     plan = build_plan(options, config=config)
     log_once(plan.report)
     apply_environment(plan)
+    apply_process_settings(plan)
     return plan
 
 
@@ -61,7 +67,7 @@ class NPUSession(tf.compat.v1.Session):
         self._graph_version_checked = -1
         self._ops_checked = 0
         self._loops: list = []
-        warn_unapplied(self.npu_plan, "NPUSession", (StepLoop, BatchNormWorkaround, HostRegions))
+        warn_unapplied(self.npu_plan, "NPUSession", (StepLoop, BatchNormWorkaround, HostRegions, *PROCESS_FEATURES))
         super().__init__(target, graph, self.npu_plan.host_config(config))
 
     def _prepare_new_ops(self) -> None:

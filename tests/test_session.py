@@ -91,7 +91,7 @@ def test_partial_run_and_close():
 def test_host_session_config_serves_monitored_and_interactive_sessions():
     with tf.Graph().as_default():
         model = build_model()
-        config = host_session_config(config_with(deterministic=1))
+        config = host_session_config(config_with(graph_run_mode=1))
         assert config.graph_options.rewrite_options.custom_optimizers == []
         scaffold = v1.train.Scaffold(local_init_op=tf.group(v1.local_variables_initializer(),
                                                             *model["init"][2:]))

@@ -16,7 +16,7 @@ from absl import logging
 
 from npu_bridge_compat.errors import NpuCompatWarning, NpuOptionTypeError, NpuOptionValueError, warn
 from npu_bridge_compat.host import build_plan, log_once
-from npu_bridge_compat.host.apply import apply_environment
+from npu_bridge_compat.host.apply import apply_environment, apply_process_settings
 from npu_bridge_compat.host.features import StepLoop
 from npu_bridge_compat.options import OPTIONS, options_from_config_proto, options_from_kwargs
 
@@ -190,6 +190,7 @@ class NPURunConfig(tf.estimator.RunConfig):
         self.npu_plan = build_plan(self.npu_options, config=session_config)
         log_once(self.npu_plan.report)
         apply_environment(self.npu_plan)
+        apply_process_settings(self.npu_plan)
         for name in _NO_HOST_MEANING:
             if arguments[name] not in (None, False):
                 logging.warning("NPURunConfig(%s=%r) has no host equivalent; it is ignored.", name, arguments[name])

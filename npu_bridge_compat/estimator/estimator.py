@@ -23,7 +23,7 @@ from tensorflow_estimator.python.estimator.mode_keys import ModeKeys
 from npu_bridge_compat.errors import NpuCompatWarning, NpuOptionValueError, warn
 from npu_bridge_compat.estimator.config import NPURunConfig
 from npu_bridge_compat.host.batchnorm import batchnorm_workaround, install_horizon_gate
-from npu_bridge_compat.host.apply import warn_unapplied
+from npu_bridge_compat.host.apply import PROCESS_FEATURES, warn_unapplied
 from npu_bridge_compat.host.features import BatchNormWorkaround, StepLoop
 from npu_bridge_compat.host.loop import training_loop
 
@@ -104,7 +104,7 @@ class NPUEstimator(tf.estimator.Estimator):
         self._build_with_batchnorm_workaround = config.npu_plan.feature(BatchNormWorkaround) is not None
         self._last_step: int | None = None
         self._check_run_boundaries(config)
-        warn_unapplied(config.npu_plan, "NPUEstimator", (StepLoop, BatchNormWorkaround))
+        warn_unapplied(config.npu_plan, "NPUEstimator", (StepLoop, BatchNormWorkaround, *PROCESS_FEATURES))
         super().__init__(model_fn=model_fn, model_dir=model_dir, config=config, params=params,
                          warm_start_from=warm_start_from)
 

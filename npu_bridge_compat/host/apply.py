@@ -13,47 +13,87 @@ import threading
 from typing import Iterator
 
 from npu_bridge_compat.errors import NpuCompatWarning, NpuOptionValueError, warn
+from npu_bridge_compat.host.features import OpDeterminism, TensorFloat32
+from npu_bridge_compat.host.precision import AMP_ENV_PREFIX
 
 # Variables holding space-separated flags: ours are added to what the user already set.
 FLAG_VARIABLES = ("TF_XLA_FLAGS", "XLA_FLAGS")
 
 _lock = threading.Lock()
-_applied: dict[str, tuple[str, str]] = {}  # variable -> (value we set, source of the configuration)
+# variable -> (value we set, source of the configuration, the value before us or None)
+_applied: dict[str, tuple[str, str, str | None]] = {}
 
 
 def apply_environment(plan) -> None:
     """Set the plan's environment variables; refuse values that contradict an earlier configuration's."""
     with _lock:
+        _check_op_lists(plan)
         for name, value in plan.environment.items():
             previous = _applied.get(name)
             if previous and previous[0] != value:
                 raise NpuOptionValueError(
                     f"{plan.options.source} needs {name}={value!r}, but {previous[1]} already set it to "
-                    f"{previous[0]!r} in this process. Grappler reads it process-wide, so two configurations "
-                    "with different values cannot be used in one process.")
+                    f"{previous[0]!r} in this process. TensorFlow reads it process-wide, so two configurations "
+                    "with different values cannot be used in one process (restore_environment() undoes the first).")
         for name, value in plan.environment.items():
+            if name not in _applied:
+                _applied[name] = (value, plan.options.source, os.environ.get(name))
             if name in FLAG_VARIABLES and value not in os.environ.get(name, "").split():
                 os.environ[name] = f"{os.environ.get(name, '')} {value}".strip()
             elif name not in FLAG_VARIABLES:
                 os.environ[name] = value
-            _applied[name] = (value, plan.options.source)
+
+
+def _check_op_lists(plan) -> None:
+    """The mixed-precision op lists are one setting: a plan that runs a mixed-precision pass must find either
+    no lists set or exactly its own."""
+    wanted = {n: v for n, v in plan.environment.items() if n.startswith(AMP_ENV_PREFIX)}
+    current = {n: entry[0] for n, entry in _applied.items() if n.startswith(AMP_ENV_PREFIX)}
+    uses_amp = any(".auto_mixed_precision" in path for path in plan.config_edits)
+    if current and (wanted or uses_amp) and wanted != current:
+        source = next(entry[1] for n, entry in _applied.items() if n.startswith(AMP_ENV_PREFIX))
+        raise NpuOptionValueError(
+            f"{plan.options.source} needs the mixed-precision op lists {wanted or 'unchanged'}, but {source} "
+            f"already set {current} in this process. Grappler reads them process-wide, so two configurations "
+            "with different modify_mixlist files cannot be used in one process (restore_environment() undoes "
+            "the first).")
+
+
+def restore_environment(names=None) -> None:
+    """Give the variables set by `apply_environment` (all, or `names`) their earlier values back."""
+    with _lock:
+        for name in list(_applied if names is None else names):
+            if name in _applied:
+                original = _applied.pop(name)[2]
+                if original is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = original
 
 
 @contextlib.contextmanager
 def applied_environment(plan) -> Iterator[None]:
     """The plan's environment for the duration of a block (a Keras fit), restored afterwards."""
-    saved = {name: os.environ.get(name) for name in plan.environment}
+    fresh = [name for name in plan.environment if name not in _applied]
     apply_environment(plan)
     try:
         yield
     finally:
-        with _lock:
-            for name, value in saved.items():
-                _applied.pop(name, None)
-                if value is None:
-                    os.environ.pop(name, None)
-                else:
-                    os.environ[name] = value
+        restore_environment(fresh)
+
+
+def apply_process_settings(plan) -> None:
+    """Process-wide TensorFlow switches a plan asks for: op determinism, TF32 matmuls."""
+    import tensorflow as tf
+
+    if plan.feature(OpDeterminism):
+        tf.config.experimental.enable_op_determinism()
+    tf32 = plan.feature(TensorFloat32)
+    if tf32 is not None:
+        tf.config.experimental.enable_tensor_float_32_execution(tf32.enabled)
+
+
+PROCESS_FEATURES = (OpDeterminism, TensorFloat32)
 
 
 _warned_unapplied: set[tuple[str, str]] = set()

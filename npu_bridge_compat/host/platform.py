@@ -18,6 +18,8 @@ class HostFacts:
     gpu_count: int
     # Opt-in: on a CPU, emulate the NPU's float16 mixed precision instead of using bfloat16.
     cpu_float16_emulation: bool = False
+    # oneDNN runs bfloat16 only on CPUs with AVX-512 (TensorFlow: "only on platforms with AVX512").
+    cpu_bfloat16: bool = True
 
     @property
     def has_gpu(self) -> bool:
@@ -45,4 +47,13 @@ def detect_host() -> HostFacts:
         tf_version=tf.__version__,
         gpu_count=len(tf.config.list_physical_devices("GPU")),
         cpu_float16_emulation=os.environ.get(CPU_FLOAT16_ENV, "") not in ("", "0", "false", "False"),
+        cpu_bfloat16=_cpu_has_avx512(),
     )
+
+
+def _cpu_has_avx512() -> bool:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
+            return any(line.startswith("flags") and " avx512f" in line for line in cpuinfo)
+    except OSError:
+        return False

@@ -102,7 +102,7 @@ def _pass_for(intent: Intent, host: HostFacts) -> tuple[str | None, Effect, str]
     if intent is Intent.MIXED_FLOAT16:
         if host.has_gpu:
             return "auto_mixed_precision", Effect.TRANSLATED, "grappler auto_mixed_precision (float16 on the GPU)"
-        if host.cpu_float16_emulation:
+        if host.cpu_float16_emulation or not host.cpu_bfloat16:
             return ("auto_mixed_precision_cpu", Effect.APPROXIMATED,
                     "grappler auto_mixed_precision_cpu: float16 casts emulated on the CPU, as the NPU rounds")
         return ("auto_mixed_precision_onednn_bfloat16", Effect.APPROXIMATED,
@@ -112,6 +112,8 @@ def _pass_for(intent: Intent, host: HostFacts) -> tuple[str | None, Effect, str]
         if host.has_gpu:
             return (None, Effect.NO_EQUIVALENT,
                     "TensorFlow's GPU graph rewrite only produces float16; use the Keras 'mixed_bfloat16' policy")
+        if not host.cpu_bfloat16:
+            return None, Effect.NO_EQUIVALENT, "this CPU has no AVX-512, which TensorFlow's bfloat16 kernels need"
         return ("auto_mixed_precision_onednn_bfloat16", Effect.TRANSLATED,
                 "grappler auto_mixed_precision_onednn_bfloat16 (bfloat16 on the CPU)")
     if intent is Intent.FORCE_FLOAT16 and host.has_gpu:

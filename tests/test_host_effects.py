@@ -1,0 +1,111 @@
+"""Host effects checked by what they produce: the dtypes grappler chose in the executed graph, process-wide
+settings, environment ownership."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from tensorflow.python.framework import config as tf_config
+
+from npu_bridge_compat import NpuOptionValueError
+from npu_bridge_compat.host import HostFacts, build_plan, detect_host
+from npu_bridge_compat.host.apply import restore_environment
+from npu_bridge_compat.options import options_from_kwargs
+from npu_bridge_compat.session import NPUSession, npu_config_proto
+
+v1 = tf.compat.v1
+
+
+@pytest.fixture(autouse=True)
+def clean_process_state():
+    yield
+    restore_environment()
+    detect_host.cache_clear()
+    tf_config.disable_op_determinism()
+
+
+def config_with(**values):
+    config = npu_config_proto(v1.ConfigProto())
+    for key, value in values.items():
+        attr = config.graph_options.rewrite_options.custom_optimizers[0].parameter_map[key]
+        if isinstance(value, int):
+            attr.i = value
+        else:
+            attr.s = value.encode()
+    return config
+
+
+def executed_dtypes(config) -> dict[str, str]:
+    """Run MatMul -> Relu -> Exp in an NPUSession; the dtype of each node in the executed partition graphs."""
+    with tf.Graph().as_default():
+        x = v1.placeholder(tf.float32, [4, 8], name="x")
+        weights = v1.get_variable("w", [8, 8])
+        y = tf.exp(tf.nn.relu(tf.matmul(x, weights, name="matmul"), name="relu"), name="exp")
+        with NPUSession(config=config) as sess:
+            sess.run(v1.global_variables_initializer())
+            metadata = v1.RunMetadata()
+            sess.run(y, {x: np.ones([4, 8])}, options=v1.RunOptions(output_partition_graphs=True),
+                     run_metadata=metadata)
+    dtypes = {}
+    for graph in metadata.partition_graphs:
+        for node in graph.node:
+            attr = "T" if "T" in node.attr else "DstT" if node.op == "Cast" else None
+            if attr:
+                dtypes[node.name] = tf.dtypes.as_dtype(node.attr[attr].type).name
+    return dtypes
+
+
+def test_mixed_precision_runs_bfloat16_on_this_cpu():
+    dtypes = executed_dtypes(config_with(precision_mode="allow_mix_precision"))
+    if detect_host().cpu_bfloat16:
+        assert dtypes["matmul"] == "bfloat16" and dtypes["relu"] == "bfloat16"
+    else:  # no AVX-512: the plan falls back to float16 emulation, with float16 casts around the matmul
+        assert any(name.startswith("matmul-0-CastToFp16") for name in dtypes)
+    assert dtypes["exp"] == "float32"  # deny-listed by grappler, as the NPU keeps it in float32
+
+
+def test_float32_modes_keep_float32():
+    dtypes = executed_dtypes(config_with(precision_mode="must_keep_origin_dtype"))
+    assert {dtypes[name] for name in ("matmul", "relu", "exp")} == {"float32"}
+    assert not any("Cast" in name for name in dtypes)
+
+
+def test_float16_emulation_on_request(monkeypatch):
+    monkeypatch.setenv("NPU_BRIDGE_COMPAT_CPU_FLOAT16", "1")
+    detect_host.cache_clear()
+    dtypes = executed_dtypes(config_with(precision_mode_v2="mixed_float16"))
+    assert dtypes["matmul-0-CastToFp16-0-AutoMixedPrecision"] == "float16"  # rounded as the NPU would
+    assert dtypes["matmul"] == "float32"
+
+
+def test_mixlist_keeps_a_black_listed_op_in_float32(tmp_path):
+    if not detect_host().cpu_bfloat16:
+        pytest.skip("needs a CPU with AVX-512 for the bfloat16 pass the list edits")
+    mixlist = tmp_path / "ops_info.json"
+    mixlist.write_text('{"black-list": {"to-add": ["MatMulV2"]}}  // Ascend name of MatMul')
+    dtypes = executed_dtypes(config_with(precision_mode="allow_mix_precision", modify_mixlist=str(mixlist)))
+    assert dtypes["matmul"] == "float32" and dtypes["relu"] == "float32"
+
+
+def test_two_configurations_with_different_lists_in_one_process_is_an_error(tmp_path):
+    first, second = tmp_path / "first.json", tmp_path / "second.json"
+    first.write_text('{"black-list": {"to-add": ["Exp"]}}')
+    second.write_text('{"white-list": {"to-add": ["Exp"]}}')
+    with tf.Graph().as_default():
+        NPUSession(config=config_with(precision_mode="allow_mix_precision", modify_mixlist=str(first))).close()
+        with pytest.raises(NpuOptionValueError, match="needs the mixed-precision op lists .* already set .*DENYLIST_ADD"):
+            NPUSession(config=config_with(precision_mode="allow_mix_precision", modify_mixlist=str(second)))
+
+
+def test_deterministic_turns_on_op_determinism():
+    with tf.Graph().as_default():
+        NPUSession(config=config_with(deterministic=1)).close()
+    assert tf_config.is_op_determinism_enabled()
+
+
+def test_plan_without_avx512_never_claims_bfloat16():
+    no_avx512 = HostFacts("2.15.1", 0, cpu_bfloat16=False)
+    plan = build_plan(options_from_kwargs(precision_mode="allow_mix_precision_bf16"), no_avx512)
+    assert dict(plan.config_edits) == {}
+    assert "AVX-512" in plan.report.entry("precision_mode").how
+    fallback = build_plan(options_from_kwargs(precision_mode="allow_mix_precision"), no_avx512)
+    assert dict(fallback.config_edits) == {"graph_options.rewrite_options.auto_mixed_precision_cpu": "ON"}
