@@ -13,7 +13,6 @@ trace. Everything it changes (steps per execution, grappler options, environment
 from __future__ import annotations
 
 import contextlib
-import os
 
 import tensorflow as tf
 
@@ -27,6 +26,7 @@ from npu_bridge_compat.host.apply import (
 )
 from npu_bridge_compat.host.batchnorm import batchnorm_workaround
 from npu_bridge_compat.host.features import BatchNormWorkaround, ProfilerTrace, StepLoop
+from npu_bridge_compat.host.profiling import profiler_trace
 from npu_bridge_compat.options import NpuOptions, options_from_config_proto, options_from_kwargs
 
 REWRITE_PREFIX = "graph_options.rewrite_options."
@@ -106,7 +106,7 @@ class NPUCallback(tf.keras.callbacks.Callback):
                 self._active.enter_context(_steps_per_execution(self.model, self.steps_per_execution))
                 trace = self.npu_plan.feature(ProfilerTrace)
                 if trace is not None:
-                    self._active.enter_context(_profiling(trace.output))
+                    self._active.enter_context(profiler_trace(trace.output))
         # The model's function is swapped for one built (and traced on first use) under these settings; it is
         # kept for the next call with this callback and the model's own comes back at the end.
         attribute = f"{mode}_function"
@@ -148,16 +148,6 @@ def _grappler_options(options: dict[str, bool]):
         yield
     finally:
         tf.config.optimizer.set_experimental_options({name: saved.get(name, False) for name in options})
-
-
-@contextlib.contextmanager
-def _profiling(output: str):
-    os.makedirs(output, exist_ok=True)
-    tf.profiler.experimental.start(output)
-    try:
-        yield
-    finally:
-        tf.profiler.experimental.stop()
 
 
 # --- the adapter's Keras helpers ----------------------------------------------------------------------------

@@ -15,6 +15,7 @@ For MonitoredTrainingSession and InteractiveSession, `host_session_config(config
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 from typing import Any
@@ -31,7 +32,9 @@ from npu_bridge_compat.host.apply import (
     warn_unapplied,
 )
 from npu_bridge_compat.host.batchnorm import install_horizon_gate
-from npu_bridge_compat.host.features import BatchNormWorkaround, HostRegions, StepLoop
+from npu_bridge_compat.host.dump import TensorDumper
+from npu_bridge_compat.host.features import BatchNormWorkaround, HostRegions, ProfilerTrace, StepLoop, TensorDump
+from npu_bridge_compat.host.profiling import profiler_trace
 from npu_bridge_compat.host.placement_graph import host_region_ops, keep_on_host
 from npu_bridge_compat.options import options_from_config_proto
 from npu_bridge_compat.options.readers import NPU_OPTIMIZER
@@ -67,8 +70,15 @@ class NPUSession(tf.compat.v1.Session):
         self._graph_version_checked = -1
         self._ops_checked = 0
         self._loops: list = []
-        warn_unapplied(self.npu_plan, "NPUSession", (StepLoop, BatchNormWorkaround, HostRegions, *PROCESS_FEATURES))
+        warn_unapplied(self.npu_plan, "NPUSession",
+                       (StepLoop, BatchNormWorkaround, HostRegions, ProfilerTrace, TensorDump, *PROCESS_FEATURES))
+        dump = self.npu_plan.feature(TensorDump)
+        self._dumps = _SessionDumps(dump) if dump is not None else None
+        trace = self.npu_plan.feature(ProfilerTrace)
+        self._profiler = contextlib.ExitStack()
         super().__init__(target, graph, self.npu_plan.host_config(config))
+        if trace is not None:
+            self._profiler.enter_context(profiler_trace(trace.output))
 
     def _prepare_new_ops(self) -> None:
         """Check and place the ops added since the last run; TensorFlow has not seen them yet, so they can still
@@ -94,7 +104,37 @@ class NPUSession(tf.compat.v1.Session):
             self._prepare_new_ops()
         if self._loops:
             fetches = _served_by_loop(fetches, self._loops)
+        if self._dumps is not None:
+            return self._dumps.run(super().run, self.graph, fetches, feed_dict, options, run_metadata)
         return super().run(fetches, feed_dict, options, run_metadata)
+
+    def close(self) -> None:
+        self._profiler.close()  # the trace is written when the session ends
+        super().close()
+
+
+class _SessionDumps:
+    """Dumps the selected steps of each distinct fetch structure (each is its own graph on Ascend, with its own
+    iteration count); the directory is named after the first fetch."""
+
+    def __init__(self, feature) -> None:
+        self._feature = feature
+        self._dumpers: dict[tuple, list] = {}  # fetch names -> [dumper, steps run so far]
+
+    def run(self, run, graph, fetches, feed_dict, options, run_metadata):
+        fetched = [f if isinstance(f, tf.Operation) else f.op for f in tf.nest.flatten(fetches)
+                   if isinstance(f, (tf.Operation, tf.Tensor))]
+        key = tuple(op.name for op in fetched)
+        if key not in self._dumpers:
+            self._dumpers[key] = [TensorDumper(self._feature, key[0] if key else "run"), 0]
+        dumper, step = self._dumpers[key]
+        self._dumpers[key][1] += 1
+        wanted = dumper.fetches(graph, fetched) if fetched and dumper.selects(step) else {}
+        if not wanted:
+            return run(fetches, feed_dict, options, run_metadata)
+        results, values = run((fetches, wanted), feed_dict, options, run_metadata)
+        dumper.write(step, values)
+        return results
 
 
 def _served_by_loop(fetches, loops):

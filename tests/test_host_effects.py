@@ -109,3 +109,87 @@ def test_plan_without_avx512_never_claims_bfloat16():
     assert "AVX-512" in plan.report.entry("precision_mode").how
     fallback = build_plan(options_from_kwargs(precision_mode="allow_mix_precision"), no_avx512)
     assert dict(fallback.config_edits) == {"graph_options.rewrite_options.auto_mixed_precision_cpu": "ON"}
+
+
+# --- dumps and profiling ------------------------------------------------------------------------------------
+
+def linear_training_graph():
+    features = tf.constant(np.arange(8, dtype=np.float32).reshape(4, 2), name="features")
+    weights = v1.get_variable("weights", [2, 1], initializer=v1.ones_initializer())
+    prediction = tf.matmul(features, weights, name="prediction")
+    loss = tf.reduce_mean(tf.square(prediction), name="loss")
+    step = v1.train.get_or_create_global_step()
+    return v1.train.GradientDescentOptimizer(0.001).minimize(loss, global_step=step, name="train")
+
+
+def read_index(directory):
+    import json
+
+    return json.loads((directory / "index.json").read_text())
+
+
+def test_session_dumps_only_the_selected_steps(tmp_path):
+    with tf.Graph().as_default():
+        train_op = linear_training_graph()
+        config = config_with(dump_path=str(tmp_path), dump_step="0|2", dump_mode="output")
+        config.graph_options.rewrite_options.custom_optimizers[0].parameter_map["enable_dump"].b = True
+        with NPUSession(config=config) as sess:
+            sess.run(v1.global_variables_initializer())
+            for _ in range(4):
+                sess.run(train_op)
+    steps = sorted(p.name for p in (tmp_path / "train").iterdir())
+    assert steps == ["step_0", "step_2"]
+    index = {(e["op"], e["kind"], e["slot"]): e for e in read_index(tmp_path / "train" / "step_0")}
+    entry = index[("prediction", "output", 0)]
+    assert entry["dtype"] == "float32" and entry["shape"] == [4, 1] and entry["step"] == 0
+    np.testing.assert_allclose(np.load(tmp_path / "train" / "step_0" / entry["file"]),
+                               np.arange(8).reshape(4, 2).sum(axis=1, keepdims=True))
+    assert not list(tmp_path.rglob("*.partial"))  # every file was renamed into place
+
+
+def test_dump_modes_layers_and_stats(tmp_path):
+    with tf.Graph().as_default():
+        train_op = linear_training_graph()
+        config = config_with(dump_path=str(tmp_path), dump_mode="input", dump_layer="prediction", dump_data="stats")
+        config.graph_options.rewrite_options.custom_optimizers[0].parameter_map["enable_dump"].b = True
+        with NPUSession(config=config) as sess:
+            sess.run(v1.global_variables_initializer())
+            sess.run(train_op)
+    index = read_index(tmp_path / "train" / "step_0")
+    assert {(e["op"], e["kind"], e["slot"]) for e in index} == {("prediction", "input", 0),
+                                                                ("prediction", "input", 1)}
+    features = next(e for e in index if e["slot"] == 0)
+    assert (features["min"], features["max"]) == (0.0, 7.0) and "file" not in features
+
+
+def test_estimator_dumps_and_profiles(tmp_path):
+    from npu_bridge_compat.estimator import DumpConfig, NPUEstimator, NPURunConfig, ProfilingConfig
+
+    def model_fn(features, labels, mode):
+        loss = tf.reduce_mean(tf.square(v1.layers.dense(features, 1, name="dense") - labels), name="loss")
+        train_op = v1.train.GradientDescentOptimizer(0.01).minimize(loss, global_step=v1.train.get_global_step())
+        return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+    data = np.ones([16, 2], np.float32)
+    (tmp_path / "dumps").mkdir()
+    config = NPURunConfig(model_dir=str(tmp_path / "model"),
+                          dump_config=DumpConfig(enable_dump=True, dump_path=str(tmp_path / "dumps"), dump_step="1"),
+                          profiling_config=ProfilingConfig(True, f'{{"output": "{tmp_path / "profile"}"}}'))
+    NPUEstimator(model_fn, config=config).train(
+        lambda: tf.data.Dataset.from_tensor_slices((data, data[:, :1])).repeat().batch(4), max_steps=3)
+    assert [p.name for p in (tmp_path / "dumps" / "train").iterdir()] == ["step_1"]
+    ops = {e["op"] for e in read_index(tmp_path / "dumps" / "train" / "step_1")}
+    assert {"loss", "dense/MatMul", "IteratorGetNext"} <= ops
+    assert list((tmp_path / "profile").glob("plugins/profile/*/*.xplane.pb"))
+
+
+def test_session_profiles_until_closed(tmp_path):
+    with tf.Graph().as_default():
+        train_op = linear_training_graph()
+        config = config_with(profiling_options=f'{{"output": "{tmp_path}"}}')
+        config.graph_options.rewrite_options.custom_optimizers[0].parameter_map["profiling_mode"].b = True
+        with NPUSession(config=config) as sess:
+            sess.run(v1.global_variables_initializer())
+            sess.run(train_op)
+    traces = list(tmp_path.glob("plugins/profile/*/*.xplane.pb"))
+    assert traces and traces[0].stat().st_size > 0

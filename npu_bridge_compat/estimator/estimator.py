@@ -24,7 +24,9 @@ from npu_bridge_compat.errors import NpuCompatWarning, NpuOptionValueError, warn
 from npu_bridge_compat.estimator.config import NPURunConfig
 from npu_bridge_compat.host.batchnorm import batchnorm_workaround, install_horizon_gate
 from npu_bridge_compat.host.apply import PROCESS_FEATURES, warn_unapplied
-from npu_bridge_compat.host.features import BatchNormWorkaround, StepLoop
+from npu_bridge_compat.host.dump import TensorDumpHook
+from npu_bridge_compat.host.features import BatchNormWorkaround, ProfilerTrace, StepLoop, TensorDump
+from npu_bridge_compat.host.profiling import ProfilerHook
 from npu_bridge_compat.host.loop import training_loop
 
 install_horizon_gate()  # a script's own forward_compatibility_horizon(2019, 5, 1) works with this door too
@@ -104,7 +106,9 @@ class NPUEstimator(tf.estimator.Estimator):
         self._build_with_batchnorm_workaround = config.npu_plan.feature(BatchNormWorkaround) is not None
         self._last_step: int | None = None
         self._check_run_boundaries(config)
-        warn_unapplied(config.npu_plan, "NPUEstimator", (StepLoop, BatchNormWorkaround, *PROCESS_FEATURES))
+        warn_unapplied(config.npu_plan, "NPUEstimator",
+                       (StepLoop, BatchNormWorkaround, ProfilerTrace, TensorDump, *PROCESS_FEATURES))
+        self._plan_hooks = _plan_hooks(config.npu_plan)
         super().__init__(model_fn=model_fn, model_dir=model_dir, config=config, params=params,
                          warm_start_from=warm_start_from)
 
@@ -131,6 +135,7 @@ class NPUEstimator(tf.estimator.Estimator):
                      f"{self._last_step} (the NPU would overshoot).", NpuCompatWarning)
         else:
             self._last_step = None
+        hooks = list(hooks or []) + [hook() for hook in self._plan_hooks]
         return super().train(input_fn, hooks=hooks, steps=steps, max_steps=max_steps,
                              saving_listeners=saving_listeners)
 
@@ -188,6 +193,18 @@ class NPUEstimator(tf.estimator.Estimator):
                 "Return the dataset, or set iterations_per_loop=1.")
         iterator = tf.compat.v1.data.make_initializable_iterator(result)
         return iterator, estimator_util._DatasetInitializerHook(iterator)
+
+
+def _plan_hooks(plan) -> list:
+    """Factories of the training hooks that carry out the plan's profiling and dumps."""
+    hooks = []
+    trace = plan.feature(ProfilerTrace)
+    if trace is not None:
+        hooks.append(lambda: ProfilerHook(trace.output))
+    dump = plan.feature(TensorDump)
+    if dump is not None:
+        hooks.append(lambda: TensorDumpHook(dump))
+    return hooks
 
 
 class _StopAtLastStepHook(tf.compat.v1.train.SessionRunHook):

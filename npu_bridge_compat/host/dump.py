@@ -1,0 +1,106 @@
+"""Data dumps: the tensors of the selected steps written as .npy files, with an index, for comparison with NPU
+dumps.
+
+Layout: `<dump_path>/<graph>/step_<n>/<op>.<input|output>.<slot>.npy` and `index.json` beside them (op name,
+input/output, slot, step, dtype, shape, file; with dump_data='stats' the index holds min/max/mean/std instead
+of files). Only tensors that the run computes anyway are fetched, so dumping changes nothing else; tensors
+inside a while loop (iterations_per_loop > 1) cannot be fetched from outside and are left out. Every file is
+written to a temporary name and renamed, so a dump never leaves a half-written file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from typing import Any
+
+import numpy as np
+import tensorflow as tf
+
+from npu_bridge_compat.host.features import TensorDump
+
+_UNDUMPABLE = (tf.resource, tf.variant, tf.string)
+
+
+class TensorDumper:
+    def __init__(self, feature: TensorDump, graph_name: str) -> None:
+        self._feature = feature
+        self._directory = os.path.join(feature.path, _safe(graph_name))
+
+    def selects(self, step: int) -> bool:
+        return not self._feature.steps or any(first <= step <= last for first, last in self._feature.steps)
+
+    def fetches(self, graph, fetched_ops) -> dict[tuple[str, str, int], Any]:
+        """The tensors to dump for a run of `fetched_ops`: (op, input|output, slot) -> tensor."""
+        names = sorted({op.name for op in fetched_ops})
+        step_ops = tf.compat.v1.graph_util.extract_sub_graph(graph.as_graph_def(), names).node
+        layers = set(self._feature.layers)
+        wanted = {}
+        for node in step_ops:
+            op = graph.get_operation_by_name(node.name)
+            if (layers and op.name not in layers) or op._control_flow_context is not None:
+                continue
+            if self._feature.mode in ("output", "all"):
+                wanted.update({(op.name, "output", i): t for i, t in enumerate(op.outputs) if _dumpable(t)})
+            if self._feature.mode in ("input", "all"):
+                wanted.update({(op.name, "input", i): t for i, t in enumerate(op.inputs) if _dumpable(t)})
+        return wanted
+
+    def write(self, step: int, values: dict[tuple[str, str, int], Any]) -> str:
+        directory = os.path.join(self._directory, f"step_{step}")
+        os.makedirs(directory, exist_ok=True)
+        index = []
+        for (op, kind, slot), value in sorted(values.items()):
+            value = np.asarray(value)
+            entry = {"op": op, "kind": kind, "slot": slot, "step": step, "dtype": value.dtype.name,
+                     "shape": list(value.shape)}
+            if self._feature.data == "stats":
+                numbers = value.astype(np.float64) if value.size else np.zeros([1])
+                entry.update(min=float(numbers.min()), max=float(numbers.max()), mean=float(numbers.mean()),
+                             std=float(numbers.std()))
+            else:
+                entry["file"] = f"{_safe(op)}.{kind}.{slot}.npy"
+                _atomic_write(os.path.join(directory, entry["file"]), lambda f, v=value: np.save(f, v))
+            index.append(entry)
+        _atomic_write(os.path.join(directory, "index.json"), lambda f: f.write(json.dumps(index, indent=1).encode()))
+        return directory
+
+
+def _dumpable(tensor) -> bool:
+    return tensor.dtype.base_dtype not in _UNDUMPABLE
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^\w.-]", "_", name.replace("/", "."))
+
+
+def _atomic_write(path: str, write) -> None:
+    temporary = f"{path}.partial"
+    with open(temporary, "wb") as file:
+        write(file)
+    os.replace(temporary, path)
+
+
+class TensorDumpHook(tf.compat.v1.train.SessionRunHook):
+    """Dumps the selected steps of an Estimator's training runs."""
+
+    def __init__(self, feature: TensorDump) -> None:
+        self._dumper = TensorDumper(feature, "train")
+        self._step = 0
+        self._wanted: dict = {}
+
+    def before_run(self, run_context):
+        self._wanted = {}
+        if self._dumper.selects(self._step):
+            graph = run_context.session.graph
+            fetches = tf.nest.flatten(run_context.original_args.fetches)
+            fetched_ops = [f if isinstance(f, tf.Operation) else f.op for f in fetches
+                           if isinstance(f, (tf.Operation, tf.Tensor))]
+            self._wanted = self._dumper.fetches(graph, fetched_ops)
+        return tf.compat.v1.train.SessionRunArgs(self._wanted) if self._wanted else None
+
+    def after_run(self, run_context, run_values) -> None:
+        if self._wanted:
+            self._dumper.write(self._step, run_values.results)
+        self._step += 1
