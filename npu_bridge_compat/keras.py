@@ -16,7 +16,7 @@ import contextlib
 
 import tensorflow as tf
 
-from npu_bridge_compat.errors import NpuOptionValueError
+from npu_bridge_compat.errors import NpuCompatWarning, NpuOptionValueError, warn
 from npu_bridge_compat.host import build_plan, log_once
 from npu_bridge_compat.host.apply import (
     PROCESS_FEATURES,
@@ -54,6 +54,11 @@ class NPUCallback(tf.keras.callbacks.Callback):
                                  if path.startswith(REWRITE_PREFIX)}
         self._check_keras_policy()
         log_once(self.npu_plan.report)
+        session_only = {path: value for path, value in self.npu_plan.config_edits.items()
+                        if not path.startswith(REWRITE_PREFIX)}
+        if session_only:
+            warn(f"NPUCallback cannot apply session settings {session_only} once TensorFlow has started; set them "
+                 "with tf.config before anything runs, or use the session door.", NpuCompatWarning)
         warn_unapplied(self.npu_plan, "NPUCallback", (StepLoop, BatchNormWorkaround, ProfilerTrace, *PROCESS_FEATURES))
         self._active: contextlib.ExitStack | None = None
         self._replaced: list[tuple[str, object]] = []  # (mode, the model's own function), innermost last

@@ -315,3 +315,18 @@ def test_configuration_holders_map_to_npu_options():
         GraphMemoryOptimizeConfig(recompute="always")
     with pytest.raises(NpuOptionValueError, match="graph_memory_optimize_config type must be"):
         ExperimentalConfig(graph_memory_optimize_config="auto")
+
+
+def test_in_out_pair_regions_are_kept_on_the_host_in_the_training_graph(tmp_path):
+    class Attributes(tf.compat.v1.train.SessionRunHook):
+        def after_create_session(self, session, coord):
+            op = session.graph.get_operation_by_name("hidden/MatMul")
+            self.kept = op.get_attr("_without_npu_compile")
+
+    pairs = str([[["hidden/MatMul"], ["hidden/BiasAdd"]]])
+    recorder = Attributes()
+    session_config = npu_config({"in_out_pair": pairs, "in_out_pair_flag": False})  # NPURunConfig has no argument
+    estimator = NPUEstimator(dense_model_fn, config=NPURunConfig(
+        model_dir=str(tmp_path), mix_compile_mode=True, session_config=session_config))
+    estimator.train(input_fn, max_steps=2, hooks=[recorder])
+    assert recorder.kept is True

@@ -152,3 +152,10 @@ def test_model_to_npu_estimator_runs_n_steps_per_run(tmp_path):
         keras_model=net, config=NPURunConfig(model_dir=str(tmp_path), iterations_per_loop=5))
     estimator.train(lambda: dataset(), max_steps=10)
     assert estimator.get_variable_value("global_step") == 10
+
+
+def test_session_settings_the_callback_cannot_apply_are_reported():
+    from npu_bridge_compat.errors import NpuCompatWarning
+
+    with pytest.warns(NpuCompatWarning, match="cannot apply session settings .*inter_op_parallelism_threads"):
+        NPUCallback(stream_max_parallel_num="DNN_VM_AICPU:4")

@@ -100,7 +100,6 @@ def test_loop_mixed_compute_and_regions(cpu_host):
     assert mixed.feature(f.BatchNormWorkaround) == f.BatchNormWorkaround()
     regions = mixed.feature(f.HostRegions)
     assert regions.on_host and regions.pairs[0].outputs == ("b", "c")
-    assert plan(cpu_host, graph_run_mode=0).feature(f.Inference) == f.Inference()
 
 
 def test_dump_profiling_and_numeric_checks(cpu_host, tmp_path):
@@ -192,3 +191,9 @@ def test_report_is_logged_once_per_distinct_configuration(cpu_host):
     assert log_once(first) is True
     assert log_once(plan(cpu_host, iterations_per_loop=7, deterministic=1).report) is False
     assert log_once(plan(cpu_host, iterations_per_loop=8, deterministic=1).report) is True
+
+
+def test_gpu_memory_limit_becomes_one_virtual_gpu_of_that_size(gpu_host):
+    result = plan(gpu_host, graph_memory_max_size=str(3 * 1024**3), variable_memory_max_size=str(1024**3))
+    devices = result.host_config().gpu_options.experimental.virtual_devices
+    assert len(devices) == 1 and list(devices[0].memory_limit_mb) == [4096]

@@ -18,7 +18,8 @@ from npu_bridge_compat.errors import NpuCompatWarning, NpuOptionTypeError, NpuOp
 from npu_bridge_compat.host import build_plan, log_once
 from npu_bridge_compat.host.apply import apply_environment, apply_process_settings
 from npu_bridge_compat.host.features import StepLoop
-from npu_bridge_compat.options import OPTIONS, options_from_config_proto, options_from_kwargs
+from npu_bridge_compat.options import OPTIONS, options_from_kwargs
+from npu_bridge_compat.options.readers import config_proto_values
 
 
 class ProfilingConfig:
@@ -183,9 +184,9 @@ class NPURunConfig(tf.estimator.RunConfig):
         arguments = {name: value for name, value in locals().items() if name not in ("self", "__class__")}
         self._check_holders(arguments)
         npu_values = self._npu_values(arguments)
-        if session_config is not None:
-            entries = options_from_config_proto(session_config, source="NPURunConfig(session_config=...)")
-            npu_values = {**entries.set_options(), **npu_values}
+        if session_config is not None:  # its NpuOptimizer entries, under NPURunConfig's own arguments
+            npu_values = {**config_proto_values(session_config, source="NPURunConfig(session_config=...)"),
+                          **npu_values}
         self.npu_options = options_from_kwargs(npu_values, source="NPURunConfig")
         self.npu_plan = build_plan(self.npu_options, config=session_config)
         log_once(self.npu_plan.report)

@@ -25,7 +25,8 @@ from npu_bridge_compat.estimator.config import NPURunConfig
 from npu_bridge_compat.host.batchnorm import batchnorm_workaround, install_horizon_gate
 from npu_bridge_compat.host.apply import PROCESS_FEATURES, warn_unapplied
 from npu_bridge_compat.host.dump import TensorDumpHook
-from npu_bridge_compat.host.features import BatchNormWorkaround, ProfilerTrace, StepLoop, TensorDump
+from npu_bridge_compat.host.features import BatchNormWorkaround, HostRegions, ProfilerTrace, StepLoop, TensorDump
+from npu_bridge_compat.host.placement_graph import host_region_ops, keep_on_host
 from npu_bridge_compat.host.profiling import ProfilerHook
 from npu_bridge_compat.host.loop import training_loop
 
@@ -107,7 +108,7 @@ class NPUEstimator(tf.estimator.Estimator):
         self._last_step: int | None = None
         self._check_run_boundaries(config)
         warn_unapplied(config.npu_plan, "NPUEstimator",
-                       (StepLoop, BatchNormWorkaround, ProfilerTrace, TensorDump, *PROCESS_FEATURES))
+                       (StepLoop, BatchNormWorkaround, HostRegions, ProfilerTrace, TensorDump, *PROCESS_FEATURES))
         self._plan_hooks = _plan_hooks(config.npu_plan)
         super().__init__(model_fn=model_fn, model_dir=model_dir, config=config, params=params,
                          warm_start_from=warm_start_from)
@@ -196,8 +197,11 @@ class NPUEstimator(tf.estimator.Estimator):
 
 
 def _plan_hooks(plan) -> list:
-    """Factories of the training hooks that carry out the plan's profiling and dumps."""
+    """Factories of the training hooks that carry out the plan's host regions, profiling and dumps."""
     hooks = []
+    regions = plan.feature(HostRegions)
+    if regions is not None:
+        hooks.append(lambda: _HostRegionsHook(regions, plan.host))
     trace = plan.feature(ProfilerTrace)
     if trace is not None:
         hooks.append(lambda: ProfilerHook(trace.output))
@@ -205,6 +209,17 @@ def _plan_hooks(plan) -> list:
     if dump is not None:
         hooks.append(lambda: TensorDumpHook(dump))
     return hooks
+
+
+class _HostRegionsHook(tf.compat.v1.train.SessionRunHook):
+    """Keeps the in_out_pair regions on the host once the training graph is built (before it is finalised)."""
+
+    def __init__(self, regions, host) -> None:
+        self._regions, self._host = regions, host
+
+    def begin(self) -> None:
+        graph = tf.compat.v1.get_default_graph()
+        keep_on_host(host_region_ops(graph, self._regions), self._host)
 
 
 class _StopAtLastStepHook(tf.compat.v1.train.SessionRunHook):

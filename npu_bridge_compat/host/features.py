@@ -33,11 +33,6 @@ class HostRegions:
 
 
 @dataclasses.dataclass(frozen=True)
-class Inference:
-    """graph_run_mode=0: the graph is run for inference only."""
-
-
-@dataclasses.dataclass(frozen=True)
 class ProfilerTrace:
     """Trace the training steps with the TensorFlow profiler into `output`."""
 
@@ -82,5 +77,5 @@ class GpuMemoryLimit:
     megabytes: int
 
 
-Feature = (StepLoop | BatchNormWorkaround | HostRegions | Inference | ProfilerTrace | TensorDump | NumericChecks
+Feature = (StepLoop | BatchNormWorkaround | HostRegions | ProfilerTrace | TensorDump | NumericChecks
            | OpDeterminism | TensorFloat32 | GpuMemoryLimit)

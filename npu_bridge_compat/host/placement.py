@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from npu_bridge_compat.host.contribution import Contribution
-from npu_bridge_compat.host.features import BatchNormWorkaround, HostRegions, Inference, StepLoop
+from npu_bridge_compat.host.features import BatchNormWorkaround, HostRegions, StepLoop
 from npu_bridge_compat.host.platform import HostFacts
 from npu_bridge_compat.options.spec import Effect
 
@@ -32,10 +32,6 @@ def plan_placement(options, host: HostFacts) -> Contribution:
         where = "are kept on the host CPU" if on_host else "go to the accelerator; the rest may run anywhere"
         result.say("in_out_pair", Effect.APPROXIMATED,
                    f"ops between {len(pairs)} input/output node set(s) {where}")
-    if options.graph_run_mode == 0:
-        result.features.append(Inference())
-    elif options.is_set("graph_run_mode"):
-        result.say("graph_run_mode", Effect.TRANSLATED, "training (the default)")
     _plan_device(options, host, result)
     return result
 

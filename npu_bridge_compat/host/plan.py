@@ -13,7 +13,7 @@ from typing import Any, Mapping
 
 from npu_bridge_compat.host.contribution import Contribution
 from npu_bridge_compat.host.debugging import plan_debugging
-from npu_bridge_compat.host.features import Feature
+from npu_bridge_compat.host.features import Feature, GpuMemoryLimit
 from npu_bridge_compat.host.placement import plan_placement
 from npu_bridge_compat.host.platform import HostFacts, detect_host
 from npu_bridge_compat.host.precision import plan_precision
@@ -57,6 +57,10 @@ class HostPlan:
         del rewrite.optimizers[:]
         for path, value in self.config_edits.items():
             _set_field(result, path, value)
+        memory = self.feature(GpuMemoryLimit)
+        if memory is not None:  # one virtual GPU of that size: TensorFlow's memory cap for a session
+            result.gpu_options.experimental.ClearField("virtual_devices")
+            result.gpu_options.experimental.virtual_devices.add().memory_limit_mb.append(memory.megabytes)
         return result
 
 

@@ -158,10 +158,15 @@ def npu_optimizer_entries(config) -> list:
             if entry.name == NPU_OPTIMIZER]
 
 
-def options_from_config_proto(config, *, source: str = "ConfigProto") -> NpuOptions:
-    """Options from every `NpuOptimizer` entry of a `tf.compat.v1.ConfigProto` (later entries win)."""
+def config_proto_values(config, *, source: str = "ConfigProto") -> dict[str, Any]:
+    """The typed values of every `NpuOptimizer` entry (later entries win), not yet validated together."""
     typed: dict[str, Any] = {}
     for entry in npu_optimizer_entries(config):
         for spec, attr in _known(sorted(entry.parameter_map.items()), source):
             typed[spec.key] = _attr_value(spec, attr, source)
-    return build_options(typed, source)
+    return typed
+
+
+def options_from_config_proto(config, *, source: str = "ConfigProto") -> NpuOptions:
+    """Options from every `NpuOptimizer` entry of a `tf.compat.v1.ConfigProto` (later entries win)."""
+    return build_options(config_proto_values(config, source=source), source)

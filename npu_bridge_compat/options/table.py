@@ -67,7 +67,8 @@ _SPECS = (
                "Whether the in_out_pair regions sink to the NPU (True) or stay on the host (False).",
                requires=("in_out_pair",)),
     OptionSpec("graph_run_mode", K.INT, 1, C.RUNTIME,
-               translated("0 runs the graph for inference (no training hooks), 1 trains"),
+               not_needed("selects Ascend's online-inference (0) or training (1) compilation; a host runs the same "
+                          "graph either way"),
                "0: online inference, 1: training.", g.Choice((0, 1))),
     OptionSpec("session_device_id", K.INT, -1, C.PLACEMENT,
                approximated("picks the GPU index (visible device list); priority session_device_id > "
