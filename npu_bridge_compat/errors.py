@@ -21,6 +21,10 @@ class NpuOptionTypeError(NpuConfigError, TypeError):
     """An option was given a value of the wrong type (or in the wrong `AttrValue` field)."""
 
 
+class NonFiniteValueError(RuntimeError):
+    """A numeric check (enable_dump_debug, enable_exception_dump) found Inf or NaN in an op's output."""
+
+
 class NpuCompatWarning(UserWarning):
     """Base of the warnings npu_bridge_compat emits about a configuration."""
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import os
 from typing import Any
 
@@ -33,8 +34,17 @@ from npu_bridge_compat.host.apply import (
 )
 from npu_bridge_compat.host.batchnorm import install_horizon_gate
 from npu_bridge_compat.host.dump import TensorDumper
-from npu_bridge_compat.host.features import BatchNormWorkaround, HostRegions, ProfilerTrace, StepLoop, TensorDump
+from npu_bridge_compat.host.features import (
+    BatchNormWorkaround,
+    HostRegions,
+    NumericChecks,
+    ProfilerTrace,
+    StepLoop,
+    TensorDump,
+)
+from npu_bridge_compat.host.numeric import numeric_check
 from npu_bridge_compat.host.profiling import profiler_trace
+from npu_bridge_compat.host.subgraph import fetched_operations
 from npu_bridge_compat.host.placement_graph import host_region_ops, keep_on_host
 from npu_bridge_compat.options import options_from_config_proto
 from npu_bridge_compat.options.readers import NPU_OPTIMIZER
@@ -71,9 +81,12 @@ class NPUSession(tf.compat.v1.Session):
         self._ops_checked = 0
         self._loops: list = []
         warn_unapplied(self.npu_plan, "NPUSession",
-                       (StepLoop, BatchNormWorkaround, HostRegions, ProfilerTrace, TensorDump, *PROCESS_FEATURES))
+                       (StepLoop, BatchNormWorkaround, HostRegions, ProfilerTrace, TensorDump, NumericChecks,
+                        *PROCESS_FEATURES))
         dump = self.npu_plan.feature(TensorDump)
-        self._dumps = _SessionDumps(dump) if dump is not None else None
+        # What wraps each run, innermost first: numeric checks, then dumps.
+        self._run_wrappers = ([_SessionChecks()] if self.npu_plan.feature(NumericChecks) else []) + \
+            ([_SessionDumps(dump)] if dump is not None else [])
         trace = self.npu_plan.feature(ProfilerTrace)
         self._profiler = contextlib.ExitStack()
         super().__init__(target, graph, self.npu_plan.host_config(config))
@@ -104,13 +117,33 @@ class NPUSession(tf.compat.v1.Session):
             self._prepare_new_ops()
         if self._loops:
             fetches = _served_by_loop(fetches, self._loops)
-        if self._dumps is not None:
-            return self._dumps.run(super().run, self.graph, fetches, feed_dict, options, run_metadata)
-        return super().run(fetches, feed_dict, options, run_metadata)
+        runner = super().run
+        for wrapper in self._run_wrappers:
+            runner = functools.partial(wrapper.run, runner, self.graph)
+        return runner(fetches, feed_dict, options, run_metadata)
 
     def close(self) -> None:
         self._profiler.close()  # the trace is written when the session ends
         super().close()
+
+
+class _SessionChecks:
+    """Runs each fetch structure with finiteness flags over the tensors it computes; names a non-finite op."""
+
+    def __init__(self) -> None:
+        self._checks: dict[tuple, Any] = {}
+
+    def run(self, run, graph, fetches, feed_dict, options, run_metadata):
+        fetched = fetched_operations(fetches)
+        key = tuple(op.name for op in fetched)
+        if key not in self._checks:
+            self._checks[key] = numeric_check(graph, fetched) if fetched else None
+        check = self._checks[key]
+        if check is None:
+            return run(fetches, feed_dict, options, run_metadata)
+        results, flags = run((fetches, check.flags), feed_dict, options, run_metadata)
+        check.raise_if_non_finite(flags)
+        return results
 
 
 class _SessionDumps:
@@ -122,8 +155,7 @@ class _SessionDumps:
         self._dumpers: dict[tuple, list] = {}  # fetch names -> [dumper, steps run so far]
 
     def run(self, run, graph, fetches, feed_dict, options, run_metadata):
-        fetched = [f if isinstance(f, tf.Operation) else f.op for f in tf.nest.flatten(fetches)
-                   if isinstance(f, (tf.Operation, tf.Tensor))]
+        fetched = fetched_operations(fetches)
         key = tuple(op.name for op in fetched)
         if key not in self._dumpers:
             self._dumpers[key] = [TensorDumper(self._feature, key[0] if key else "run"), 0]

@@ -193,3 +193,33 @@ def test_session_profiles_until_closed(tmp_path):
             sess.run(train_op)
     traces = list(tmp_path.glob("plugins/profile/*/*.xplane.pb"))
     assert traces and traces[0].stat().st_size > 0
+
+
+def test_overflow_detection_names_the_op_producing_inf(tmp_path):
+    from npu_bridge_compat.errors import NonFiniteValueError
+
+    with tf.Graph().as_default():
+        x = v1.placeholder(tf.float32, [2])
+        y = tf.math.log(x, name="log_of_x")
+        total = tf.reduce_sum(y * 2.0, name="total")
+        config = config_with(dump_path=str(tmp_path))
+        config.graph_options.rewrite_options.custom_optimizers[0].parameter_map["enable_dump_debug"].b = True
+        with NPUSession(config=config) as sess:
+            assert sess.run(total, {x: [1.0, 1.0]}) == 0.0
+            with pytest.raises(NonFiniteValueError, match="op 'log_of_x' produced Inf values in output 0"):
+                sess.run(total, {x: [0.0, 1.0]})
+
+
+def test_estimator_exception_checks_stop_at_nan(tmp_path):
+    from npu_bridge_compat.errors import NonFiniteValueError
+    from npu_bridge_compat.estimator import NPUEstimator, NPURunConfig
+
+    def model_fn(features, labels, mode):
+        weight = v1.get_variable("weight", [], initializer=v1.constant_initializer(1.0))
+        loss = tf.reduce_mean(tf.sqrt(features * weight - 3.0, name="root"))  # NaN for features < 3
+        train_op = v1.train.GradientDescentOptimizer(0.01).minimize(loss, global_step=v1.train.get_global_step())
+        return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+    estimator = NPUEstimator(model_fn, config=NPURunConfig(model_dir=str(tmp_path), enable_exception_dump=1))
+    with pytest.raises(NonFiniteValueError, match="op 'root' produced NaN values"):
+        estimator.train(lambda: tf.data.Dataset.from_tensors((tf.ones([2]), tf.ones([2]))).repeat(), max_steps=2)

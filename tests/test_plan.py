@@ -111,8 +111,8 @@ def test_dump_profiling_and_numeric_checks(cpu_host, tmp_path):
     profiled = plan(cpu_host, profiling_mode=True, profiling_options=f'{{"output": "{tmp_path}/prof"}}')
     assert profiled.feature(f.ProfilerTrace).output == f"{tmp_path}/prof"
     checked = plan(cpu_host, enable_dump_debug=True, dump_path=str(tmp_path))
-    assert checked.feature(f.NumericChecks) == f.NumericChecks(str(tmp_path))
-    assert plan(cpu_host, enable_exception_dump=1).feature(f.NumericChecks) == f.NumericChecks(None)
+    assert checked.feature(f.NumericChecks) == f.NumericChecks()
+    assert plan(cpu_host, enable_exception_dump=1).feature(f.NumericChecks) == f.NumericChecks()
     assert plan(cpu_host, enable_exception_dump=0).feature(f.NumericChecks) is None
 
 

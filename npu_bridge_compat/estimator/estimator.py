@@ -25,7 +25,16 @@ from npu_bridge_compat.estimator.config import NPURunConfig
 from npu_bridge_compat.host.batchnorm import batchnorm_workaround, install_horizon_gate
 from npu_bridge_compat.host.apply import PROCESS_FEATURES, warn_unapplied
 from npu_bridge_compat.host.dump import TensorDumpHook
-from npu_bridge_compat.host.features import BatchNormWorkaround, HostRegions, ProfilerTrace, StepLoop, TensorDump
+from npu_bridge_compat.host.features import (
+    BatchNormWorkaround,
+    HostRegions,
+    NumericChecks,
+    ProfilerTrace,
+    StepLoop,
+    TensorDump,
+)
+from npu_bridge_compat.host.numeric import numeric_check
+from npu_bridge_compat.host.subgraph import fetched_operations
 from npu_bridge_compat.host.placement_graph import host_region_ops, keep_on_host
 from npu_bridge_compat.host.profiling import ProfilerHook
 from npu_bridge_compat.host.loop import training_loop
@@ -108,7 +117,8 @@ class NPUEstimator(tf.estimator.Estimator):
         self._last_step: int | None = None
         self._check_run_boundaries(config)
         warn_unapplied(config.npu_plan, "NPUEstimator",
-                       (StepLoop, BatchNormWorkaround, HostRegions, ProfilerTrace, TensorDump, *PROCESS_FEATURES))
+                       (StepLoop, BatchNormWorkaround, HostRegions, ProfilerTrace, TensorDump, NumericChecks,
+                        *PROCESS_FEATURES))
         self._plan_hooks = _plan_hooks(config.npu_plan)
         super().__init__(model_fn=model_fn, model_dir=model_dir, config=config, params=params,
                          warm_start_from=warm_start_from)
@@ -208,7 +218,24 @@ def _plan_hooks(plan) -> list:
     dump = plan.feature(TensorDump)
     if dump is not None:
         hooks.append(lambda: TensorDumpHook(dump))
+    if plan.feature(NumericChecks) is not None:
+        hooks.append(_NumericChecksHook)
     return hooks
+
+
+class _NumericChecksHook(tf.compat.v1.train.SessionRunHook):
+    """Checks every floating-point tensor of the training step (built before the graph is finalised)."""
+
+    def begin(self) -> None:
+        graph = tf.compat.v1.get_default_graph()
+        self._check = numeric_check(graph, fetched_operations(graph.get_collection(tf.compat.v1.GraphKeys.TRAIN_OP)))
+
+    def before_run(self, run_context):
+        return tf.compat.v1.train.SessionRunArgs(self._check.flags) if self._check is not None else None
+
+    def after_run(self, run_context, run_values) -> None:
+        if self._check is not None:
+            self._check.raise_if_non_finite(run_values.results)
 
 
 class _HostRegionsHook(tf.compat.v1.train.SessionRunHook):

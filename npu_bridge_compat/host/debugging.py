@@ -31,12 +31,11 @@ def plan_debugging(options, host: HostFacts) -> Contribution:
     if options.is_set("enable_exception_dump") and options.enable_exception_dump > 0:
         checks_reason.append("enable_exception_dump")
     if checks_reason:
-        result.features.append(NumericChecks(options.dump_path or None))
-        saved = f"; its inputs are saved under {options.dump_path}" if options.dump_path else ""
+        result.features.append(NumericChecks())
         for key in checks_reason:
             result.say(key, Effect.APPROXIMATED,
-                       f"TensorFlow numeric checks stop at the first op producing Inf/NaN and name it{saved} "
-                       "(float16 saturation itself is not detected)")
+                       "numeric checks stop training at the first op (in graph order) with an Inf/NaN output and "
+                       "name it (float16 saturation itself is not detected)")
     elif options.is_set("enable_exception_dump"):
         result.say("enable_exception_dump", Effect.TRANSLATED, "off")
     if options.profiling_mode:

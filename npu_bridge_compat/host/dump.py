@@ -19,6 +19,7 @@ import numpy as np
 import tensorflow as tf
 
 from npu_bridge_compat.host.features import TensorDump
+from npu_bridge_compat.host.subgraph import fetched_operations, step_operations
 
 _UNDUMPABLE = (tf.resource, tf.variant, tf.string)
 
@@ -33,13 +34,10 @@ class TensorDumper:
 
     def fetches(self, graph, fetched_ops) -> dict[tuple[str, str, int], Any]:
         """The tensors to dump for a run of `fetched_ops`: (op, input|output, slot) -> tensor."""
-        names = sorted({op.name for op in fetched_ops})
-        step_ops = tf.compat.v1.graph_util.extract_sub_graph(graph.as_graph_def(), names).node
         layers = set(self._feature.layers)
         wanted = {}
-        for node in step_ops:
-            op = graph.get_operation_by_name(node.name)
-            if (layers and op.name not in layers) or op._control_flow_context is not None:
+        for op in step_operations(graph, fetched_ops):
+            if layers and op.name not in layers:
                 continue
             if self._feature.mode in ("output", "all"):
                 wanted.update({(op.name, "output", i): t for i, t in enumerate(op.outputs) if _dumpable(t)})
@@ -93,11 +91,8 @@ class TensorDumpHook(tf.compat.v1.train.SessionRunHook):
     def before_run(self, run_context):
         self._wanted = {}
         if self._dumper.selects(self._step):
-            graph = run_context.session.graph
-            fetches = tf.nest.flatten(run_context.original_args.fetches)
-            fetched_ops = [f if isinstance(f, tf.Operation) else f.op for f in fetches
-                           if isinstance(f, (tf.Operation, tf.Tensor))]
-            self._wanted = self._dumper.fetches(graph, fetched_ops)
+            fetched_ops = fetched_operations(run_context.original_args.fetches)
+            self._wanted = self._dumper.fetches(run_context.session.graph, fetched_ops)
         return tf.compat.v1.train.SessionRunArgs(self._wanted) if self._wanted else None
 
     def after_run(self, run_context, run_values) -> None:

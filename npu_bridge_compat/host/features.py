@@ -53,9 +53,7 @@ class TensorDump:
 
 @dataclasses.dataclass(frozen=True)
 class NumericChecks:
-    """Stop at the first op producing Inf/NaN, naming it, and save its inputs under `path` when given."""
-
-    path: str | None
+    """Stop training at the first op (in graph order) with an Inf/NaN output, naming it."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -172,8 +172,8 @@ _SPECS = (
                           "index"),
                "Dump operator inputs/outputs."),
     OptionSpec("enable_dump_debug", K.BOOL, False, C.DUMP,
-               approximated("numeric checks name the first op producing Inf/NaN (float16 saturation is not "
-                            "detected)"),
+               approximated("numeric checks stop training at the first op (in graph order) with an Inf/NaN "
+                            "output and name it (float16 saturation is not detected)"),
                "Overflow/underflow detection."),
     OptionSpec("dump_path", K.STRING, "", C.DUMP,
                translated("directory receiving dumps"), "Directory for dumps (must exist).",
@@ -194,7 +194,7 @@ _SPECS = (
                translated("restricts dumps to ops with these names"), "Space-separated op names to dump.",
                requires=("enable_dump",)),
     OptionSpec("enable_exception_dump", K.INT, 2, C.DUMP,
-               approximated("1 and 2 name the first op producing Inf/NaN and save its inputs"),
+               approximated("1 and 2 stop training at the first op with an Inf/NaN output and name it"),
                "Dump the inputs of a failing operator: 0 off, 1 normal, 2 lite.", g.Choice((0, 1, 2))),
     OptionSpec("op_debug_level", K.INT, 0, C.DEBUG,
                approximated("levels above 0 dump the graphs TensorFlow and XLA build to debug_dir"),

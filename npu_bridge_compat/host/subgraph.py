@@ -1,0 +1,19 @@
+"""The ops a session run computes: what dumps and numeric checks may look at without adding work."""
+
+from __future__ import annotations
+
+import tensorflow as tf
+
+
+def fetched_operations(fetches) -> list:
+    """The ops behind a run's fetches (tensors give their producing op)."""
+    return [f if isinstance(f, tf.Operation) else f.op for f in tf.nest.flatten(fetches)
+            if isinstance(f, (tf.Operation, tf.Tensor))]
+
+
+def step_operations(graph, fetched_ops) -> list:
+    """The ops a run of `fetched_ops` executes, outside any while loop (whose tensors cannot be fetched)."""
+    names = sorted({op.name for op in fetched_ops})
+    nodes = tf.compat.v1.graph_util.extract_sub_graph(graph.as_graph_def(), names).node
+    operations = [graph.get_operation_by_name(node.name) for node in nodes]
+    return [op for op in operations if op._control_flow_context is None]
