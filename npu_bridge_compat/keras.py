@@ -25,7 +25,7 @@ from npu_bridge_compat.host.apply import (
     warn_unapplied,
 )
 from npu_bridge_compat.host.batchnorm import batchnorm_workaround
-from npu_bridge_compat.host.features import BatchNormWorkaround, ProfilerTrace, StepLoop
+from npu_bridge_compat.host.features import BatchNormWorkaround, NumericChecks, ProfilerTrace, StepLoop
 from npu_bridge_compat.host.profiling import profiler_trace
 from npu_bridge_compat.options import NpuOptions, options_from_config_proto, options_from_kwargs
 
@@ -59,7 +59,8 @@ class NPUCallback(tf.keras.callbacks.Callback):
         if session_only:
             warn(f"NPUCallback cannot apply session settings {session_only} once TensorFlow has started; set them "
                  "with tf.config before anything runs, or use the session door.", NpuCompatWarning)
-        warn_unapplied(self.npu_plan, "NPUCallback", (StepLoop, BatchNormWorkaround, ProfilerTrace, *PROCESS_FEATURES))
+        warn_unapplied(self.npu_plan, "NPUCallback",
+                       (StepLoop, BatchNormWorkaround, ProfilerTrace, NumericChecks, *PROCESS_FEATURES))
         self._active: contextlib.ExitStack | None = None
         self._replaced: list[tuple[str, object]] = []  # (mode, the model's own function), innermost last
         self._functions: dict[tuple[int, str], tuple[object, object]] = {}  # our traced functions per model
@@ -107,6 +108,8 @@ class NPUCallback(tf.keras.callbacks.Callback):
             self._active.enter_context(_grappler_options(self._rewrite_options))
             if self.npu_plan.feature(BatchNormWorkaround):
                 self._active.enter_context(batchnorm_workaround())
+            if self.npu_plan.feature(NumericChecks):
+                self._active.enter_context(_check_numerics())
             if mode == "train":
                 self._active.enter_context(_steps_per_execution(self.model, self.steps_per_execution))
                 trace = self.npu_plan.feature(ProfilerTrace)
@@ -143,6 +146,17 @@ def _steps_per_execution(model, steps: int):
         yield
     finally:
         model._steps_per_execution.assign(chosen)
+
+
+@contextlib.contextmanager
+def _check_numerics():
+    """TensorFlow's numeric checks in the functions traced meanwhile: the first Inf/NaN stops training, naming the
+    op that produced it."""
+    tf.debugging.enable_check_numerics()
+    try:
+        yield
+    finally:
+        tf.debugging.disable_check_numerics()
 
 
 @contextlib.contextmanager

@@ -159,3 +159,13 @@ def test_session_settings_the_callback_cannot_apply_are_reported():
 
     with pytest.warns(NpuCompatWarning, match="cannot apply session settings .*inter_op_parallelism_threads"):
         NPUCallback(stream_max_parallel_num="DNN_VM_AICPU:4")
+
+
+def test_overflow_detection_stops_fit_at_the_op_producing_nan():
+    inputs = tf.keras.Input([6])
+    outputs = tf.keras.layers.Lambda(lambda x: tf.math.log(x - 10.0, name="shifted_log"))(inputs)  # NaN
+    net = tf.keras.Model(inputs, tf.keras.layers.Dense(1)(outputs))
+    net.compile("sgd", "mse")
+    with pytest.raises(tf.errors.InvalidArgumentError, match="(?s)Detected Infinity or NaN.*shifted_log"):
+        fit(net, NPUCallback(enable_exception_dump=1), steps=1)
+    fit(model(), steps=1)  # the checks are off again after the callback's fit
