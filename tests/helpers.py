@@ -72,3 +72,14 @@ def context_for(key: str, workdir: Path) -> dict[str, Any]:
         "dynamic_node_type": {"input_shape": "data:1,-1", "dynamic_dims": "20;40"},
     }
     return companions.get(key, {})
+
+
+def config_with(**values):
+    """A session config as ported scripts build it: npu_config_proto plus custom_op.parameter_map values."""
+    from npu_bridge_compat.session import npu_config_proto
+
+    config = npu_config_proto(config_pb2.ConfigProto())
+    set_values = config.graph_options.rewrite_options.custom_optimizers[0].parameter_map
+    for key, value in values.items():
+        set_attr(set_values[key], value)
+    return config

@@ -4,13 +4,14 @@ settings, environment ownership."""
 import numpy as np
 import pytest
 import tensorflow as tf
+from helpers import config_with
 from tensorflow.python.framework import config as tf_config
 
 from npu_bridge_compat import NpuOptionValueError
 from npu_bridge_compat.host import HostFacts, build_plan, detect_host
 from npu_bridge_compat.host.apply import restore_environment
 from npu_bridge_compat.options import options_from_kwargs
-from npu_bridge_compat.session import NPUSession, npu_config_proto
+from npu_bridge_compat.session import NPUSession
 
 v1 = tf.compat.v1
 
@@ -21,17 +22,6 @@ def clean_process_state():
     restore_environment()
     detect_host.cache_clear()
     tf_config.disable_op_determinism()
-
-
-def config_with(**values):
-    config = npu_config_proto(v1.ConfigProto())
-    for key, value in values.items():
-        attr = config.graph_options.rewrite_options.custom_optimizers[0].parameter_map[key]
-        if isinstance(value, int):
-            attr.i = value
-        else:
-            attr.s = value.encode()
-    return config
 
 
 def executed_dtypes(config) -> dict[str, str]:
@@ -131,8 +121,7 @@ def read_index(directory):
 def test_session_dumps_only_the_selected_steps(tmp_path):
     with tf.Graph().as_default():
         train_op = linear_training_graph()
-        config = config_with(dump_path=str(tmp_path), dump_step="0|2", dump_mode="output")
-        config.graph_options.rewrite_options.custom_optimizers[0].parameter_map["enable_dump"].b = True
+        config = config_with(enable_dump=True, dump_path=str(tmp_path), dump_step="0|2", dump_mode="output")
         with NPUSession(config=config) as sess:
             sess.run(v1.global_variables_initializer())
             for _ in range(4):
@@ -150,8 +139,8 @@ def test_session_dumps_only_the_selected_steps(tmp_path):
 def test_dump_modes_layers_and_stats(tmp_path):
     with tf.Graph().as_default():
         train_op = linear_training_graph()
-        config = config_with(dump_path=str(tmp_path), dump_mode="input", dump_layer="prediction", dump_data="stats")
-        config.graph_options.rewrite_options.custom_optimizers[0].parameter_map["enable_dump"].b = True
+        config = config_with(enable_dump=True, dump_path=str(tmp_path), dump_mode="input", dump_layer="prediction",
+                             dump_data="stats")
         with NPUSession(config=config) as sess:
             sess.run(v1.global_variables_initializer())
             sess.run(train_op)
@@ -186,8 +175,7 @@ def test_estimator_dumps_and_profiles(tmp_path):
 def test_session_profiles_until_closed(tmp_path):
     with tf.Graph().as_default():
         train_op = linear_training_graph()
-        config = config_with(profiling_options=f'{{"output": "{tmp_path}"}}')
-        config.graph_options.rewrite_options.custom_optimizers[0].parameter_map["profiling_mode"].b = True
+        config = config_with(profiling_mode=True, profiling_options=f'{{"output": "{tmp_path}"}}')
         with NPUSession(config=config) as sess:
             sess.run(v1.global_variables_initializer())
             sess.run(train_op)
@@ -202,8 +190,7 @@ def test_overflow_detection_names_the_op_producing_inf(tmp_path):
         x = v1.placeholder(tf.float32, [2])
         y = tf.math.log(x, name="log_of_x")
         total = tf.reduce_sum(y * 2.0, name="total")
-        config = config_with(dump_path=str(tmp_path))
-        config.graph_options.rewrite_options.custom_optimizers[0].parameter_map["enable_dump_debug"].b = True
+        config = config_with(enable_dump_debug=True, dump_path=str(tmp_path))
         with NPUSession(config=config) as sess:
             assert sess.run(total, {x: [1.0, 1.0]}) == 0.0
             with pytest.raises(NonFiniteValueError, match="op 'log_of_x' produced Inf values in output 0"):

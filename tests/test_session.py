@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 import tensorflow as tf
-from helpers import npu_config
+from helpers import config_with, npu_config
 
 from npu_bridge_compat import NpuOptionValueError, scope, session, util
 from npu_bridge_compat.errors import NpuCompatWarning
@@ -39,19 +39,6 @@ def build_model(batch=4, optimizer=None):
     init = [v1.global_variables_initializer(), v1.local_variables_initializer(), iterator.initializer]
     return dict(features=features, weights=weights, loss=loss, global_step=global_step, train_op=train_op,
                 init=init)
-
-
-def config_with(**values):
-    config = npu_config_proto(v1.ConfigProto())
-    for key, value in values.items():
-        attr = config.graph_options.rewrite_options.custom_optimizers[0].parameter_map[key]
-        if isinstance(value, bool):
-            attr.b = value
-        elif isinstance(value, int):
-            attr.i = value
-        else:
-            attr.s = value.encode()
-    return config
 
 
 # --- NPUSession and helpers --------------------------------------------------------------------------------

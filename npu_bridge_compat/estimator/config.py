@@ -144,11 +144,7 @@ def _changed(values: dict[str, Any]) -> dict[str, Any]:
             if value is not None and value != OPTIONS[key].default}
 
 
-# NPURunConfig arguments that are RunConfig's, or that hold several options; the rest map to the same-name key.
-_RUN_CONFIG_ARGUMENTS = ("model_dir", "tf_random_seed", "save_summary_steps", "save_checkpoints_steps",
-                         "save_checkpoints_secs", "session_config", "keep_checkpoint_max",
-                         "keep_checkpoint_every_n_hours", "log_step_count_steps", "train_distribute",
-                         "eval_distribute")
+# NPURunConfig arguments that hold several options.
 _HOLDERS = {"profiling_config": ProfilingConfig, "dump_config": DumpConfig,
             "dynamic_input_config": DynamicInputConfig, "memory_config": MemoryConfig,
             "experimental_config": ExperimentalConfig}

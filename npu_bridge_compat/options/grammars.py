@@ -284,7 +284,7 @@ class ShapeRanges(Check):
     def parse(self, value: str) -> Mapping[str, tuple[tuple[Any, ...], ...]]:
         entries = [entry for entry in value.split(";") if entry.strip()]
         if len(entries) > 2:
-            raise GrammarError(f"dynamic_inputs_shape_range style is invalid, more than 2 input styles.")
+            raise GrammarError("dynamic_inputs_shape_range style is invalid, more than 2 input styles.")
         ranges: dict[str, tuple[tuple[Any, ...], ...]] = {}
         for entry in entries:
             tag, sep, shapes_text = entry.partition(":")
