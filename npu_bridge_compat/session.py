@@ -43,9 +43,9 @@ from npu_bridge_compat.host.features import (
     TensorDump,
 )
 from npu_bridge_compat.host.numeric import numeric_check
+from npu_bridge_compat.host.placement_graph import host_region_ops, keep_on_host
 from npu_bridge_compat.host.profiling import profiler_trace
 from npu_bridge_compat.host.subgraph import fetched_operations
-from npu_bridge_compat.host.placement_graph import host_region_ops, keep_on_host
 from npu_bridge_compat.options import options_from_config_proto
 from npu_bridge_compat.options.readers import NPU_OPTIMIZER
 from npu_bridge_compat.util import looped_train_ops
