@@ -46,10 +46,11 @@ def install_aliases() -> None:
     if aliases_installed():
         return
     for package in ALIASED_PACKAGES:
-        if importlib.util.find_spec(package) is not None:
-            raise NpuConfigError(f"a real '{package}' package is importable here ({importlib.util.find_spec(package).origin}); "
-                                 "npu_bridge_compat will not shadow it. Run the script without the aliases, or in an "
-                                 "environment without the Ascend adapter.")
+        real = importlib.util.find_spec(package)
+        if real is not None:
+            raise NpuConfigError(f"a real '{package}' package is importable here ({real.origin}); npu_bridge_compat "
+                                 "will not shadow it. Run the script without the aliases, or in an environment "
+                                 "without the Ascend adapter.")
     sys.meta_path.insert(0, _finder)
 
 
