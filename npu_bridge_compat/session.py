@@ -89,7 +89,13 @@ class NPUSession(tf.compat.v1.Session):
             ([_SessionDumps(dump)] if dump is not None else [])
         trace = self.npu_plan.feature(ProfilerTrace)
         self._profiler = contextlib.ExitStack()
-        super().__init__(target, graph, self.npu_plan.host_config(config))
+        host_config = self.npu_plan.host_config(config)
+        if self.npu_plan.feature(StepLoop) and not host_config.session_inter_op_thread_pool:
+            # Configured pools let a run choose the caller's thread (see _served_by_loop); pool 0 is the pool
+            # the session would have had.
+            host_config.session_inter_op_thread_pool.add(num_threads=host_config.inter_op_parallelism_threads)
+        self._caller_thread_allowed = bool(host_config.session_inter_op_thread_pool)
+        super().__init__(target, graph, host_config)
         if trace is not None:
             self._profiler.enter_context(profiler_trace(trace.output))
 
@@ -116,7 +122,9 @@ class NPUSession(tf.compat.v1.Session):
         if self._graph.version != self._graph_version_checked:
             self._prepare_new_ops()
         if self._loops:
-            fetches = _served_by_loop(fetches, self._loops)
+            fetches, looped = _served_by_loop(fetches, self._loops)
+            if looped is not None and looped.is_simple and self._caller_thread_allowed:
+                options = _in_caller_thread(options)
         runner = super().run
         for wrapper in self._run_wrappers:
             runner = functools.partial(wrapper.run, runner, self.graph)
@@ -170,18 +178,30 @@ class _SessionDumps:
 
 
 def _served_by_loop(fetches, loops):
-    """Fetches that include a looped train op, with the other tensors taken from the loop's last iteration."""
+    """Fetches that include a looped train op, with the other tensors taken from the loop's last iteration;
+    and the looped train op the run executes (or None)."""
     by_op = {looped.loop_op: looped for looped in loops}
     flat = tf.nest.flatten(fetches)
     looped = next((by_op[f] for f in flat if isinstance(f, tf.Operation) and f in by_op), None)
     tensors = [f for f in flat if isinstance(f, tf.Tensor)]
     if looped is None or not tensors:
-        return fetches
+        return fetches, looped
     loop_op, carried = looped.loop_fetching(tensors)
     replacement = {tensor.ref(): value for tensor, value in zip(tensors, carried)}
     rewritten = [loop_op if f is looped.loop_op else replacement[f.ref()] if isinstance(f, tf.Tensor) else f
                  for f in flat]
-    return tf.nest.pack_sequence_as(fetches, rewritten)
+    return tf.nest.pack_sequence_as(fetches, rewritten), looped
+
+
+def _in_caller_thread(options):
+    """Run options that execute the run in the calling thread. A loop runs its iterations one after another
+    anyway; without a thread hand-off per op a small step runs several times faster on a few cores
+    (benchmarks/session_iterations_per_loop.py)."""
+    chosen = config_pb2.RunOptions()
+    if options is not None:
+        chosen.CopyFrom(options)
+    chosen.inter_op_thread_pool = -1  # TensorFlow's value for "the caller's thread"
+    return chosen
 
 
 # --- the adapter's ConfigProto helpers ----------------------------------------------------------------------

@@ -264,3 +264,15 @@ def test_in_out_pair_names_must_exist():
             with pytest.raises(NpuOptionValueError, match="in_out_pair names nodes that are not in the graph: "
                                                           "absent_output"):
                 sess.run(tf.constant(2.0))
+
+
+def test_looped_runs_keep_the_callers_run_options():
+    with tf.Graph().as_default():
+        model = build_model()
+        with NPUSession(config=config_with(iterations_per_loop=3)) as sess:
+            assert len(sess._config.session_inter_op_thread_pool) == 1  # lets small loops run in the caller thread
+            sess.run(model["init"])
+            looped = util.set_iteration_per_loop(sess, model["train_op"], 3)
+            metadata = v1.RunMetadata()
+            sess.run(looped, options=v1.RunOptions(trace_level=v1.RunOptions.FULL_TRACE), run_metadata=metadata)
+            assert sess.run(model["global_step"]) == 3 and metadata.step_stats.dev_stats

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import threading
 from typing import Any, Iterator, Sequence
 
@@ -28,6 +29,9 @@ STATE_OPS = frozenset({
     "RandomShuffleQueueV2", "PriorityQueueV2", "Placeholder", "PlaceholderWithDefault", "MutexV2",
 })
 ITERATOR_OPS = frozenset({"IteratorV2", "Iterator", "AnonymousIteratorV2", "MultiDeviceIterator"})
+# Steps up to this many ops run in the caller's thread ("only for simple graphs", TensorFlow's RunOptions says:
+# it gives up inter-op parallelism within a step, and saves a thread hand-off per op).
+SIMPLE_STEP_OPS = 300
 
 
 @dataclasses.dataclass
@@ -39,12 +43,20 @@ class LoopedTrainOp:
     loop_op: Any  # the loop that fetches nothing else
     variants: dict = dataclasses.field(default_factory=dict)  # fetched tensor names -> (loop op, carried)
 
+    @functools.cached_property
+    def _step_nodes(self) -> list:
+        graph_def = self.train_op.graph.as_graph_def()
+        return list(tf.compat.v1.graph_util.extract_sub_graph(graph_def, [self.train_op.name]).node)
+
     @property
     def feeds_its_data(self) -> bool:
         """Whether the step has no iterator: every iteration would then train on the same fed batch."""
-        graph_def = self.train_op.graph.as_graph_def()
-        sub = tf.compat.v1.graph_util.extract_sub_graph(graph_def, [self.train_op.name])
-        return not any(node.op in ITERATOR_OPS for node in sub.node)
+        return not any(node.op in ITERATOR_OPS for node in self._step_nodes)
+
+    @property
+    def is_simple(self) -> bool:
+        """Whether the step is small enough to run in the caller's thread."""
+        return len(self._step_nodes) <= SIMPLE_STEP_OPS
 
     def loop_fetching(self, tensors: Sequence[Any]) -> tuple[Any, list]:
         """The loop op that also carries `tensors` out (their last-iteration values), built once per set."""
