@@ -45,7 +45,7 @@ from npu_bridge_compat.host.features import (
 from npu_bridge_compat.host.numeric import numeric_check
 from npu_bridge_compat.host.placement_graph import host_region_ops, keep_on_host
 from npu_bridge_compat.host.profiling import profiler_trace
-from npu_bridge_compat.host.subgraph import fetched_operations
+from npu_bridge_compat.host.subgraph import fetched_operations, kept_dtype_operations
 from npu_bridge_compat.options import options_from_config_proto
 from npu_bridge_compat.options.readers import NPU_OPTIMIZER
 from npu_bridge_compat.util import looped_train_ops
@@ -84,8 +84,9 @@ class NPUSession(tf.compat.v1.Session):
                        (StepLoop, BatchNormWorkaround, HostRegions, ProfilerTrace, TensorDump, NumericChecks,
                         *PROCESS_FEATURES))
         dump = self.npu_plan.feature(TensorDump)
-        # What wraps each run, innermost first: numeric checks, then dumps.
-        self._run_wrappers = ([_SessionChecks()] if self.npu_plan.feature(NumericChecks) else []) + \
+        # What wraps each run, innermost first: keep_dtype_scope under mixed precision, numeric checks, dumps.
+        self._run_wrappers = ([_KeepDtype()] if self.npu_plan.uses_mixed_precision else []) + \
+            ([_SessionChecks()] if self.npu_plan.feature(NumericChecks) else []) + \
             ([_SessionDumps(dump)] if dump is not None else [])
         trace = self.npu_plan.feature(ProfilerTrace)
         self._profiler = contextlib.ExitStack()
@@ -133,6 +134,24 @@ class NPUSession(tf.compat.v1.Session):
     def close(self) -> None:
         self._profiler.close()  # the trace is written when the session ends
         super().close()
+
+
+class _KeepDtype:
+    """Ops under keep_dtype_scope stay float32: they become targets of the runs that compute them, and grappler's
+    mixed-precision pass never converts a node a run must preserve. Targets return nothing, so this costs no
+    copy; only ops the run computes anyway are named, so nothing extra runs."""
+
+    def __init__(self) -> None:
+        self._kept: dict[tuple, list] = {}
+
+    def run(self, run, graph, fetches, feed_dict, options, run_metadata):
+        fetched = fetched_operations(fetches)
+        key = tuple(op.name for op in fetched)
+        if key not in self._kept:
+            self._kept[key] = kept_dtype_operations(graph, fetched) if fetched else []
+        if not self._kept[key]:
+            return run(fetches, feed_dict, options, run_metadata)
+        return run((fetches, self._kept[key]), feed_dict, options, run_metadata)[0]
 
 
 class _SessionChecks:

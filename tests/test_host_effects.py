@@ -213,3 +213,57 @@ def test_estimator_exception_checks_stop_at_nan(tmp_path):
     estimator = NPUEstimator(model_fn, config=NPURunConfig(model_dir=str(tmp_path), enable_exception_dump=1))
     with pytest.raises(NonFiniteValueError, match="op 'root' produced NaN values"):
         estimator.train(lambda: tf.data.Dataset.from_tensors((tf.ones([2]), tf.ones([2]))).repeat(), max_steps=2)
+
+
+def test_keep_dtype_scope_keeps_its_ops_in_float32(monkeypatch):
+    from npu_bridge_compat import scope
+
+    monkeypatch.setenv("NPU_BRIDGE_COMPAT_CPU_FLOAT16", "1")  # a pass that converts on any CPU
+    detect_host.cache_clear()
+    with tf.Graph().as_default():
+        x = v1.placeholder(tf.float32, [4, 8])
+        weights = v1.get_variable("w", [8, 8])
+        with scope.keep_dtype_scope():
+            kept = tf.matmul(x, weights, name="kept_matmul")
+        converted = tf.matmul(x, weights, name="converted_matmul")
+        y = tf.exp(tf.nn.relu(kept + converted))
+        with NPUSession(config=config_with(precision_mode="allow_mix_precision")) as sess:
+            sess.run(v1.global_variables_initializer())
+            metadata = v1.RunMetadata()
+            sess.run(y, {x: np.ones([4, 8])}, options=v1.RunOptions(output_partition_graphs=True),
+                     run_metadata=metadata)
+    names = {node.name for graph in metadata.partition_graphs for node in graph.node}
+    assert "converted_matmul-0-CastToFp16-0-AutoMixedPrecision" in names
+    assert not any(name.startswith("kept_matmul-0-CastToFp16") for name in names)
+
+
+def test_estimator_keeps_keep_dtype_ops_in_float32(tmp_path, monkeypatch):
+    from npu_bridge_compat import scope
+    from npu_bridge_compat.estimator import NPUEstimator, NPURunConfig
+
+    monkeypatch.setenv("NPU_BRIDGE_COMPAT_CPU_FLOAT16", "1")
+    detect_host.cache_clear()
+
+    def model_fn(features, labels, mode):
+        with scope.keep_dtype_scope():
+            kept = v1.layers.dense(features, 4, name="kept")
+        loss = tf.reduce_mean(tf.square(v1.layers.dense(kept, 1, name="converted") - labels))
+        train_op = v1.train.GradientDescentOptimizer(0.01).minimize(loss, global_step=v1.train.get_global_step())
+        return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+    class PartitionGraphs(v1.train.SessionRunHook):
+        names: set = set()
+
+        def before_run(self, run_context):
+            return v1.train.SessionRunArgs(None, options=v1.RunOptions(output_partition_graphs=True))
+
+        def after_run(self, run_context, run_values):
+            self.names |= {n.name for g in run_values.run_metadata.partition_graphs for n in g.node}
+
+    recorder = PartitionGraphs()
+    data = np.ones([8, 3], np.float32)
+    NPUEstimator(model_fn, config=NPURunConfig(model_dir=str(tmp_path), precision_mode="allow_mix_precision")).train(
+        lambda: tf.data.Dataset.from_tensor_slices((data, data[:, :1])).repeat().batch(4), max_steps=1,
+        hooks=[recorder])
+    assert any(name.startswith("converted/MatMul-0-CastToFp16") for name in recorder.names)
+    assert not any(name.startswith("kept/MatMul-0-CastToFp16") for name in recorder.names)

@@ -34,7 +34,7 @@ from npu_bridge_compat.host.features import (
     TensorDump,
 )
 from npu_bridge_compat.host.numeric import numeric_check
-from npu_bridge_compat.host.subgraph import fetched_operations
+from npu_bridge_compat.host.subgraph import fetched_operations, kept_dtype_operations
 from npu_bridge_compat.host.placement_graph import host_region_ops, keep_on_host
 from npu_bridge_compat.host.profiling import ProfilerHook
 from npu_bridge_compat.host.loop import training_loop
@@ -220,7 +220,22 @@ def _plan_hooks(plan) -> list:
         hooks.append(lambda: TensorDumpHook(dump))
     if plan.feature(NumericChecks) is not None:
         hooks.append(_NumericChecksHook)
+    if plan.uses_mixed_precision:
+        hooks.append(_KeepDtypeHook)
     return hooks
+
+
+class _KeepDtypeHook(tf.compat.v1.train.SessionRunHook):
+    """Ops of the training step under keep_dtype_scope become run targets, which grappler's mixed-precision pass
+    leaves in float32."""
+
+    def begin(self) -> None:
+        graph = tf.compat.v1.get_default_graph()
+        self._kept = kept_dtype_operations(graph, fetched_operations(
+            graph.get_collection(tf.compat.v1.GraphKeys.TRAIN_OP)))
+
+    def before_run(self, run_context):
+        return tf.compat.v1.train.SessionRunArgs(self._kept) if self._kept else None
 
 
 class _NumericChecksHook(tf.compat.v1.train.SessionRunHook):

@@ -38,6 +38,12 @@ class HostPlan:
     def __deepcopy__(self, memo: dict) -> "HostPlan":
         return self  # immutable; RunConfig.replace() deep-copies its attributes
 
+    @property
+    def uses_mixed_precision(self) -> bool:
+        """Whether a grappler mixed-precision pass runs (keep_dtype_scope then matters)."""
+        return any(path.rsplit(".", 1)[-1].startswith("auto_mixed_precision") and value == "ON"
+                   for path, value in self.config_edits.items())
+
     def feature(self, kind: type) -> Any:
         """The planned feature of that type, or None."""
         return next((f for f in self.features if isinstance(f, kind)), None)

@@ -17,3 +17,15 @@ def step_operations(graph, fetched_ops) -> list:
     nodes = tf.compat.v1.graph_util.extract_sub_graph(graph.as_graph_def(), names).node
     operations = [graph.get_operation_by_name(node.name) for node in nodes]
     return [op for op in operations if op._control_flow_context is None]
+
+
+def kept_dtype_operations(graph, fetched_ops) -> list:
+    """The ops of the step marked by npu_scope.keep_dtype_scope (attribute `_keep_dtype`)."""
+    return [op for op in step_operations(graph, fetched_ops) if _keeps_dtype(op)]
+
+
+def _keeps_dtype(op) -> bool:
+    try:
+        return bool(op.get_attr("_keep_dtype"))
+    except ValueError:
+        return False
