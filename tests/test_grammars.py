@@ -200,3 +200,12 @@ def test_byte_size_range():
         g.ByteSize().parse(str(256 * g.GIB + 1))
     with pytest.raises(g.GrammarError, match="decimal number of bytes"):
         g.ByteSize().parse("26G")
+
+
+def test_paths_the_file_system_refuses_are_grammar_errors():
+    too_long = "x" * 5000
+    for check in (g.Directory(), g.FusionSwitchFile(), g.MixListFile()):
+        with pytest.raises(g.GrammarError):
+            check.parse(too_long)
+    with pytest.raises(g.GrammarError, match="invalid"):
+        g.ProfilingOptions().parse(json.dumps({"output": too_long}))

@@ -197,3 +197,8 @@ def test_gpu_memory_limit_becomes_one_virtual_gpu_of_that_size(gpu_host):
     result = plan(gpu_host, graph_memory_max_size=str(3 * 1024**3), variable_memory_max_size=str(1024**3))
     devices = result.host_config().gpu_options.experimental.virtual_devices
     assert len(devices) == 1 and list(devices[0].memory_limit_mb) == [4096]
+
+
+def test_profiling_without_options_uses_the_adapters_default(cpu_host):
+    trace = plan(cpu_host, profiling_mode=True).feature(f.ProfilerTrace)
+    assert trace.output == "./" and trace.options["training_trace"] == "on"

@@ -7,6 +7,7 @@ import os
 from npu_bridge_compat.host.contribution import Contribution
 from npu_bridge_compat.host.features import NumericChecks, ProfilerTrace, TensorDump
 from npu_bridge_compat.host.platform import HostFacts
+from npu_bridge_compat.options.grammars import ProfilingOptions
 from npu_bridge_compat.options.spec import Effect
 
 
@@ -39,7 +40,8 @@ def plan_debugging(options, host: HostFacts) -> Contribution:
     elif options.is_set("enable_exception_dump"):
         result.say("enable_exception_dump", Effect.TRANSLATED, "off")
     if options.profiling_mode:
-        profiling = options.parsed_value("profiling_options")
+        # Profiling on without options: the newest adapter's default options.
+        profiling = options.parsed.get("profiling_options") or ProfilingOptions.DEFAULT
         output = profiling.get("output", "./")
         result.features.append(ProfilerTrace(output=output, options=profiling))
         result.say("profiling_mode", Effect.TRANSLATED,

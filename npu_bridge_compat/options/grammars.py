@@ -27,6 +27,14 @@ class GrammarError(ValueError):
     """A value does not follow its option's grammar; the readers re-raise it naming the option."""
 
 
+def _exists(path: Path) -> bool:
+    """Whether `path` exists; a name the file system refuses (too long, say) is a grammar error."""
+    try:
+        return path.exists()
+    except OSError as error:
+        raise GrammarError(f"the path {str(path)[:80]!r} is invalid ({error.strerror})") from None
+
+
 class Check:
     """Base of the value checks: parse a raw value, describe what is allowed, give examples."""
 
@@ -119,10 +127,10 @@ class Directory(Check):
     """An existing directory that can be read and written (dump_path, work_path)."""
 
     def parse(self, value: str) -> str:
-        path = Path(value)
         if not value:
             raise GrammarError("it must name an existing directory")
-        if not path.exists():
+        path = Path(value)
+        if not _exists(path):
             raise GrammarError(f"the path {value} is invalid (it does not exist; create it first, as on the NPU)")
         if not path.is_dir():
             raise GrammarError(f"the path {value} is not directory.")
@@ -418,7 +426,7 @@ class FusionSwitchFile(Check):
     """
 
     def parse(self, value: str) -> Mapping[tuple[str, str], str] | None:
-        if not Path(value).exists():
+        if not _exists(Path(value)):
             return None
         text = _read_file(value)
         switches: dict[tuple[str, str], str] = {}
@@ -509,7 +517,7 @@ class ProfilingOptions(Check):
     def _check_output(output: str) -> None:
         """The trace directory must exist writable, or be creatable, before any step runs."""
         path = Path(output).absolute()
-        existing = next(p for p in (path, *path.parents) if p.exists())
+        existing = next(p for p in (path, *path.parents) if _exists(p))
         if not existing.is_dir():
             raise GrammarError(f"profiling_options 'output' {output} is not a directory")
         if not os.access(existing, os.W_OK):
