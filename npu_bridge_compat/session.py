@@ -86,7 +86,7 @@ class NPUSession(tf.compat.v1.Session):
         dump = self.npu_plan.feature(TensorDump)
         # What wraps each run, innermost first: keep_dtype_scope under mixed precision, numeric checks, dumps.
         self._run_wrappers = ([_KeepDtype()] if self.npu_plan.uses_mixed_precision else []) + \
-            ([_SessionChecks()] if self.npu_plan.feature(NumericChecks) else []) + \
+            ([_SessionChecks(self.npu_options.dump_path or None)] if self.npu_plan.feature(NumericChecks) else []) + \
             ([_SessionDumps(dump)] if dump is not None else [])
         trace = self.npu_plan.feature(ProfilerTrace)
         self._profiler = contextlib.ExitStack()
@@ -157,14 +157,15 @@ class _KeepDtype:
 class _SessionChecks:
     """Runs each fetch structure with finiteness flags over the tensors it computes; names a non-finite op."""
 
-    def __init__(self) -> None:
+    def __init__(self, dump_path: str | None) -> None:
+        self._dump_path = dump_path  # where a failing op's inputs are saved
         self._checks: dict[tuple, Any] = {}
 
     def run(self, run, graph, fetches, feed_dict, options, run_metadata):
         fetched = fetched_operations(fetches)
         key = tuple(op.name for op in fetched)
         if key not in self._checks:
-            self._checks[key] = numeric_check(graph, fetched) if fetched else None
+            self._checks[key] = numeric_check(graph, fetched, self._dump_path) if fetched else None
         check = self._checks[key]
         if check is None:
             return run(fetches, feed_dict, options, run_metadata)

@@ -196,8 +196,12 @@ def test_overflow_detection_names_the_op_producing_inf(tmp_path):
         config = config_with(enable_dump_debug=True, dump_path=str(tmp_path))
         with NPUSession(config=config) as sess:
             assert sess.run(total, {x: [1.0, 1.0]}) == 0.0
-            with pytest.raises(NonFiniteValueError, match="op 'log_of_x' produced Inf values in output 0"):
+            with pytest.raises(NonFiniteValueError, match="op 'log_of_x' produced Inf values in output 0.*its "
+                                                          "inputs are saved in"):
                 sess.run(total, {x: [0.0, 1.0]})
+    saved = tmp_path / "exception" / "log_of_x" / "input.0.npy"
+    np.testing.assert_array_equal(np.load(saved), [0.0, 1.0])  # the failing step's own input
+    assert not list(tmp_path.rglob("*.partial"))
 
 
 def test_estimator_exception_checks_stop_at_nan(tmp_path):

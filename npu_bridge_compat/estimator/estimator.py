@@ -219,7 +219,7 @@ def _plan_hooks(plan) -> list:
     if dump is not None:
         hooks.append(lambda: TensorDumpHook(dump))
     if plan.feature(NumericChecks) is not None:
-        hooks.append(_NumericChecksHook)
+        hooks.append(lambda: _NumericChecksHook(plan.options.dump_path or None))
     if plan.uses_mixed_precision:
         hooks.append(_KeepDtypeHook)
     return hooks
@@ -241,9 +241,13 @@ class _KeepDtypeHook(tf.compat.v1.train.SessionRunHook):
 class _NumericChecksHook(tf.compat.v1.train.SessionRunHook):
     """Checks every floating-point tensor of the training step (built before the graph is finalised)."""
 
+    def __init__(self, dump_path: str | None) -> None:
+        self._dump_path = dump_path
+
     def begin(self) -> None:
         graph = tf.compat.v1.get_default_graph()
-        self._check = numeric_check(graph, fetched_operations(graph.get_collection(tf.compat.v1.GraphKeys.TRAIN_OP)))
+        train_ops = fetched_operations(graph.get_collection(tf.compat.v1.GraphKeys.TRAIN_OP))
+        self._check = numeric_check(graph, train_ops, self._dump_path)
 
     def before_run(self, run_context):
         return tf.compat.v1.train.SessionRunArgs(self._check.flags) if self._check is not None else None

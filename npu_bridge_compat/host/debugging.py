@@ -33,10 +33,12 @@ def plan_debugging(options, host: HostFacts) -> Contribution:
         checks_reason.append("enable_exception_dump")
     if checks_reason:
         result.features.append(NumericChecks())
+        saved = (f"; the inputs of ops with Inf/NaN outputs are saved under {options.dump_path}/exception"
+                 if options.dump_path else "")
         for key in checks_reason:
             result.say(key, Effect.APPROXIMATED,
                        "numeric checks stop training at the first op (in graph order) with an Inf/NaN output and "
-                       "name it (float16 saturation itself is not detected)")
+                       f"name it{saved} (float16 saturation itself is not detected)")
     elif options.is_set("enable_exception_dump"):
         result.say("enable_exception_dump", Effect.TRANSLATED, "off")
     if options.profiling_mode:

@@ -27,7 +27,7 @@ _UNDUMPABLE = (tf.resource, tf.variant, tf.string)
 class TensorDumper:
     def __init__(self, feature: TensorDump, graph_name: str) -> None:
         self._feature = feature
-        self._directory = os.path.join(feature.path, _safe(graph_name))
+        self._directory = os.path.join(feature.path, safe_name(graph_name))
 
     def selects(self, step: int) -> bool:
         return not self._feature.steps or any(first <= step <= last for first, last in self._feature.steps)
@@ -58,10 +58,10 @@ class TensorDumper:
                 entry.update(min=float(numbers.min()), max=float(numbers.max()), mean=float(numbers.mean()),
                              std=float(numbers.std()))
             else:
-                entry["file"] = f"{_safe(op)}.{kind}.{slot}.npy"
-                _atomic_write(os.path.join(directory, entry["file"]), lambda f, v=value: np.save(f, v))
+                entry["file"] = f"{safe_name(op)}.{kind}.{slot}.npy"
+                atomic_write(os.path.join(directory, entry["file"]), lambda f, v=value: np.save(f, v))
             index.append(entry)
-        _atomic_write(os.path.join(directory, "index.json"), lambda f: f.write(json.dumps(index, indent=1).encode()))
+        atomic_write(os.path.join(directory, "index.json"), lambda f: f.write(json.dumps(index, indent=1).encode()))
         return directory
 
 
@@ -69,11 +69,13 @@ def _dumpable(tensor) -> bool:
     return tensor.dtype.base_dtype not in _UNDUMPABLE
 
 
-def _safe(name: str) -> str:
+def safe_name(name: str) -> str:
+    """A file name for an op name."""
     return re.sub(r"[^\w.-]", "_", name.replace("/", "."))
 
 
-def _atomic_write(path: str, write) -> None:
+def atomic_write(path: str, write) -> None:
+    """Write through a temporary name and rename, so no half-written file is ever left behind."""
     temporary = f"{path}.partial"
     with open(temporary, "wb") as file:
         write(file)

@@ -2,43 +2,76 @@
 
 Every floating-point output of the ops a run computes is reduced to two flags (has NaN, has Inf) that are
 fetched with the step; after the run the first op in graph order with a non-finite output is named in a
-`NonFiniteValueError`, which stops training, as the NPU's overflow detection does. A host detects Inf and NaN
-only: float16 saturation, which the NPU also reports, has no host signal.
+`NonFiniteValueError`, which stops training, as the NPU's overflow detection does. With a dump path, an op whose
+output is not finite also writes its inputs there, from inside the failing step (a `tf.cond` that runs only
+then), as the NPU's exception dump does. A host detects Inf and NaN only: float16 saturation, which the NPU also
+reports, has no host signal.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
 
 import numpy as np
 import tensorflow as tf
 
 from npu_bridge_compat.errors import NonFiniteValueError
+from npu_bridge_compat.host.dump import atomic_write, safe_name
 from npu_bridge_compat.host.subgraph import step_operations
+
+EXCEPTION_DIRECTORY = "exception"
 
 
 @dataclasses.dataclass(frozen=True)
 class NumericCheck:
     flags: object  # bool tensor [outputs, 2]: NaN, Inf
     outputs: tuple[tuple[str, int], ...]  # (op name, slot) per row, in graph order
+    saved_to: str | None  # where failing ops' inputs are written
 
     def raise_if_non_finite(self, flags: np.ndarray) -> None:
         bad = np.flatnonzero(flags.any(axis=1))
         if bad.size:
             op, slot = self.outputs[bad[0]]
             kind = "NaN" if flags[bad[0], 0] else "Inf"
+            saved = f"; its inputs are saved in {os.path.join(self.saved_to, safe_name(op))}" if self.saved_to else ""
             raise NonFiniteValueError(
-                f"op '{op}' produced {kind} values in output {slot}, the first non-finite output of this step "
-                "(enable_dump_debug / enable_exception_dump stop here, as the NPU's overflow detection does)")
+                f"op '{op}' produced {kind} values in output {slot}, the first non-finite output of this step"
+                f"{saved} (enable_dump_debug / enable_exception_dump stop here, as the NPU's overflow detection "
+                "does)")
 
 
-def numeric_check(graph, fetched_ops) -> NumericCheck | None:
-    """The check over every floating-point output of the step, or None if it has none."""
+def numeric_check(graph, fetched_ops, dump_path: str | None = None) -> NumericCheck | None:
+    """The check over every floating-point output of the step (saving failing ops' inputs under `dump_path`),
+    or None if the step has no floating-point output."""
     outputs = [(op, slot, tensor) for op in step_operations(graph, fetched_ops)
                for slot, tensor in enumerate(op.outputs) if tensor.dtype.is_floating]
     if not outputs:
         return None
+    saved_to = os.path.join(dump_path, EXCEPTION_DIRECTORY) if dump_path else None
     with graph.as_default(), tf.name_scope("npu_numeric_checks"):
-        flags = tf.stack([tf.stack([tf.reduce_any(tf.math.is_nan(t)), tf.reduce_any(tf.math.is_inf(t))])
-                          for _, _, t in outputs])
-    return NumericCheck(flags, tuple((op.name, slot) for op, slot, _ in outputs))
+        rows, savers = [], []
+        for op, _, tensor in outputs:
+            row = tf.stack([tf.reduce_any(tf.math.is_nan(tensor)), tf.reduce_any(tf.math.is_inf(tensor))])
+            rows.append(row)
+            if saved_to is not None:
+                savers.append(_save_inputs_if(tf.reduce_any(row), op, saved_to))
+        with tf.control_dependencies(savers):
+            flags = tf.stack(rows)
+    return NumericCheck(flags, tuple((op.name, slot) for op, slot, _ in outputs), saved_to)
+
+
+def _save_inputs_if(non_finite, op, directory: str):
+    """An op that writes `op`'s numeric inputs under `directory/<op>/` when `non_finite` is true."""
+    inputs = [t for t in op.inputs if t.dtype.is_floating or t.dtype.is_integer or t.dtype.is_bool]
+    slots = [i for i, t in enumerate(op.inputs) if t in inputs]
+
+    def write(*values) -> np.ndarray:
+        target = os.path.join(directory, safe_name(op.name))
+        os.makedirs(target, exist_ok=True)
+        for slot, value in zip(slots, values):
+            atomic_write(os.path.join(target, f"input.{slot}.npy"), lambda f, v=value: np.save(f, np.asarray(v)))
+        return np.zeros([], np.int32)
+
+    return tf.cond(non_finite, lambda: tf.numpy_function(write, inputs, tf.int32, stateful=True),
+                   lambda: tf.zeros([], tf.int32))

@@ -194,7 +194,8 @@ _SPECS = (
                translated("restricts dumps to ops with these names"), "Space-separated op names to dump.",
                requires=("enable_dump",)),
     OptionSpec("enable_exception_dump", K.INT, 2, C.DUMP,
-               approximated("1 and 2 stop training at the first op with an Inf/NaN output and name it"),
+               approximated("1 and 2 stop training at the first op with an Inf/NaN output and name it; with "
+                            "dump_path set, its inputs are saved there"),
                "Dump the inputs of a failing operator: 0 off, 1 normal, 2 lite.", g.Choice((0, 1, 2))),
     OptionSpec("op_debug_level", K.INT, 0, C.DEBUG,
                approximated("levels above 0 dump the graphs TensorFlow and XLA build to debug_dir"),
