@@ -27,10 +27,6 @@ def _attr_scope(attributes: dict[str, attr_value_pb2.AttrValue]) -> Iterator[Non
         yield
 
 
-def _bool(value: bool) -> attr_value_pb2.AttrValue:
-    return attr_value_pb2.AttrValue(b=value)
-
-
 def _text(value) -> attr_value_pb2.AttrValue:
     return attr_value_pb2.AttrValue(s=str(value).encode())
 

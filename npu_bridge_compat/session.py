@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import functools
 import os
 from typing import Any
 
@@ -84,10 +83,11 @@ class NPUSession(tf.compat.v1.Session):
                        (StepLoop, BatchNormWorkaround, HostRegions, ProfilerTrace, TensorDump, NumericChecks,
                         *PROCESS_FEATURES))
         dump = self.npu_plan.feature(TensorDump)
-        # What wraps each run, innermost first: keep_dtype_scope under mixed precision, numeric checks, dumps.
-        self._run_wrappers = ([_KeepDtype()] if self.npu_plan.uses_mixed_precision else []) + \
-            ([_SessionChecks(self.npu_options.dump_path or None)] if self.npu_plan.feature(NumericChecks) else []) + \
-            ([_SessionDumps(dump)] if dump is not None else [])
+        # What adds fetches to each run, in the order their results are handled: keep_dtype_scope under mixed
+        # precision, numeric checks (which stop a failing step before its dump is written, as before), dumps.
+        self._extensions = ([_KeepDtype()] if self.npu_plan.uses_mixed_precision else []) + \
+            ([_NumericChecks(self.npu_options.dump_path or None)] if self.npu_plan.feature(NumericChecks) else []) + \
+            ([_Dumps(dump)] if dump is not None else [])
         trace = self.npu_plan.feature(ProfilerTrace)
         self._profiler = contextlib.ExitStack()
         host_config = self.npu_plan.host_config(config)
@@ -126,10 +126,18 @@ class NPUSession(tf.compat.v1.Session):
             fetches, looped = _served_by_loop(fetches, self._loops)
             if looped is not None and looped.is_simple and self._caller_thread_allowed:
                 options = _in_caller_thread(options)
-        runner = super().run
-        for wrapper in self._run_wrappers:
-            runner = functools.partial(wrapper.run, runner, self.graph)
-        return runner(fetches, feed_dict, options, run_metadata)
+        if not self._extensions:
+            return super().run(fetches, feed_dict, options, run_metadata)
+        fetched = fetched_operations(fetches)
+        key = tuple(op.name for op in fetched)  # one fetch structure: one graph on Ascend, one cache entry here
+        extras = [(extension, extension.extra_fetches(self.graph, key, fetched)) for extension in self._extensions]
+        extras = [(extension, extra) for extension, extra in extras if extra is not None]
+        if not extras:
+            return super().run(fetches, feed_dict, options, run_metadata)
+        results, values = super().run((fetches, [extra for _, extra in extras]), feed_dict, options, run_metadata)
+        for (extension, _), value in zip(extras, values):
+            extension.after_run(key, value)
+        return results
 
     def close(self) -> None:
         self._profiler.close()  # the trace is written when the session ends
@@ -144,37 +152,32 @@ class _KeepDtype:
     def __init__(self) -> None:
         self._kept: dict[tuple, list] = {}
 
-    def run(self, run, graph, fetches, feed_dict, options, run_metadata):
-        fetched = fetched_operations(fetches)
-        key = tuple(op.name for op in fetched)
+    def extra_fetches(self, graph, key, fetched):
         if key not in self._kept:
             self._kept[key] = kept_dtype_operations(graph, fetched) if fetched else []
-        if not self._kept[key]:
-            return run(fetches, feed_dict, options, run_metadata)
-        return run((fetches, self._kept[key]), feed_dict, options, run_metadata)[0]
+        return self._kept[key] or None
+
+    def after_run(self, key, value) -> None:
+        """Targets return nothing."""
 
 
-class _SessionChecks:
-    """Runs each fetch structure with finiteness flags over the tensors it computes; names a non-finite op."""
+class _NumericChecks:
+    """Finiteness flags over the tensors each fetch structure computes; a non-finite output stops the step."""
 
     def __init__(self, dump_path: str | None) -> None:
         self._dump_path = dump_path  # where a failing op's inputs are saved
         self._checks: dict[tuple, Any] = {}
 
-    def run(self, run, graph, fetches, feed_dict, options, run_metadata):
-        fetched = fetched_operations(fetches)
-        key = tuple(op.name for op in fetched)
+    def extra_fetches(self, graph, key, fetched):
         if key not in self._checks:
             self._checks[key] = numeric_check(graph, fetched, self._dump_path) if fetched else None
-        check = self._checks[key]
-        if check is None:
-            return run(fetches, feed_dict, options, run_metadata)
-        results, flags = run((fetches, check.flags), feed_dict, options, run_metadata)
-        check.raise_if_non_finite(flags)
-        return results
+        return self._checks[key].flags if self._checks[key] is not None else None
+
+    def after_run(self, key, flags) -> None:
+        self._checks[key].raise_if_non_finite(flags)
 
 
-class _SessionDumps:
+class _Dumps:
     """Dumps the selected steps of each distinct fetch structure (each is its own graph on Ascend, with its own
     iteration count); the directory is named after the first fetch."""
 
@@ -182,19 +185,17 @@ class _SessionDumps:
         self._feature = feature
         self._dumpers: dict[tuple, list] = {}  # fetch names -> [dumper, steps run so far]
 
-    def run(self, run, graph, fetches, feed_dict, options, run_metadata):
-        fetched = fetched_operations(fetches)
-        key = tuple(op.name for op in fetched)
+    def extra_fetches(self, graph, key, fetched):
         if key not in self._dumpers:
             self._dumpers[key] = [TensorDumper(self._feature, key[0] if key else "run"), 0]
         dumper, step = self._dumpers[key]
         self._dumpers[key][1] += 1
         wanted = dumper.fetches(graph, fetched) if fetched and dumper.selects(step) else {}
-        if not wanted:
-            return run(fetches, feed_dict, options, run_metadata)
-        results, values = run((fetches, wanted), feed_dict, options, run_metadata)
-        dumper.write(step, values)
-        return results
+        return wanted or None
+
+    def after_run(self, key, values) -> None:
+        dumper, steps = self._dumpers[key]
+        dumper.write(steps - 1, values)
 
 
 def _served_by_loop(fetches, loops):
