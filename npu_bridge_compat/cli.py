@@ -16,7 +16,8 @@ from typing import Any, Sequence
 
 from npu_bridge_compat.errors import NpuConfigError
 from npu_bridge_compat.host import HostPlan, build_plan, detect_host
-from npu_bridge_compat.options import OPTIONS, Kind, options_from_config_proto, options_from_kwargs
+from npu_bridge_compat.options import OPTIONS, Kind, options_from_kwargs
+from npu_bridge_compat.options.readers import config_proto_values
 
 EXIT_INVALID = 2
 _BOOLEANS = {"true": True, "1": True, "false": False, "0": False}
@@ -73,11 +74,10 @@ def explain(arguments: argparse.Namespace) -> int:
         try:
             config = _read_config_file(arguments.config) if arguments.config else None
             assignments = dict(_parse_assignment(text) for text in arguments.assignments)
-            if config is not None:
-                options = options_from_config_proto(config, source=arguments.config)
-                if assignments:
-                    merged = {**options.set_options(), **assignments}
-                    options = options_from_kwargs(merged, source=f"{arguments.config} and the command line")
+            if config is not None:  # the file's values under the command line's, validated together once
+                source = f"{arguments.config} and the command line" if assignments else arguments.config
+                values = {**config_proto_values(config, source=arguments.config), **assignments}
+                options = options_from_kwargs(values, source=source)
             else:
                 options = options_from_kwargs(assignments, source="the command line")
             plan = build_plan(options, host, config=config)

@@ -129,3 +129,10 @@ def test_module_entry_point_runs():
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 2
     assert 'NPU option "graph_run_mode" (the command line) has an invalid value 2' in result.stderr
+
+
+def test_config_file_and_command_line_are_validated_together(capsys, tmp_path):
+    path = write_config(tmp_path, npu_config({"in_out_pair": "[[['a'], ['b']]]", "in_out_pair_flag": False}))
+    code, out, err = explain(capsys, "--config", path, "mix_compile_mode=true")
+    assert code == 0, err
+    assert "in_out_pair=" in section(out, "approximated")
