@@ -83,3 +83,10 @@ def config_with(**values):
     for key, value in values.items():
         set_attr(set_values[key], value)
     return config
+
+
+def dumped_steps(dump_path: Path, graph: str = "train") -> dict[str, Path]:
+    """The step directories of the only dump run under `dump_path` (`<dump_path>/<time>/<graph>/step_<n>`)."""
+    runs = sorted(dump_path.glob(f"*/{graph}"))
+    assert len(runs) == 1, f"expected one dump run of {graph} under {dump_path}, found {runs}"
+    return {p.name: p for p in sorted(runs[0].iterdir())}

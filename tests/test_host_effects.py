@@ -4,7 +4,7 @@ settings, environment ownership."""
 import numpy as np
 import pytest
 import tensorflow as tf
-from helpers import config_with
+from helpers import config_with, dumped_steps
 from tensorflow.python.framework import config as tf_config
 
 from npu_bridge_compat import NpuOptionValueError
@@ -129,12 +129,12 @@ def test_session_dumps_only_the_selected_steps(tmp_path):
             sess.run(v1.global_variables_initializer())
             for _ in range(4):
                 sess.run(train_op)
-    steps = sorted(p.name for p in (tmp_path / "train").iterdir())
-    assert steps == ["step_0", "step_2"]
-    index = {(e["op"], e["kind"], e["slot"]): e for e in read_index(tmp_path / "train" / "step_0")}
+    steps = dumped_steps(tmp_path)
+    assert list(steps) == ["step_0", "step_2"]
+    index = {(e["op"], e["kind"], e["slot"]): e for e in read_index(steps["step_0"])}
     entry = index[("prediction", "output", 0)]
     assert entry["dtype"] == "float32" and entry["shape"] == [4, 1] and entry["step"] == 0
-    np.testing.assert_allclose(np.load(tmp_path / "train" / "step_0" / entry["file"]),
+    np.testing.assert_allclose(np.load(steps["step_0"] / entry["file"]),
                                np.arange(8).reshape(4, 2).sum(axis=1, keepdims=True))
     assert not list(tmp_path.rglob("*.partial"))  # every file was renamed into place
 
@@ -147,7 +147,7 @@ def test_dump_modes_layers_and_stats(tmp_path):
         with NPUSession(config=config) as sess:
             sess.run(v1.global_variables_initializer())
             sess.run(train_op)
-    index = read_index(tmp_path / "train" / "step_0")
+    index = read_index(dumped_steps(tmp_path)["step_0"])
     assert {(e["op"], e["kind"], e["slot"]) for e in index} == {("prediction", "input", 0),
                                                                 ("prediction", "input", 1)}
     features = next(e for e in index if e["slot"] == 0)
@@ -169,8 +169,9 @@ def test_estimator_dumps_and_profiles(tmp_path):
                           profiling_config=ProfilingConfig(True, f'{{"output": "{tmp_path / "profile"}"}}'))
     NPUEstimator(model_fn, config=config).train(
         lambda: tf.data.Dataset.from_tensor_slices((data, data[:, :1])).repeat().batch(4), max_steps=3)
-    assert [p.name for p in (tmp_path / "dumps" / "train").iterdir()] == ["step_1"]
-    ops = {e["op"] for e in read_index(tmp_path / "dumps" / "train" / "step_1")}
+    steps = dumped_steps(tmp_path / "dumps")
+    assert list(steps) == ["step_1"]
+    ops = {e["op"] for e in read_index(steps["step_1"])}
     assert {"loss", "dense/MatMul", "IteratorGetNext"} <= ops
     assert list((tmp_path / "profile").glob("plugins/profile/*/*.xplane.pb"))
 
@@ -271,3 +272,55 @@ def test_estimator_keeps_keep_dtype_ops_in_float32(tmp_path, monkeypatch):
         hooks=[recorder])
     assert any(name.startswith("converted/MatMul-0-CastToFp16") for name in recorder.names)
     assert not any(name.startswith("kept/MatMul-0-CastToFp16") for name in recorder.names)
+
+
+# --- dumps and checks inside an NPUEstimator loop (iterations_per_loop > 1) ----------------------------------
+
+def counting_input_fn():
+    """Batch k holds the value k, so a dumped batch tells which step it came from."""
+    values = tf.data.Dataset.range(100).map(lambda k: tf.fill([2, 1], tf.cast(k, tf.float32)))
+    return tf.data.Dataset.zip((values, values))
+
+
+def loop_model_fn(features, labels, mode):
+    weight = v1.get_variable("weight", [], initializer=v1.constant_initializer(1.0))
+    root = tf.sqrt(3.5 - features * weight, name="root")  # NaN once a batch holds a value above 3.5
+    loss = tf.reduce_mean(tf.square(root - labels), name="loss")
+    train_op = v1.train.GradientDescentOptimizer(0.0).minimize(loss, global_step=v1.train.get_global_step())
+    return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+
+def test_estimator_loop_dumps_the_selected_steps_from_inside_the_loop(tmp_path):
+    from npu_bridge_compat.estimator import DumpConfig, NPUEstimator, NPURunConfig
+
+    config = NPURunConfig(model_dir=str(tmp_path / "model"), iterations_per_loop=3,
+                          dump_config=DumpConfig(enable_dump=True, dump_path=str(tmp_path), dump_step="1|4-5"))
+    NPUEstimator(loop_model_fn, config=config).train(counting_input_fn, max_steps=3)  # steps 0-2: all finite
+    NPUEstimator(loop_model_fn, config=config).train(counting_input_fn, max_steps=6)  # a second call, 0-2 again
+    runs = sorted(tmp_path.glob("*/train"))
+    assert len(runs) == 2  # the second call's dump did not overwrite the first's
+    assert [p.name for p in sorted(runs[0].iterdir())] == ["step_1"]
+    assert [p.name for p in sorted(runs[1].iterdir())] == ["step_1"]
+    for run in runs:
+        index = {(e["op"], e["kind"], e["slot"]): e for e in read_index(run / "step_1")}
+        assert index[("IteratorGetNext", "output", 0)]["step"] == 1
+        np.testing.assert_array_equal(np.load(run / "step_1" / index[("IteratorGetNext", "output", 0)]["file"]),
+                                      [[1.0], [1.0]])  # the batch of that iteration, not the loop's last
+        assert ("loss", "output", 0) in index
+    assert not list(tmp_path.rglob("*.partial"))
+
+
+def test_estimator_loop_stops_at_the_first_non_finite_step(tmp_path):
+    from npu_bridge_compat.errors import NonFiniteValueError
+    from npu_bridge_compat.estimator import DumpConfig, NPUEstimator, NPURunConfig
+
+    (tmp_path / "dumps").mkdir()
+    config = NPURunConfig(model_dir=str(tmp_path / "model"), iterations_per_loop=10, dump_config=DumpConfig(
+        enable_dump_debug=True, enable_dump=True, dump_layer="loss", dump_path=str(tmp_path / "dumps")))
+    with pytest.raises(NonFiniteValueError, match=r"op 'root' produced NaN values in output 0, the first "
+                                                  r"non-finite output of step 4; its inputs are saved in"):
+        NPUEstimator(loop_model_fn, config=config).train(counting_input_fn, max_steps=20)
+    saved = tmp_path / "dumps" / "exception" / "root" / "input.0.npy"
+    np.testing.assert_array_equal(np.load(saved), [[-0.5], [-0.5]])  # 3.5 - 4: step 4's own input
+    # Every step's loss is dumped: the loop of 10 steps stopped after step 4, the failing one.
+    assert list(dumped_steps(tmp_path / "dumps")) == [f"step_{k}" for k in range(5)]

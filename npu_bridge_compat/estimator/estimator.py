@@ -33,11 +33,17 @@ from npu_bridge_compat.host.features import (
     StepLoop,
     TensorDump,
 )
+from npu_bridge_compat.host.loop import training_loop
 from npu_bridge_compat.host.numeric import numeric_check
-from npu_bridge_compat.host.subgraph import fetched_operations, kept_dtype_operations
 from npu_bridge_compat.host.placement_graph import host_region_ops, keep_on_host
 from npu_bridge_compat.host.profiling import ProfilerHook
-from npu_bridge_compat.host.loop import training_loop
+from npu_bridge_compat.host.step_probes import StepProbes
+from npu_bridge_compat.host.subgraph import (
+    ancestors_among,
+    fetched_operations,
+    kept_dtype_operations,
+    keeping_dtype,
+)
 
 install_horizon_gate()  # a script's own forward_compatibility_horizon(2019, 5, 1) works with this door too
 
@@ -119,7 +125,7 @@ class NPUEstimator(tf.estimator.Estimator):
         warn_unapplied(config.npu_plan, "NPUEstimator",
                        (StepLoop, BatchNormWorkaround, HostRegions, ProfilerTrace, TensorDump, NumericChecks,
                         *PROCESS_FEATURES))
-        self._plan_hooks = _plan_hooks(config.npu_plan)
+        self._plan_hooks = _plan_hooks(config.npu_plan, looped=self._steps_per_run > 1)
         super().__init__(model_fn=model_fn, model_dir=model_dir, config=config, params=params,
                          warm_start_from=warm_start_from)
 
@@ -176,22 +182,48 @@ class NPUEstimator(tf.estimator.Estimator):
             if self._last_step is not None:
                 iterations = tf.maximum(tf.minimum(iterations, self._last_step - global_step.read_value()), 0)
             iterator, input_hook = self._loop_input(input_fn)
+            probes = _loop_probes(self.config.npu_plan)
+            steps_done = tf.compat.v1.Variable(0, dtype=tf.int64, trainable=False, use_resource=True,
+                                               name="npu_steps_done",
+                                               collections=[tf.compat.v1.GraphKeys.LOCAL_VARIABLES])
 
             def step():
+                body = tf.compat.v1.get_default_graph()  # the loop body's own graph (control flow v2)
+                first_new_op = len(body.get_operations())
                 features, labels = estimator_util.parse_iterator_result(iterator.get_next())
                 spec = self._call_model_fn(features, labels, ModeKeys.TRAIN, self.config)
                 if getattr(spec, "host_call", None) is not None:
                     raise NpuOptionValueError(
                         f"host_call is not supported with iterations_per_loop={self._steps_per_run} on a host: its "
                         "tensors exist only inside the loop. Use iterations_per_loop=1 while it is needed.")
-                return spec.train_op, spec.loss, spec
+                built = body.get_operations()[first_new_op:]
+                ran = ancestors_among(fetched_operations([spec.train_op, spec.loss]), built)
+                self._warn_kept_dtype_in_loop(ran)
+                probes_ops = probes.attach(ran, steps_done.read_value()) if probes is not None else []
+                with tf.control_dependencies([spec.train_op, *probes_ops]):
+                    train_op = steps_done.assign_add(1).op
+                return train_op, spec.loss, spec
 
-            loop = training_loop(step, iterations)
+            checked = probes is not None and probes.failure is not None
+            keep_going = (lambda: probes.failure[0] < 0) if checked else None
+            loop = training_loop(step, iterations, keep_going)
             inner = loop.step_output  # its tensors live inside the loop; only what a TRAIN run needs is kept
             spec = tf.estimator.EstimatorSpec(
                 ModeKeys.TRAIN, loss=loop.loss, train_op=loop.train_op, scaffold=inner.scaffold,
                 training_chief_hooks=inner.training_chief_hooks, training_hooks=inner.training_hooks)
-            return self._train_with_estimator_spec(spec, [input_hook], hooks, global_step, saving_listeners)
+            worker_hooks = [input_hook]
+            if keep_going is not None:
+                with tf.control_dependencies([loop.train_op]):
+                    worker_hooks.append(_LoopFailureHook(probes, probes.failure.read_value()))
+            return self._train_with_estimator_spec(spec, worker_hooks, hooks, global_step, saving_listeners)
+
+    def _warn_kept_dtype_in_loop(self, operations) -> None:
+        kept = keeping_dtype(operations) if self.config.npu_plan.uses_mixed_precision else []
+        if kept:
+            warn(f"keep_dtype_scope cannot keep {[op.name for op in kept]} in float32 inside the "
+                 f"iterations_per_loop={self._steps_per_run} loop: grappler's mixed-precision pass can only be told "
+                 "to spare ops a session run fetches, and ops in a loop cannot be fetched. They follow mixed "
+                 "precision; use iterations_per_loop=1 to keep them in float32.", NpuCompatWarning)
 
     def _loop_input(self, input_fn):
         """An iterator the loop body pulls batches from, and the hook that initialises it (the NPU needs a
@@ -206,8 +238,9 @@ class NPUEstimator(tf.estimator.Estimator):
         return iterator, estimator_util._DatasetInitializerHook(iterator)
 
 
-def _plan_hooks(plan) -> list:
-    """Factories of the training hooks that carry out the plan's host regions, profiling and dumps."""
+def _plan_hooks(plan, looped: bool) -> list:
+    """Factories of the training hooks that carry out the plan's host regions, profiling, dumps, numeric checks
+    and keep-dtype marks. With a loop (`looped`), dumps and checks are built into the loop body instead."""
     hooks = []
     regions = plan.feature(HostRegions)
     if regions is not None:
@@ -215,6 +248,8 @@ def _plan_hooks(plan) -> list:
     trace = plan.feature(ProfilerTrace)
     if trace is not None:
         hooks.append(lambda: ProfilerHook(trace.output))
+    if looped:
+        return hooks
     dump = plan.feature(TensorDump)
     if dump is not None:
         hooks.append(lambda: TensorDumpHook(dump))
@@ -223,6 +258,27 @@ def _plan_hooks(plan) -> list:
     if plan.uses_mixed_precision:
         hooks.append(_KeepDtypeHook)
     return hooks
+
+
+def _loop_probes(plan) -> StepProbes | None:
+    """The dumps and numeric checks the loop body builds into every step, if the plan has any."""
+    dump, checks = plan.feature(TensorDump), plan.feature(NumericChecks) is not None
+    if dump is None and not checks:
+        return None
+    return StepProbes(dump, checks, plan.options.dump_path)
+
+
+class _LoopFailureHook(tf.compat.v1.train.SessionRunHook):
+    """Reads, after each loop, the first non-finite output its steps recorded, and stops training there."""
+
+    def __init__(self, probes: StepProbes, failure_after_loop) -> None:
+        self._probes, self._failure = probes, failure_after_loop
+
+    def before_run(self, run_context):
+        return tf.compat.v1.train.SessionRunArgs(self._failure)
+
+    def after_run(self, run_context, run_values) -> None:
+        self._probes.raise_if_failed(run_values.results)
 
 
 class _KeepDtypeHook(tf.compat.v1.train.SessionRunHook):

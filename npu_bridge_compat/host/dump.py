@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import time
 from typing import Any
 
 import numpy as np
@@ -26,34 +27,39 @@ _UNDUMPABLE = (tf.resource, tf.variant, tf.string)
 
 class TensorDumper:
     def __init__(self, feature: TensorDump, graph_name: str) -> None:
-        self._feature = feature
-        self._directory = os.path.join(feature.path, safe_name(graph_name))
+        self.feature = feature
+        self._graph_name = safe_name(graph_name)
+        self._directory: str | None = None  # chosen at the first write
 
     def selects(self, step: int) -> bool:
-        return not self._feature.steps or any(first <= step <= last for first, last in self._feature.steps)
+        return not self.feature.steps or any(first <= step <= last for first, last in self.feature.steps)
 
     def fetches(self, graph, fetched_ops) -> dict[tuple[str, str, int], Any]:
         """The tensors to dump for a run of `fetched_ops`: (op, input|output, slot) -> tensor."""
-        layers = set(self._feature.layers)
+        return self.tensors(step_operations(graph, fetched_ops))
+
+    def tensors(self, operations) -> dict[tuple[str, str, int], Any]:
+        """The tensors of `operations` to dump: (op, input|output, slot) -> tensor."""
+        layers = set(self.feature.layers)
         wanted = {}
-        for op in step_operations(graph, fetched_ops):
+        for op in operations:
             if layers and op.name not in layers:
                 continue
-            if self._feature.mode in ("output", "all"):
+            if self.feature.mode in ("output", "all"):
                 wanted.update({(op.name, "output", i): t for i, t in enumerate(op.outputs) if _dumpable(t)})
-            if self._feature.mode in ("input", "all"):
+            if self.feature.mode in ("input", "all"):
                 wanted.update({(op.name, "input", i): t for i, t in enumerate(op.inputs) if _dumpable(t)})
         return wanted
 
     def write(self, step: int, values: dict[tuple[str, str, int], Any]) -> str:
-        directory = os.path.join(self._directory, f"step_{step}")
+        directory = os.path.join(self._run_directory(), f"step_{step}")
         os.makedirs(directory, exist_ok=True)
         index = []
         for (op, kind, slot), value in sorted(values.items()):
             value = np.asarray(value)
             entry = {"op": op, "kind": kind, "slot": slot, "step": step, "dtype": value.dtype.name,
                      "shape": list(value.shape)}
-            if self._feature.data == "stats":
+            if self.feature.data == "stats":
                 numbers = value.astype(np.float64) if value.size else np.zeros([1])
                 entry.update(min=float(numbers.min()), max=float(numbers.max()), mean=float(numbers.mean()),
                              std=float(numbers.std()))
@@ -63,6 +69,24 @@ class TensorDumper:
             index.append(entry)
         atomic_write(os.path.join(directory, "index.json"), lambda f: f.write(json.dumps(index, indent=1).encode()))
         return directory
+
+
+    def _run_directory(self) -> str:
+        """`<dump_path>/<time>/<graph>`, a new one for this dumper (a suffix keeps runs in the same second apart)."""
+        if self._directory is None:
+            stamp = time.strftime("%Y%m%d%H%M%S")
+            for attempt in range(1000):
+                candidate = os.path.join(self.feature.path, f"{stamp}_{attempt}" if attempt else stamp,
+                                         self._graph_name)
+                try:
+                    os.makedirs(candidate)
+                except FileExistsError:
+                    continue
+                self._directory = candidate
+                break
+            else:
+                raise FileExistsError(f"no free dump directory for {self._graph_name} under {self.feature.path}")
+        return self._directory
 
 
 def _dumpable(tensor) -> bool:

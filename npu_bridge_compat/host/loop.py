@@ -24,11 +24,13 @@ class LoopResult:
     step_output: Any  # what `step_fn` returned while the body was built (its tensors live inside the loop)
 
 
-def training_loop(step_fn: Callable[[], tuple[Any, Any, Any]], iterations) -> LoopResult:
+def training_loop(step_fn: Callable[[], tuple[Any, Any, Any]], iterations,
+                  keep_going: Callable[[], Any] | None = None) -> LoopResult:
     """Run the step `step_fn` builds `iterations` times per session run.
 
     `step_fn()` builds one step inside the loop body and returns (train_op, loss, anything). Summaries it adds
-    to the SUMMARIES collection are replaced there by their last-iteration values.
+    to the SUMMARIES collection are replaced there by their last-iteration values. `keep_going()`, if given,
+    builds a bool tensor checked before each iteration: false ends the loop early (a numeric check failed).
     """
     graph = tf.compat.v1.get_default_graph()
     summaries_key = tf.compat.v1.GraphKeys.SUMMARIES
@@ -46,8 +48,11 @@ def training_loop(step_fn: Callable[[], tuple[Any, Any, Any]], iterations) -> Lo
         with tf.control_dependencies([train_op, *updates]):
             return index + 1, tf.cast(tf.identity(loss), tf.float32)
 
+    def condition(index, _):
+        return index < iterations if keep_going is None else (index < iterations) & keep_going()
+
     index, loss = tf.compat.v1.while_loop(
-        lambda index, _: index < iterations,
+        condition,
         body,
         [tf.constant(0, iterations.dtype), tf.constant(0.0)],
         parallel_iterations=1,

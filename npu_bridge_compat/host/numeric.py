@@ -1,7 +1,8 @@
 """Numeric checks for enable_dump_debug (overflow detection) and enable_exception_dump.
 
 Every floating-point output of the ops a run computes is reduced to two flags (has NaN, has Inf) that are
-fetched with the step; after the run the first op in graph order with a non-finite output is named in a
+fetched with the step (inside a loop or a traced function, `host/step_probes.py` records them instead); after the
+run the first op in graph order with a non-finite output is named in a
 `NonFiniteValueError`, which stops training, as the NPU's overflow detection does. With a dump path, an op whose
 output is not finite also writes its inputs there, from inside the failing step (a `tf.cond` that runs only
 then), as the NPU's exception dump does. A host detects Inf and NaN only: float16 saturation, which the NPU also
@@ -29,27 +30,36 @@ class NumericCheck:
     outputs: tuple[tuple[str, int], ...]  # (op name, slot) per row, in graph order
     saved_to: str | None  # where failing ops' inputs are written
 
-    def raise_if_non_finite(self, flags: np.ndarray) -> None:
+    def raise_if_non_finite(self, flags: np.ndarray, step: int | None = None) -> None:
         bad = np.flatnonzero(flags.any(axis=1))
         if bad.size:
-            op, slot = self.outputs[bad[0]]
-            kind = "NaN" if flags[bad[0], 0] else "Inf"
-            saved = f"; its inputs are saved in {os.path.join(self.saved_to, safe_name(op))}" if self.saved_to else ""
-            raise NonFiniteValueError(
-                f"op '{op}' produced {kind} values in output {slot}, the first non-finite output of this step"
-                f"{saved} (enable_dump_debug / enable_exception_dump stop here, as the NPU's overflow detection "
-                "does)")
+            self.raise_for(int(bad[0]), "NaN" if flags[bad[0], 0] else "Inf", step)
+
+    def raise_for(self, row: int, kind: str, step: int | None = None) -> None:
+        op, slot = self.outputs[row]
+        where = f"step {step}" if step is not None else "this step"
+        saved = f"; its inputs are saved in {os.path.join(self.saved_to, safe_name(op))}" if self.saved_to else ""
+        raise NonFiniteValueError(
+            f"op '{op}' produced {kind} values in output {slot}, the first non-finite output of {where}{saved} "
+            "(enable_dump_debug / enable_exception_dump stop here, as the NPU's overflow detection does)")
 
 
 def numeric_check(graph, fetched_ops, dump_path: str | None = None) -> NumericCheck | None:
     """The check over every floating-point output of the step (saving failing ops' inputs under `dump_path`),
     or None if the step has no floating-point output."""
-    outputs = [(op, slot, tensor) for op in step_operations(graph, fetched_ops)
+    with graph.as_default():
+        return check_operations(step_operations(graph, fetched_ops), dump_path)
+
+
+def check_operations(operations, dump_path: str | None = None) -> NumericCheck | None:
+    """The check over every floating-point output of `operations`, built in the current graph (a loop body or a
+    traced function may hold it), or None if they have no floating-point output."""
+    outputs = [(op, slot, tensor) for op in operations
                for slot, tensor in enumerate(op.outputs) if tensor.dtype.is_floating]
     if not outputs:
         return None
     saved_to = os.path.join(dump_path, EXCEPTION_DIRECTORY) if dump_path else None
-    with graph.as_default(), tf.name_scope("npu_numeric_checks"):
+    with tf.name_scope("npu_numeric_checks"):
         rows, savers = [], []
         for op, _, tensor in outputs:
             row = tf.stack([tf.reduce_any(tf.math.is_nan(tensor)), tf.reduce_any(tf.math.is_inf(tensor))])

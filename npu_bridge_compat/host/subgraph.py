@@ -1,6 +1,8 @@
-"""The ops a session run computes: what dumps and numeric checks may look at without adding work."""
+"""The ops a training step computes: what dumps, numeric checks and keep-dtype may look at without adding work."""
 
 from __future__ import annotations
+
+from typing import Iterable
 
 import tensorflow as tf
 
@@ -22,9 +24,29 @@ def step_operations(graph, fetched_ops) -> list:
     return [op for op in operations if op._control_flow_context is None]
 
 
+def ancestors_among(targets: Iterable, candidates: list) -> list:
+    """The `candidates` that `targets` (ops) depend on, themselves included, in the candidates' order: the ops of
+    a step body that really run, where `candidates` are the ops the body built."""
+    among = set(candidates)
+    seen, pending = set(), [op for op in targets if op in among]
+    while pending:
+        op = pending.pop()
+        if op in seen:
+            continue
+        seen.add(op)
+        pending.extend(i.op for i in op.inputs if i.op in among)
+        pending.extend(c for c in op.control_inputs if c in among)
+    return [op for op in candidates if op in seen]
+
+
 def kept_dtype_operations(graph, fetched_ops) -> list:
     """The ops of the step marked by npu_scope.keep_dtype_scope (attribute `_keep_dtype`)."""
-    return [op for op in step_operations(graph, fetched_ops) if _keeps_dtype(op)]
+    return keeping_dtype(step_operations(graph, fetched_ops))
+
+
+def keeping_dtype(operations: Iterable) -> list:
+    """Those of `operations` marked by npu_scope.keep_dtype_scope (attribute `_keep_dtype`)."""
+    return [op for op in operations if _keeps_dtype(op)]
 
 
 def _keeps_dtype(op) -> bool:

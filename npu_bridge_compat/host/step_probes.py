@@ -1,0 +1,114 @@
+"""Dumps and numeric checks built into the training step itself, for steps whose tensors cannot be fetched: the
+body of an NPUEstimator loop (iterations_per_loop > 1) and Keras' traced train function.
+
+`StepProbes.attach(operations, step)` is called while the step is being built, with the ops of one step and a
+scalar int64 tensor holding its number (steps done before it in this training call). It returns ops that the
+step must run:
+- a dump: on a selected step, a `tf.cond` hands the step's tensors to a `numpy_function` that writes them with
+  `TensorDumper` (same files and index as the fetched dumps);
+- a numeric check: the NaN/Inf flags of every floating-point output; the first failure (step, op, kind) is
+  recorded in a small variable that the door reads after the run and turns into a `NonFiniteValueError`; with a
+  dump path the failing op's inputs are saved from inside the step.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import tensorflow as tf
+
+from npu_bridge_compat.host.dump import TensorDumper
+from npu_bridge_compat.host.features import TensorDump
+from npu_bridge_compat.host.numeric import NumericCheck, check_operations
+
+_NO_FAILURE = (-1, -1, -1, -1)  # step, check, output row, kind (0 NaN, 1 Inf)
+
+
+class StepProbes:
+    def __init__(self, dump: TensorDump | None, check_numerics: bool, dump_path: str | None,
+                 graph_name: str = "train") -> None:
+        self._dump = dump
+        self._graph_name = graph_name
+        self._dumper = TensorDumper(dump, graph_name) if dump is not None else None
+        self._check_numerics = check_numerics
+        self._dump_path = dump_path or None
+        self._checks: list[NumericCheck] = []  # one per step built (a function may be traced more than once)
+        self._lock = threading.Lock()
+        self.failure = None  # int64 [4]: the first failure (step, check, row, kind), or -1s
+        if check_numerics:
+            self._make_failure_variable()
+
+    def start(self) -> None:
+        """A new training call: dumps go to a new directory and no failure is recorded."""
+        if self._dump is not None:
+            self._dumper = TensorDumper(self._dump, self._graph_name)
+        if self.failure is not None:
+            self.failure.assign(_NO_FAILURE)
+
+    def attach(self, operations: list, step) -> list:
+        """The ops that dump and check `operations`, one step numbered `step`, built in the current graph."""
+        built = []
+        if self._dumper is not None:
+            built += self._dump_op(operations, step)
+        if self._check_numerics:
+            built += self._check_op(operations, step)
+        return built
+
+    def raise_if_failed(self, failure: np.ndarray) -> None:
+        """Raise NonFiniteValueError for a failure recorded in a run (the failure variable's value)."""
+        step, check, row, kind = (int(value) for value in failure)
+        if step >= 0:
+            self._checks[check].raise_for(row, "NaN" if kind == 0 else "Inf", step)
+
+    def _dump_op(self, operations: list, step) -> list:
+        tensors = self._dumper.tensors(operations)
+        if not tensors:
+            return []
+        keys = sorted(tensors)
+
+        def write(step_value, *values) -> np.ndarray:
+            with self._lock:  # Keras may run steps of several functions at once; one writer at a time
+                self._dumper.write(int(step_value), dict(zip(keys, values)))
+            return np.zeros([], np.int32)
+
+        with tf.name_scope("npu_dump"):
+            return [tf.cond(self._selected(step),
+                            lambda: tf.numpy_function(write, [step, *(tensors[k] for k in keys)], tf.int32,
+                                                      stateful=True),
+                            lambda: tf.zeros([], tf.int32)).op]
+
+    def _selected(self, step):
+        ranges = self._dump.steps
+        if not ranges:
+            return tf.constant(True)
+        return tf.reduce_any(tf.stack([(step >= first) & (step <= last) for first, last in ranges]))
+
+    def _check_op(self, operations: list, step) -> list:
+        check = check_operations(operations, self._dump_path)
+        if check is None:
+            return []
+        failure = self.failure
+        self._checks.append(check)
+        index = len(self._checks) - 1
+        with tf.name_scope("npu_numeric_checks"):
+            bad = tf.reduce_any(check.flags, axis=1)
+            row = tf.argmax(tf.cast(bad, tf.int32), output_type=tf.int64)
+            kind = tf.cast(tf.logical_not(tf.gather(check.flags, row)[0]), tf.int64)
+            record = tf.stack([tf.cast(step, tf.int64), tf.constant(index, tf.int64), row, kind])
+
+            def keep_first_failure():
+                with tf.control_dependencies([failure.assign(record)]):
+                    return tf.zeros([], tf.int32)
+
+            return [tf.cond(tf.reduce_any(bad) & (failure[0] < 0), keep_first_failure,
+                            lambda: tf.zeros([], tf.int32)).op]
+
+    def _make_failure_variable(self) -> None:
+        with tf.init_scope():  # outside any loop or function: the door reads it after the run
+            if tf.executing_eagerly():
+                self.failure = tf.Variable(_NO_FAILURE, dtype=tf.int64, trainable=False, name="npu_first_failure")
+            else:  # a graph's local variable: a new session starts with no failure
+                self.failure = tf.compat.v1.Variable(
+                    _NO_FAILURE, dtype=tf.int64, trainable=False, use_resource=True, name="npu_first_failure",
+                    collections=[tf.compat.v1.GraphKeys.LOCAL_VARIABLES])
