@@ -1,10 +1,12 @@
 """The host plan and its report, per concern, for CPU and GPU hosts (no session is started)."""
 
+import dataclasses
+
 import pytest
 from helpers import npu_config
 from test_grammars import SEED_004_MIXLIST
 
-from npu_bridge_compat.errors import UnknownOpTypeWarning
+from npu_bridge_compat.errors import NpuCompatWarning, UnknownOpTypeWarning
 from npu_bridge_compat.host import build_plan, log_once
 from npu_bridge_compat.host import features as f
 from npu_bridge_compat.host.report import IGNORED
@@ -29,8 +31,18 @@ def test_mixed_float16_becomes_bfloat16_on_a_cpu_unless_float16_emulation_is_ask
     assert dict(result.config_edits) == {AMP + "auto_mixed_precision_onednn_bfloat16": "ON"}
     entry = result.report.entry("precision_mode_v2")
     assert entry.effect == Effect.APPROXIMATED.value and "bfloat16 instead of float16" in entry.how
-    emulating = plan(cpu_host.__class__("2.15.1", 0, cpu_float16_emulation=True), precision_mode_v2="mixed_float16")
+    with pytest.warns(NpuCompatWarning, match="float16-emulation pass .* segmentation fault"):
+        emulating = plan(dataclasses.replace(cpu_host, cpu_float16_emulation=True), precision_mode_v2="mixed_float16")
     assert dict(emulating.config_edits) == {AMP + "auto_mixed_precision_cpu": "ON"}
+
+
+def test_float16_emulation_needs_float16_conversion_instructions(cpu_host):
+    """TensorFlow's float16 CPU pass does nothing without AVX512-FP16 / AVX-NE-CONVERT / AMX-FP16: no false claim."""
+    older_cpu = dataclasses.replace(cpu_host, cpu_float16_emulation=True, cpu_float16=False)
+    result = plan(older_cpu, precision_mode="allow_mix_precision")
+    assert dict(result.config_edits) == {}
+    entry = result.report.entry("precision_mode")
+    assert entry.effect == Effect.NO_EQUIVALENT.value and "AVX512-FP16" in entry.how
 
 
 def test_mixed_bfloat16(cpu_host, gpu_host):

@@ -20,6 +20,9 @@ class HostFacts:
     cpu_float16_emulation: bool = False
     # oneDNN runs bfloat16 only on CPUs with AVX-512 (TensorFlow: "only on platforms with AVX512").
     cpu_bfloat16: bool = True
+    # TensorFlow's float16 CPU pass runs only where oneDNN converts float16 in hardware (AVX512-FP16,
+    # AVX-NE-CONVERT or AMX-FP16); on other CPUs it does nothing.
+    cpu_float16: bool = True
 
     @property
     def has_gpu(self) -> bool:
@@ -43,17 +46,20 @@ def detect_host() -> HostFacts:
     """The facts of this process's host (cached: devices do not change within a process)."""
     import tensorflow as tf
 
+    flags = _cpu_flags()
     return HostFacts(
         tf_version=tf.__version__,
         gpu_count=len(tf.config.list_physical_devices("GPU")),
         cpu_float16_emulation=os.environ.get(CPU_FLOAT16_ENV, "") not in ("", "0", "false", "False"),
-        cpu_bfloat16=_cpu_has_avx512(),
+        cpu_bfloat16="avx512f" in flags,
+        cpu_float16=bool(flags & {"avx512_fp16", "avx_ne_convert", "amx_fp16"}),
     )
 
 
-def _cpu_has_avx512() -> bool:
+def _cpu_flags() -> set[str]:
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
-            return any(line.startswith("flags") and " avx512f" in line for line in cpuinfo)
+            line = next((line for line in cpuinfo if line.startswith("flags")), "")
     except OSError:
-        return False
+        return set()
+    return set(line.partition(":")[2].split())

@@ -10,7 +10,7 @@ from __future__ import annotations
 import enum
 import functools
 
-from npu_bridge_compat.errors import UnknownOpTypeWarning, warn
+from npu_bridge_compat.errors import NpuCompatWarning, UnknownOpTypeWarning, warn
 from npu_bridge_compat.host.contribution import Contribution
 from npu_bridge_compat.host.features import TensorFloat32
 from npu_bridge_compat.host.platform import CPU_FLOAT16_ENV, HostFacts
@@ -19,6 +19,12 @@ from npu_bridge_compat.options.spec import Effect
 
 AMP_ENV_PREFIX = "TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_"
 REWRITE = "graph_options.rewrite_options."
+FLOAT16_EMULATION_PASS = "auto_mixed_precision_cpu"
+FLOAT16_EMULATION_CRASHES = (
+    f"{CPU_FLOAT16_ENV}=1: TensorFlow 2.15's float16-emulation pass (auto_mixed_precision_cpu) ends the process "
+    "with a segmentation fault on some training graphs (seen with tf.compat.v1.losses.mean_squared_error, and with "
+    "Keras fit on batches of dynamic size). If the process dies without a Python error, unset the variable: "
+    "bfloat16 (CPUs with AVX-512) or float32 runs instead.")
 
 
 class Intent(enum.Enum):
@@ -102,9 +108,19 @@ def _pass_for(intent: Intent, host: HostFacts) -> tuple[str | None, Effect, str]
     if intent is Intent.MIXED_FLOAT16:
         if host.has_gpu:
             return "auto_mixed_precision", Effect.TRANSLATED, "grappler auto_mixed_precision (float16 on the GPU)"
-        if host.cpu_float16_emulation or not host.cpu_bfloat16:
-            return ("auto_mixed_precision_cpu", Effect.APPROXIMATED,
-                    "grappler auto_mixed_precision_cpu: float16 casts emulated on the CPU, as the NPU rounds")
+        if host.cpu_float16_emulation:
+            if not host.cpu_float16:
+                return (None, Effect.NO_EQUIVALENT,
+                        f"{CPU_FLOAT16_ENV}=1 asks for float16 emulation, but TensorFlow's pass needs a CPU with "
+                        "AVX512-FP16, AVX-NE-CONVERT or AMX-FP16 and does nothing on this one")
+            warn(FLOAT16_EMULATION_CRASHES, NpuCompatWarning)
+            return (FLOAT16_EMULATION_PASS, Effect.APPROXIMATED,
+                    "grappler auto_mixed_precision_cpu: float16 casts emulated on the CPU, as the NPU rounds "
+                    "(TensorFlow 2.15's pass crashes on some training graphs, see the warning)")
+        if not host.cpu_bfloat16:
+            return (None, Effect.NO_EQUIVALENT,
+                    "this CPU has no AVX-512, which TensorFlow's bfloat16 kernels need; float32 throughout "
+                    f"({CPU_FLOAT16_ENV}=1 emulates float16 on CPUs with float16 conversion instructions)")
         return ("auto_mixed_precision_onednn_bfloat16", Effect.APPROXIMATED,
                 "grappler auto_mixed_precision_onednn_bfloat16: bfloat16 instead of float16, which CPUs lack a "
                 f"fast path for (set {CPU_FLOAT16_ENV}=1 to emulate float16 instead)")
@@ -190,3 +206,4 @@ def _list_moves(list_name: str, action: str) -> tuple[str, ...]:
         return (f"{target}_REMOVE",) if target == "INFERLIST" else (f"{target}_REMOVE", "INFERLIST_ADD")
     others = [name for name in ("ALLOWLIST", "DENYLIST", "INFERLIST", "CLEARLIST") if name != target]
     return (f"{target}_ADD", *(f"{name}_REMOVE" for name in others))
+
