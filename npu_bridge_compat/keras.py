@@ -6,8 +6,10 @@
 
 NPUCallback validates its options when it is created and applies the host plan while Keras trains, evaluates or
 predicts: N steps per train-function call (Keras' own steps_per_execution mechanism), the FusedBatchNormV3
-workaround for the functions traced in mixed compute, grappler mixed precision and its op lists, and a profiler
-trace. Everything it changes (steps per execution, grappler options, environment) is restored when the call ends.
+workaround for the functions traced in mixed compute, grappler mixed precision and its op lists, keep_dtype_scope,
+tensor dumps and numeric checks built into the traced steps, and a profiler trace. Everything it changes (steps
+per execution, grappler options, environment, the model's step methods) is restored when the call ends, or when
+it fails (Keras calls no *_end hook then).
 """
 
 from __future__ import annotations
@@ -15,9 +17,12 @@ from __future__ import annotations
 import contextlib
 
 import tensorflow as tf
+from tensorflow.core.protobuf import config_pb2, rewriter_config_pb2
+from tensorflow.python.eager import context
+from tensorflow.python.framework.func_graph import FuncGraph
 
 from npu_bridge_compat.errors import NpuCompatWarning, NpuOptionValueError, warn
-from npu_bridge_compat.host import build_plan, log_once
+from npu_bridge_compat.host import HostPlan, build_plan, log_once
 from npu_bridge_compat.host.apply import (
     PROCESS_FEATURES,
     applied_environment,
@@ -25,12 +30,21 @@ from npu_bridge_compat.host.apply import (
     warn_unapplied,
 )
 from npu_bridge_compat.host.batchnorm import batchnorm_workaround
-from npu_bridge_compat.host.features import BatchNormWorkaround, NumericChecks, ProfilerTrace, StepLoop
+from npu_bridge_compat.host.features import (
+    BatchNormWorkaround,
+    NumericChecks,
+    ProfilerTrace,
+    StepLoop,
+    TensorDump,
+)
 from npu_bridge_compat.host.profiling import profiler_trace
+from npu_bridge_compat.host.step_probes import StepProbes
+from npu_bridge_compat.host.subgraph import ancestors_among, fetched_operations, keeping_dtype
 from npu_bridge_compat.options import NpuOptions, options_from_config_proto, options_from_kwargs
 
 REWRITE_PREFIX = "graph_options.rewrite_options."
 _FUNCTIONS = {"train": "make_train_function", "test": "make_test_function", "predict": "make_predict_function"}
+_COUNTERS = {"train": "_train_counter", "test": "_test_counter", "predict": "_predict_counter"}
 
 
 class NPUCallback(tf.keras.callbacks.Callback):
@@ -60,9 +74,10 @@ class NPUCallback(tf.keras.callbacks.Callback):
             warn(f"NPUCallback cannot apply session settings {session_only} once TensorFlow has started; set them "
                  "with tf.config before anything runs, or use the session door.", NpuCompatWarning)
         warn_unapplied(self.npu_plan, "NPUCallback",
-                       (StepLoop, BatchNormWorkaround, ProfilerTrace, NumericChecks, *PROCESS_FEATURES))
+                       (StepLoop, BatchNormWorkaround, ProfilerTrace, TensorDump, NumericChecks, *PROCESS_FEATURES))
+        self._probes = _step_probes(self.npu_plan)
         self._active: contextlib.ExitStack | None = None
-        self._replaced: list[tuple[str, object]] = []  # (mode, the model's own function), innermost last
+        self._replaced: list[tuple[str, object, object]] = []  # (mode, model's function, its own step), innermost last
         self._functions: dict[tuple[int, str], tuple[object, object]] = {}  # our traced functions per model
 
     @property
@@ -108,29 +123,114 @@ class NPUCallback(tf.keras.callbacks.Callback):
             self._active.enter_context(_grappler_options(self._rewrite_options))
             if self.npu_plan.feature(BatchNormWorkaround):
                 self._active.enter_context(batchnorm_workaround())
-            if self.npu_plan.feature(NumericChecks):
-                self._active.enter_context(_check_numerics())
             if mode == "train":
                 self._active.enter_context(_steps_per_execution(self.model, self.steps_per_execution))
                 trace = self.npu_plan.feature(ProfilerTrace)
                 if trace is not None:
                     self._active.enter_context(profiler_trace(trace.output))
-        # The model's function is swapped for one built (and traced on first use) under these settings; it is
-        # kept for the next call with this callback and the model's own comes back at the end.
-        attribute = f"{mode}_function"
-        self._replaced.append((mode, getattr(self.model, attribute)))
+        probes = self._probes.get(mode)
+        if probes is not None:
+            probes.start()
+        # The model's step is wrapped while its function is traced (keep-dtype marks, dumps, checks), and the
+        # function is swapped for one built (and traced on first use) under these settings; it is kept for the
+        # next call with this callback and the model's own come back at the end.
+        step_attribute = f"{mode}_step"
+        self._replaced.append((mode, getattr(self.model, f"{mode}_function"),
+                               self.model.__dict__.get(step_attribute)))
+        setattr(self.model, step_attribute, _ProbedStep(getattr(self.model, step_attribute), self.model, mode,
+                                                        probes, self.npu_plan))
         cached = self._functions.get((id(self.model), mode))
         if cached is None or cached[0] is not self.model:
-            cached = (self.model, getattr(self.model, _FUNCTIONS[mode])(force=True))
+            function = getattr(self.model, _FUNCTIONS[mode])(force=True)
+            cached = (self.model, _GuardedFunction(function, self, probes))
             self._functions[(id(self.model), mode)] = cached
-        setattr(self.model, attribute, cached[1])
+        setattr(self.model, f"{mode}_function", cached[1])
 
     def _end(self) -> None:
-        mode, own_function = self._replaced.pop()
+        mode, own_function, own_step = self._replaced.pop()
         setattr(self.model, f"{mode}_function", own_function)
+        if own_step is None:
+            delattr(self.model, f"{mode}_step")  # the class's method shows again
+        else:
+            setattr(self.model, f"{mode}_step", own_step)
         if not self._replaced and self._active is not None:
             self._active.close()
             self._active = None
+
+    def _abandon(self) -> None:
+        """Undo everything after a failed call: Keras stops without calling the *_end hooks."""
+        while self._replaced:
+            self._end()
+
+
+def _step_probes(plan: HostPlan) -> dict[str, StepProbes]:
+    """Per mode, the dumps (training only) and numeric checks to build into the traced steps."""
+    dump, checks = plan.feature(TensorDump), plan.feature(NumericChecks) is not None
+    probes = {}
+    if dump is not None or checks:
+        probes["train"] = StepProbes(dump, checks, plan.options.dump_path)
+    if checks:
+        probes.update(test=StepProbes(None, True, plan.options.dump_path),
+                      predict=StepProbes(None, True, plan.options.dump_path))
+    return probes
+
+
+class _ProbedStep:
+    """The model's train/test/predict step as traced under the callback: under mixed precision the step's
+    keep_dtype_scope ops become outputs of the traced function (grappler's pass never converts those), and the
+    probes add their dumps and checks to the step."""
+
+    def __init__(self, step, model, mode: str, probes: StepProbes | None, plan: HostPlan) -> None:
+        self._step, self._model, self._mode, self._probes, self._plan = step, model, mode, probes, plan
+
+    def __call__(self, data):
+        graph = tf.compat.v1.get_default_graph()
+        step_number = getattr(self._model, _COUNTERS[self._mode]).read_value() if self._probes else None
+        first_new_op = len(graph.get_operations())
+        outputs = self._step(data)
+        built = graph.get_operations()[first_new_op:]
+        ran = ancestors_among(fetched_operations(outputs) + [op for op in built if op._is_stateful], built)
+        if self._plan.uses_mixed_precision:
+            self._keep_dtype(graph, keeping_dtype(ran))
+        probes = self._probes.attach(ran, step_number) if self._probes is not None else []
+        if not probes:
+            return outputs
+        with tf.control_dependencies(probes):
+            return tf.nest.map_structure(lambda t: tf.identity(t) if isinstance(t, tf.Tensor) else t, outputs)
+
+    def _keep_dtype(self, graph, kept: list) -> None:
+        if not kept:
+            return
+        if isinstance(getattr(graph, "outer_graph", None), FuncGraph):  # a loop body (steps_per_execution > 1)
+            warn(f"keep_dtype_scope cannot keep {[op.name for op in kept]} in float32 inside Keras' "
+                 "steps_per_execution loop: grappler's mixed-precision pass spares only a function's outputs, "
+                 "and a loop body's ops are not. They follow mixed precision; use iterations_per_loop=1 to keep "
+                 "them in float32.", NpuCompatWarning)
+            return
+        graph.control_outputs.extend(op for op in kept if op not in graph.control_outputs)
+
+
+class _GuardedFunction:
+    """The traced function Keras calls: after a call it raises NonFiniteValueError for a non-finite output the
+    steps recorded, and when a call fails it undoes the callback's settings first."""
+
+    def __init__(self, function, callback: NPUCallback, probes: StepProbes | None) -> None:
+        self._function, self._callback, self._probes = function, callback, probes
+
+    def __call__(self, *args, **kwargs):
+        try:
+            result = self._function(*args, **kwargs)
+            if self._probes is not None and self._probes.failure is not None:
+                self._probes.raise_if_failed(self._probes.failure.numpy())
+        except (StopIteration, tf.errors.OutOfRangeError):
+            raise  # the end of the data: Keras ends the epoch and goes on
+        except BaseException:
+            self._callback._abandon()
+            raise
+        return result
+
+    def __getattr__(self, name: str):
+        return getattr(self._function, name)  # Keras and tools inspect the tf.function (concrete functions, ...)
 
 
 @contextlib.contextmanager
@@ -149,24 +249,21 @@ def _steps_per_execution(model, steps: int):
 
 
 @contextlib.contextmanager
-def _check_numerics():
-    """TensorFlow's numeric checks in the functions traced meanwhile: the first Inf/NaN stops training, naming the
-    op that produced it."""
-    tf.debugging.enable_check_numerics()
-    try:
-        yield
-    finally:
-        tf.debugging.disable_check_numerics()
-
-
-@contextlib.contextmanager
 def _grappler_options(options: dict[str, bool]):
-    saved = tf.config.optimizer.get_experimental_options()
-    tf.config.optimizer.set_experimental_options(options)
+    """Grappler rewrite options for the functions this thread calls meanwhile (Keras runs its steps in the thread
+    that called fit). They travel in the config that function calls carry: the eager context's own switches
+    (`tf.config.optimizer`) lack some passes, such as the float16 emulation `auto_mixed_precision_cpu`."""
+    eager = context.context()
+    saved = eager.function_call_options
+    config = config_pb2.ConfigProto.FromString(saved.config_proto_serialized)
+    for name, on in options.items():
+        setattr(config.graph_options.rewrite_options, name,
+                rewriter_config_pb2.RewriterConfig.ON if on else rewriter_config_pb2.RewriterConfig.OFF)
+    eager.function_call_options = context.FunctionCallOptions(executor_type=saved.executor_type, config_proto=config)
     try:
         yield
     finally:
-        tf.config.optimizer.set_experimental_options({name: saved.get(name, False) for name in options})
+        eager.function_call_options = saved
 
 
 # --- the adapter's Keras helpers ----------------------------------------------------------------------------

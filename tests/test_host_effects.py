@@ -44,12 +44,14 @@ def executed_dtypes(config) -> dict[str, str]:
     return dtypes
 
 
+needs_float16_emulation = pytest.mark.skipif(
+    not detect_host().cpu_float16, reason="TensorFlow's float16 CPU pass needs AVX512-FP16, AVX-NE-CONVERT or AMX-FP16")
+
+
+@pytest.mark.skipif(not detect_host().cpu_bfloat16, reason="bfloat16 on a CPU needs AVX-512")
 def test_mixed_precision_runs_bfloat16_on_this_cpu():
     dtypes = executed_dtypes(config_with(precision_mode="allow_mix_precision"))
-    if detect_host().cpu_bfloat16:
-        assert dtypes["matmul"] == "bfloat16" and dtypes["relu"] == "bfloat16"
-    else:  # no AVX-512: the plan falls back to float16 emulation, with float16 casts around the matmul
-        assert any(name.startswith("matmul-0-CastToFp16") for name in dtypes)
+    assert dtypes["matmul"] == "bfloat16" and dtypes["relu"] == "bfloat16"
     assert dtypes["exp"] == "float32"  # deny-listed by grappler, as the NPU keeps it in float32
 
 
@@ -59,6 +61,7 @@ def test_float32_modes_keep_float32():
     assert not any("Cast" in name for name in dtypes)
 
 
+@needs_float16_emulation
 def test_float16_emulation_on_request(monkeypatch):
     monkeypatch.setenv("NPU_BRIDGE_COMPAT_CPU_FLOAT16", "1")
     detect_host.cache_clear()
@@ -67,6 +70,7 @@ def test_float16_emulation_on_request(monkeypatch):
     assert dtypes["matmul"] == "float32"
 
 
+@needs_float16_emulation
 def test_mixlist_keeps_a_black_listed_op_in_float32(tmp_path, monkeypatch):
     # The float16-emulation pass runs on any CPU: without the list MatMul's output is rounded through float16.
     monkeypatch.setenv("NPU_BRIDGE_COMPAT_CPU_FLOAT16", "1")
@@ -100,8 +104,10 @@ def test_plan_without_avx512_never_claims_bfloat16():
     plan = build_plan(options_from_kwargs(precision_mode="allow_mix_precision_bf16"), no_avx512)
     assert dict(plan.config_edits) == {}
     assert "AVX-512" in plan.report.entry("precision_mode").how
-    fallback = build_plan(options_from_kwargs(precision_mode="allow_mix_precision"), no_avx512)
-    assert dict(fallback.config_edits) == {"graph_options.rewrite_options.auto_mixed_precision_cpu": "ON"}
+    # float16 emulation is never a silent fallback: TensorFlow 2.15's pass can crash the process on training graphs.
+    mixed = build_plan(options_from_kwargs(precision_mode="allow_mix_precision"), no_avx512)
+    assert dict(mixed.config_edits) == {}
+    assert "float32 throughout" in mixed.report.entry("precision_mode").how
 
 
 # --- dumps and profiling ------------------------------------------------------------------------------------
@@ -220,6 +226,7 @@ def test_estimator_exception_checks_stop_at_nan(tmp_path):
         estimator.train(lambda: tf.data.Dataset.from_tensors((tf.ones([2]), tf.ones([2]))).repeat(), max_steps=2)
 
 
+@needs_float16_emulation
 def test_keep_dtype_scope_keeps_its_ops_in_float32(monkeypatch):
     from npu_bridge_compat import scope
 
@@ -242,19 +249,27 @@ def test_keep_dtype_scope_keeps_its_ops_in_float32(monkeypatch):
     assert not any(name.startswith("kept_matmul-0-CastToFp16") for name in names)
 
 
-def test_estimator_keeps_keep_dtype_ops_in_float32(tmp_path, monkeypatch):
+def keep_dtype_model_fn(features, labels, mode):
     from npu_bridge_compat import scope
+
+    with scope.keep_dtype_scope():
+        kept = v1.layers.dense(features, 4, name="kept")
+    loss = tf.reduce_mean(tf.square(v1.layers.dense(kept, 1, name="converted") - labels))
+    train_op = v1.train.GradientDescentOptimizer(0.01).minimize(loss, global_step=v1.train.get_global_step())
+    return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+
+def ones_input_fn():
+    data = np.ones([8, 3], np.float32)
+    return tf.data.Dataset.from_tensor_slices((data, data[:, :1])).repeat().batch(4)
+
+
+@needs_float16_emulation
+def test_estimator_keeps_keep_dtype_ops_in_float32(tmp_path, monkeypatch):
     from npu_bridge_compat.estimator import NPUEstimator, NPURunConfig
 
     monkeypatch.setenv("NPU_BRIDGE_COMPAT_CPU_FLOAT16", "1")
     detect_host.cache_clear()
-
-    def model_fn(features, labels, mode):
-        with scope.keep_dtype_scope():
-            kept = v1.layers.dense(features, 4, name="kept")
-        loss = tf.reduce_mean(tf.square(v1.layers.dense(kept, 1, name="converted") - labels))
-        train_op = v1.train.GradientDescentOptimizer(0.01).minimize(loss, global_step=v1.train.get_global_step())
-        return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
 
     class PartitionGraphs(v1.train.SessionRunHook):
         names: set = set()
@@ -266,12 +281,21 @@ def test_estimator_keeps_keep_dtype_ops_in_float32(tmp_path, monkeypatch):
             self.names |= {n.name for g in run_values.run_metadata.partition_graphs for n in g.node}
 
     recorder = PartitionGraphs()
-    data = np.ones([8, 3], np.float32)
-    NPUEstimator(model_fn, config=NPURunConfig(model_dir=str(tmp_path), precision_mode="allow_mix_precision")).train(
-        lambda: tf.data.Dataset.from_tensor_slices((data, data[:, :1])).repeat().batch(4), max_steps=1,
-        hooks=[recorder])
+    config = NPURunConfig(model_dir=str(tmp_path), precision_mode="allow_mix_precision")
+    NPUEstimator(keep_dtype_model_fn, config=config).train(ones_input_fn, max_steps=1, hooks=[recorder])
     assert any(name.startswith("converted/MatMul-0-CastToFp16") for name in recorder.names)
     assert not any(name.startswith("kept/MatMul-0-CastToFp16") for name in recorder.names)
+
+
+def test_estimator_loop_says_keep_dtype_cannot_reach_inside_it(tmp_path):
+    from npu_bridge_compat.errors import NpuCompatWarning
+    from npu_bridge_compat.estimator import NPUEstimator, NPURunConfig
+
+    config = NPURunConfig(model_dir=str(tmp_path), precision_mode="allow_mix_precision", iterations_per_loop=2)
+    if not config.npu_plan.uses_mixed_precision:
+        pytest.skip("this CPU runs no mixed-precision pass")
+    with pytest.warns(NpuCompatWarning, match=r"keep_dtype_scope cannot keep \['kept/MatMul'.*iterations_per_loop=2"):
+        NPUEstimator(keep_dtype_model_fn, config=config).train(ones_input_fn, max_steps=2)
 
 
 # --- dumps and checks inside an NPUEstimator loop (iterations_per_loop > 1) ----------------------------------

@@ -1,10 +1,17 @@
 """The Keras door: NPUCallback's steps per call, batch-norm workaround, precision and restored state; helpers."""
 
+import json
+import re
+
 import numpy as np
 import pytest
 import tensorflow as tf
+from helpers import dumped_steps
+from tensorflow.python.eager import context
 
-from npu_bridge_compat import NpuOptionValueError
+from npu_bridge_compat import NpuOptionValueError, scope
+from npu_bridge_compat.errors import NonFiniteValueError, NpuCompatWarning
+from npu_bridge_compat.host import detect_host
 from npu_bridge_compat import keras as npu_keras
 from npu_bridge_compat.estimator import NPURunConfig
 from npu_bridge_compat.keras import NPUCallback
@@ -44,7 +51,7 @@ class Recorder(tf.keras.callbacks.Callback):
             self.op_types |= {op.type for op in concrete.graph.get_operations()}
             self.op_types |= {node.op for f in concrete.graph._functions.values()
                               for node in f.definition.node_def}
-        self.grappler = tf.config.optimizer.get_experimental_options()
+        self.rewrite_options = function_rewrite_options()
 
 
 def fit(net, *callbacks, steps=20, epochs=1):
@@ -91,12 +98,19 @@ def test_mixed_compute_traces_pre_v3_batch_norm():
     assert V3_OPS <= plain.op_types
 
 
+def function_rewrite_options():
+    """The grappler options the function calls of this thread carry."""
+    from tensorflow.core.protobuf import config_pb2
+
+    serialized = context.context().function_call_options.config_proto_serialized
+    return config_pb2.ConfigProto.FromString(serialized).graph_options.rewrite_options
+
+
 def test_precision_sets_grappler_and_restores_it():
-    before = tf.config.optimizer.get_experimental_options()
+    on = 1  # RewriterConfig.ON
     recorder = fit(model(), NPUCallback(precision_mode="allow_mix_precision_bf16"), steps=2)
-    assert recorder.grappler["auto_mixed_precision_onednn_bfloat16"] is True
-    assert tf.config.optimizer.get_experimental_options().get("auto_mixed_precision_onednn_bfloat16", False) == \
-        before.get("auto_mixed_precision_onednn_bfloat16", False)
+    assert recorder.rewrite_options.auto_mixed_precision_onednn_bfloat16 == on
+    assert function_rewrite_options().auto_mixed_precision_onednn_bfloat16 != on
 
 
 def test_keras_mixed_precision_policy_conflicts_with_npu_mixed_precision():
@@ -161,11 +175,73 @@ def test_session_settings_the_callback_cannot_apply_are_reported():
         NPUCallback(stream_max_parallel_num="DNN_VM_AICPU:4")
 
 
-def test_overflow_detection_stops_fit_at_the_op_producing_nan():
+def test_overflow_detection_stops_fit_at_the_op_producing_nan_and_saves_its_inputs(tmp_path):
     inputs = tf.keras.Input([6])
     outputs = tf.keras.layers.Lambda(lambda x: tf.math.log(x - 10.0, name="shifted_log"))(inputs)  # NaN
     net = tf.keras.Model(inputs, tf.keras.layers.Dense(1)(outputs))
     net.compile("sgd", "mse")
-    with pytest.raises(tf.errors.InvalidArgumentError, match="(?s)Detected Infinity or NaN.*shifted_log"):
-        fit(net, NPUCallback(enable_exception_dump=1), steps=1)
-    fit(model(), steps=1)  # the checks are off again after the callback's fit
+    grappler = tf.config.optimizer.get_experimental_options()
+    with pytest.raises(NonFiniteValueError, match="op '.*shifted_log' produced NaN values in output 0, the first "
+                                                  "non-finite output of step 0; its inputs are saved in"):
+        fit(net, NPUCallback(enable_exception_dump=1, dump_path=str(tmp_path), precision_mode="force_fp32"),
+            steps=3)
+    [saved] = (tmp_path / "exception").glob("*shifted_log/input.0.npy")
+    np.testing.assert_allclose(np.load(saved), FEATURES[:16] - 10.0)  # the failing step's own input
+    # Keras calls no end hook after a failure: the callback undid its changes itself.
+    assert "train_step" not in net.__dict__ and net._steps_per_execution.numpy() == 1
+    assert tf.config.optimizer.get_experimental_options() == grappler
+    fit(net, steps=1)  # without the callback, nothing checks
+
+
+def test_dumps_the_selected_steps_from_inside_the_train_function(tmp_path):
+    def batch_inputs(step_directory):
+        index = json.loads((step_directory / "index.json").read_text())
+        entry = next(e for e in index if re.fullmatch(r"(while/)?sequential/dense(_\d+)?/MatMul", e["op"])
+                     and e["kind"] == "input" and e["slot"] == 0 and e["shape"] == [16, 6])
+        return np.load(step_directory / entry["file"])
+
+    callback = NPUCallback(iterations_per_loop=2, enable_dump=True, dump_path=str(tmp_path), dump_step="1|4",
+                           dump_mode="input")
+    fit(model(), callback, steps=6)
+    steps = dumped_steps(tmp_path)
+    assert list(steps) == ["step_1", "step_4"]
+    for name, k in (("step_1", 1), ("step_4", 4)):  # each step's own batch, from inside the 2-step loop
+        np.testing.assert_array_equal(batch_inputs(steps[name]), FEATURES[16 * k:16 * (k + 1)])
+    fit(model(), callback, steps=2)
+    assert len(list(tmp_path.glob("*/train"))) == 2  # a second fit dumps beside the first, never over it
+    assert not list(tmp_path.rglob("*.partial"))
+
+
+class KeptMatMul(tf.keras.layers.Layer):
+    def build(self, shape):
+        self.kernel = self.add_weight("kernel", [shape[-1], 4])
+
+    def call(self, x):
+        with scope.keep_dtype_scope():
+            return tf.matmul(x, self.kernel, name="kept_matmul")
+
+
+def executed_dtypes(net, callback) -> dict[str, str]:
+    """The dtype (attribute T) of each node of the functions fit executed."""
+    context.enable_run_metadata()
+    try:
+        fit(net, callback, steps=2)
+        metadata = context.export_run_metadata()
+    finally:
+        context.disable_run_metadata()
+    return {node.name: tf.dtypes.as_dtype(node.attr["T"].type).name for function in metadata.function_graphs
+            for graph in function.partition_graphs for node in graph.node if "T" in node.attr}
+
+
+@pytest.mark.skipif(not detect_host().cpu_bfloat16, reason="bfloat16 on a CPU needs AVX-512")
+def test_keep_dtype_scope_keeps_its_ops_in_float32():
+    inputs = tf.keras.Input([6])
+    net = tf.keras.Model(inputs, tf.keras.layers.Dense(1, name="plain")(KeptMatMul()(inputs)))
+    net.compile(tf.keras.optimizers.SGD(0.01), "mse")
+    dtypes = executed_dtypes(net, NPUCallback(precision_mode="allow_mix_precision"))
+    forward = {re.sub(r"^model(_\d+)?/", "", name): dtype for name, dtype in dtypes.items()
+               if re.match(r"model(_\d+)?/", name)}
+    assert forward["plain/BiasAdd"] == "bfloat16"  # the unmarked layer (matmul fused into BiasAdd) converted
+    assert forward["kept_mat_mul/kept_matmul"] == "float32"  # the marked matmul not
+    with pytest.warns(NpuCompatWarning, match=r"keep_dtype_scope cannot keep \[.*kept_matmul.*steps_per_execution"):
+        fit(net, NPUCallback(precision_mode="allow_mix_precision", iterations_per_loop=2), steps=2)

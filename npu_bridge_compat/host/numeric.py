@@ -73,8 +73,8 @@ def check_operations(operations, dump_path: str | None = None) -> NumericCheck |
 
 def _save_inputs_if(non_finite, op, directory: str):
     """An op that writes `op`'s numeric inputs under `directory/<op>/` when `non_finite` is true."""
-    inputs = [t for t in op.inputs if t.dtype.is_floating or t.dtype.is_integer or t.dtype.is_bool]
-    slots = [i for i, t in enumerate(op.inputs) if t in inputs]
+    slots = [i for i, t in enumerate(op.inputs) if t.dtype.is_floating or t.dtype.is_integer or t.dtype.is_bool]
+    inputs = [op.inputs[i] for i in slots]
 
     def write(*values) -> np.ndarray:
         target = os.path.join(directory, safe_name(op.name))

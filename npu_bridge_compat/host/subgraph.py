@@ -45,8 +45,10 @@ def kept_dtype_operations(graph, fetched_ops) -> list:
 
 
 def keeping_dtype(operations: Iterable) -> list:
-    """Those of `operations` marked by npu_scope.keep_dtype_scope (attribute `_keep_dtype`)."""
-    return [op for op in operations if _keeps_dtype(op)]
+    """Those of `operations` marked by npu_scope.keep_dtype_scope (attribute `_keep_dtype`) that mixed precision
+    could convert: stateless, with a floating-point output (variable reads and captured inputs are left out)."""
+    return [op for op in operations if _keeps_dtype(op) and not op._is_stateful
+            and any(t.dtype.is_floating for t in op.outputs)]
 
 
 def _keeps_dtype(op) -> bool:
