@@ -23,7 +23,7 @@ from typing import Any
 import tensorflow as tf
 from tensorflow.core.protobuf import config_pb2, rewriter_config_pb2
 
-from npu_bridge_compat.errors import NpuOptionValueError
+from npu_bridge_compat.errors import NpuCompatWarning, NpuOptionValueError, warn
 from npu_bridge_compat.host import build_plan, log_once
 from npu_bridge_compat.host.apply import (
     PROCESS_FEATURES,
@@ -44,7 +44,13 @@ from npu_bridge_compat.host.features import (
 from npu_bridge_compat.host.numeric import numeric_check
 from npu_bridge_compat.host.placement_graph import host_region_ops, keep_on_host
 from npu_bridge_compat.host.profiling import profiler_trace
-from npu_bridge_compat.host.subgraph import fetched_operations, kept_dtype_operations
+from npu_bridge_compat.host.step_probes import StepProbes
+from npu_bridge_compat.host.subgraph import (
+    fetched_operations,
+    kept_dtype_operations,
+    keeping_dtype,
+    step_operations,
+)
 from npu_bridge_compat.options import options_from_config_proto
 from npu_bridge_compat.options.readers import NPU_OPTIMIZER
 from npu_bridge_compat.util import looped_train_ops
@@ -79,6 +85,8 @@ class NPUSession(tf.compat.v1.Session):
         self._graph_version_checked = -1
         self._ops_checked = 0
         self._loops: list = []
+        self._loop_probes: dict[str, StepProbes] = {}  # train op name -> probes built into its loop
+        self._initialised: set = set()  # refs of the probes' variables this session initialised
         warn_unapplied(self.npu_plan, "NPUSession",
                        (StepLoop, BatchNormWorkaround, HostRegions, ProfilerTrace, TensorDump, NumericChecks,
                         *PROCESS_FEATURES))
@@ -118,15 +126,30 @@ class NPUSession(tf.compat.v1.Session):
         if regions is not None and first:
             keep_on_host(host_region_ops(self.graph, regions), self.npu_plan.host)
         self._loops = looped_train_ops(self.graph)  # a new loop adds ops, so this stays current
+        if self.npu_plan.uses_mixed_precision:
+            for looped in self._loops:
+                kept = keeping_dtype(step_operations(self.graph, [looped.train_op]))
+                if kept and looped.loop_op in new_ops:
+                    warn(f"keep_dtype_scope cannot keep {[op.name for op in kept]} in float32 inside the "
+                         "set_iteration_per_loop loop: the loop runs a copy of the step, and grappler's "
+                         "mixed-precision pass spares only ops a run fetches. They follow mixed precision; use "
+                         "iterations_per_loop=1 to keep them in float32.", NpuCompatWarning)
 
     def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
         if self._graph.version != self._graph_version_checked:
             self._prepare_new_ops()
+        looped = None
         if self._loops:
-            fetches, looped = _served_by_loop(fetches, self._loops)
+            fetches, looped, probes = _served_by_loop(fetches, self._loops, self._probes_for)
             if looped is not None and looped.is_simple and self._caller_thread_allowed:
                 options = _in_caller_thread(options)
-        if not self._extensions:
+            if probes is not None:  # the loop dumps and checks its own iterations
+                self._initialise(probes.variables)
+                results = super().run(fetches, feed_dict, options, run_metadata)
+                if probes.failure is not None:
+                    probes.raise_if_failed(super().run(probes.failure))
+                return results
+        if not self._extensions or looped is not None:
             return super().run(fetches, feed_dict, options, run_metadata)
         fetched = fetched_operations(fetches)
         key = tuple(op.name for op in fetched)  # one fetch structure: one graph on Ascend, one cache entry here
@@ -138,6 +161,25 @@ class NPUSession(tf.compat.v1.Session):
         for (extension, _), value in zip(extras, values):
             extension.after_run(key, value)
         return results
+
+    def _probes_for(self, looped) -> StepProbes | None:
+        """The dumps and checks built into the iterations of a looped train op (one set per loop, named after
+        its train op), if the options ask for any."""
+        dump, checks = self.npu_plan.feature(TensorDump), self.npu_plan.feature(NumericChecks) is not None
+        if dump is None and not checks:
+            return None
+        if looped.train_op.name not in self._loop_probes:
+            with self.graph.as_default():
+                self._loop_probes[looped.train_op.name] = StepProbes(
+                    dump, checks, self.npu_options.dump_path, graph_name=looped.train_op.name)
+        return self._loop_probes[looped.train_op.name]
+
+    def _initialise(self, variables: list) -> None:
+        """Initialise variables this session made after the script ran its initialisers."""
+        new = [v for v in variables if v.ref() not in self._initialised]
+        if new:
+            super().run([v.initializer for v in new])
+            self._initialised.update(v.ref() for v in new)
 
     def close(self) -> None:
         self._profiler.close()  # the trace is written when the session ends
@@ -198,20 +240,24 @@ class _Dumps:
         dumper.write(steps - 1, values)
 
 
-def _served_by_loop(fetches, loops):
-    """Fetches that include a looped train op, with the other tensors taken from the loop's last iteration;
-    and the looped train op the run executes (or None)."""
+def _served_by_loop(fetches, loops, probes_for):
+    """Fetches that include a looped train op, with the other tensors taken from the loop's last iteration and
+    the loop built with the probes `probes_for(looped)` gives; the looped train op the run executes (or None)
+    and those probes (or None)."""
     by_op = {looped.loop_op: looped for looped in loops}
     flat = tf.nest.flatten(fetches)
     looped = next((by_op[f] for f in flat if isinstance(f, tf.Operation) and f in by_op), None)
+    if looped is None:
+        return fetches, None, None
     tensors = [f for f in flat if isinstance(f, tf.Tensor)]
-    if looped is None or not tensors:
-        return fetches, looped
-    loop_op, carried = looped.loop_fetching(tensors)
+    probes = probes_for(looped)
+    if not tensors and probes is None:
+        return fetches, looped, None
+    loop_op, carried = looped.loop_fetching(tensors, probes)
     replacement = {tensor.ref(): value for tensor, value in zip(tensors, carried)}
     rewritten = [loop_op if f is looped.loop_op else replacement[f.ref()] if isinstance(f, tf.Tensor) else f
                  for f in flat]
-    return tf.nest.pack_sequence_as(fetches, rewritten), looped
+    return tf.nest.pack_sequence_as(fetches, rewritten), looped, probes
 
 
 def _in_caller_thread(options):

@@ -182,6 +182,55 @@ def test_estimator_dumps_and_profiles(tmp_path):
     assert list((tmp_path / "profile").glob("plugins/profile/*/*.xplane.pb"))
 
 
+def test_session_loop_dumps_and_checks_every_iteration(tmp_path):
+    from npu_bridge_compat import util
+    from npu_bridge_compat.errors import NonFiniteValueError
+
+    with tf.Graph().as_default():
+        batch = v1.data.make_one_shot_iterator(counting_input_fn()).get_next()[0]  # batch k holds k
+        weight = v1.get_variable("weight", [], initializer=v1.constant_initializer(1.0), use_resource=True)
+        root = tf.sqrt(3.5 - batch * weight, name="root")  # NaN from step 4 on
+        step = v1.train.get_or_create_global_step()
+        train_op = v1.train.GradientDescentOptimizer(0.0).minimize(tf.reduce_mean(root), global_step=step,
+                                                                   name="train")
+        config = config_with(iterations_per_loop=3, enable_dump=True, dump_path=str(tmp_path), dump_step="1|4",
+                             dump_layer="root", enable_dump_debug=True)
+        with NPUSession(config=config) as sess:
+            sess.run(v1.global_variables_initializer())
+            looped = util.set_iteration_per_loop(sess, train_op, 3)
+            sess.run(looped)  # steps 0-2
+            with pytest.raises(NonFiniteValueError, match="op 'root' produced NaN values in output 0, the first "
+                                                          "non-finite output of step 4"):
+                sess.run(looped)  # steps 3 and 4: the loop ends at the failing step
+            assert sess.run(step) == 5
+    steps = dumped_steps(tmp_path)
+    assert list(steps) == ["step_1", "step_4"]  # named as the original op, not the loop's copy
+    [entry] = read_index(steps["step_1"])
+    assert (entry["op"], entry["step"]) == ("root", 1)
+    np.testing.assert_allclose(np.load(steps["step_1"] / entry["file"]), np.sqrt([[2.5], [2.5]]))
+    np.testing.assert_array_equal(np.load(tmp_path / "exception" / "root" / "input.0.npy"), [[-0.5], [-0.5]])
+
+
+def test_session_loop_says_keep_dtype_cannot_reach_inside_it():
+    from npu_bridge_compat import scope, util
+    from npu_bridge_compat.errors import NpuCompatWarning
+
+    config = config_with(iterations_per_loop=2, precision_mode="allow_mix_precision")
+    with tf.Graph().as_default():
+        features = tf.ones([4, 3])
+        with scope.keep_dtype_scope():
+            kept = v1.layers.dense(features, 2, name="kept")
+        loss = tf.reduce_mean(tf.square(v1.layers.dense(kept, 1, name="converted")))
+        train_op = v1.train.GradientDescentOptimizer(0.1).minimize(loss)
+        with NPUSession(config=config) as sess:
+            if not sess.npu_plan.uses_mixed_precision:
+                pytest.skip("this CPU runs no mixed-precision pass")
+            sess.run(v1.global_variables_initializer())
+            with pytest.warns(NpuCompatWarning, match=r"keep_dtype_scope cannot keep \['kept/MatMul'.*"
+                                                      "set_iteration_per_loop loop"):
+                sess.run(util.set_iteration_per_loop(sess, train_op, 2))
+
+
 def test_session_profiles_until_closed(tmp_path):
     with tf.Graph().as_default():
         train_op = linear_training_graph()

@@ -196,7 +196,7 @@ def test_overflow_detection_stops_fit_at_the_op_producing_nan_and_saves_its_inpu
 def test_dumps_the_selected_steps_from_inside_the_train_function(tmp_path):
     def batch_inputs(step_directory):
         index = json.loads((step_directory / "index.json").read_text())
-        entry = next(e for e in index if re.fullmatch(r"(while/)?sequential/dense(_\d+)?/MatMul", e["op"])
+        entry = next(e for e in index if re.fullmatch(r"(while/)?sequential(_\d+)?/dense(_\d+)?/MatMul", e["op"])
                      and e["kind"] == "input" and e["slot"] == 0 and e["shape"] == [16, 6])
         return np.load(step_directory / entry["file"])
 

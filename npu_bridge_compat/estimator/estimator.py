@@ -183,9 +183,6 @@ class NPUEstimator(tf.estimator.Estimator):
                 iterations = tf.maximum(tf.minimum(iterations, self._last_step - global_step.read_value()), 0)
             iterator, input_hook = self._loop_input(input_fn)
             probes = _loop_probes(self.config.npu_plan)
-            steps_done = tf.compat.v1.Variable(0, dtype=tf.int64, trainable=False, use_resource=True,
-                                               name="npu_steps_done",
-                                               collections=[tf.compat.v1.GraphKeys.LOCAL_VARIABLES])
 
             def step():
                 body = tf.compat.v1.get_default_graph()  # the loop body's own graph (control flow v2)
@@ -199,10 +196,8 @@ class NPUEstimator(tf.estimator.Estimator):
                 built = body.get_operations()[first_new_op:]
                 ran = ancestors_among(fetched_operations([spec.train_op, spec.loss]), built)
                 self._warn_kept_dtype_in_loop(ran)
-                probes_ops = probes.attach(ran, steps_done.read_value()) if probes is not None else []
-                with tf.control_dependencies([spec.train_op, *probes_ops]):
-                    train_op = steps_done.assign_add(1).op
-                return train_op, spec.loss, spec
+                probes_ops = probes.attach(ran) if probes is not None else []  # steps counted from 0 per train()
+                return tf.group(spec.train_op, *probes_ops), spec.loss, spec
 
             checked = probes is not None and probes.failure is not None
             keep_going = (lambda: probes.failure[0] < 0) if checked else None

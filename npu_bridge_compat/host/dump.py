@@ -20,7 +20,7 @@ import numpy as np
 import tensorflow as tf
 
 from npu_bridge_compat.host.features import TensorDump
-from npu_bridge_compat.host.subgraph import fetched_operations, step_operations
+from npu_bridge_compat.host.subgraph import fetched_operations, original_name, step_operations
 
 _UNDUMPABLE = (tf.resource, tf.variant, tf.string)
 
@@ -38,17 +38,19 @@ class TensorDumper:
         """The tensors to dump for a run of `fetched_ops`: (op, input|output, slot) -> tensor."""
         return self.tensors(step_operations(graph, fetched_ops))
 
-    def tensors(self, operations) -> dict[tuple[str, str, int], Any]:
-        """The tensors of `operations` to dump: (op, input|output, slot) -> tensor."""
+    def tensors(self, operations, imported_as: str = "") -> dict[tuple[str, str, int], Any]:
+        """The tensors of `operations` to dump: (op, input|output, slot) -> tensor, named as in the original graph
+        when the ops are a copy imported under the scope `imported_as`."""
         layers = set(self.feature.layers)
         wanted = {}
         for op in operations:
-            if layers and op.name not in layers:
+            name = original_name(op, imported_as)
+            if layers and name not in layers:
                 continue
             if self.feature.mode in ("output", "all"):
-                wanted.update({(op.name, "output", i): t for i, t in enumerate(op.outputs) if _dumpable(t)})
+                wanted.update({(name, "output", i): t for i, t in enumerate(op.outputs) if _dumpable(t)})
             if self.feature.mode in ("input", "all"):
-                wanted.update({(op.name, "input", i): t for i, t in enumerate(op.inputs) if _dumpable(t)})
+                wanted.update({(name, "input", i): t for i, t in enumerate(op.inputs) if _dumpable(t)})
         return wanted
 
     def write(self, step: int, values: dict[tuple[str, str, int], Any]) -> str:

@@ -19,7 +19,7 @@ import tensorflow as tf
 
 from npu_bridge_compat.errors import NonFiniteValueError
 from npu_bridge_compat.host.dump import atomic_write, safe_name
-from npu_bridge_compat.host.subgraph import step_operations
+from npu_bridge_compat.host.subgraph import original_name, step_operations
 
 EXCEPTION_DIRECTORY = "exception"
 
@@ -51,9 +51,10 @@ def numeric_check(graph, fetched_ops, dump_path: str | None = None) -> NumericCh
         return check_operations(step_operations(graph, fetched_ops), dump_path)
 
 
-def check_operations(operations, dump_path: str | None = None) -> NumericCheck | None:
+def check_operations(operations, dump_path: str | None = None, imported_as: str = "") -> NumericCheck | None:
     """The check over every floating-point output of `operations`, built in the current graph (a loop body or a
-    traced function may hold it), or None if they have no floating-point output."""
+    traced function may hold it), or None if they have no floating-point output. Ops of a copy imported under the
+    scope `imported_as` are named as in the original graph."""
     outputs = [(op, slot, tensor) for op in operations
                for slot, tensor in enumerate(op.outputs) if tensor.dtype.is_floating]
     if not outputs:
@@ -65,19 +66,19 @@ def check_operations(operations, dump_path: str | None = None) -> NumericCheck |
             row = tf.stack([tf.reduce_any(tf.math.is_nan(tensor)), tf.reduce_any(tf.math.is_inf(tensor))])
             rows.append(row)
             if saved_to is not None:
-                savers.append(_save_inputs_if(tf.reduce_any(row), op, saved_to))
+                savers.append(_save_inputs_if(tf.reduce_any(row), op, original_name(op, imported_as), saved_to))
         with tf.control_dependencies(savers):
             flags = tf.stack(rows)
-    return NumericCheck(flags, tuple((op.name, slot) for op, slot, _ in outputs), saved_to)
+    return NumericCheck(flags, tuple((original_name(op, imported_as), slot) for op, slot, _ in outputs), saved_to)
 
 
-def _save_inputs_if(non_finite, op, directory: str):
-    """An op that writes `op`'s numeric inputs under `directory/<op>/` when `non_finite` is true."""
+def _save_inputs_if(non_finite, op, name: str, directory: str):
+    """An op that writes `op`'s numeric inputs under `directory/<name>/` when `non_finite` is true."""
     slots = [i for i, t in enumerate(op.inputs) if t.dtype.is_floating or t.dtype.is_integer or t.dtype.is_bool]
     inputs = [op.inputs[i] for i in slots]
 
     def write(*values) -> np.ndarray:
-        target = os.path.join(directory, safe_name(op.name))
+        target = os.path.join(directory, safe_name(name))
         os.makedirs(target, exist_ok=True)
         for slot, value in zip(slots, values):
             atomic_write(os.path.join(target, f"input.{slot}.npy"), lambda f, v=value: np.save(f, np.asarray(v)))

@@ -21,6 +21,9 @@ import tensorflow as tf
 from tensorflow.core.framework import graph_pb2
 from tensorflow.python.ops import control_flow_util
 
+from npu_bridge_compat.host.step_probes import StepProbes
+from npu_bridge_compat.host.subgraph import ancestors_among
+
 # Ops whose outputs are graph state (or feeds): mapped to the originals instead of being copied.
 STATE_OPS = frozenset({
     "VarHandleOp", "VariableV2", "Variable", "VarIsInitializedOp", "IteratorV2", "Iterator", "AnonymousIteratorV2",
@@ -58,16 +61,19 @@ class LoopedTrainOp:
         """Whether the step is small enough to run in the caller's thread."""
         return len(self._step_nodes) <= SIMPLE_STEP_OPS
 
-    def loop_fetching(self, tensors: Sequence[Any]) -> tuple[Any, list]:
-        """The loop op that also carries `tensors` out (their last-iteration values), built once per set."""
-        key = tuple(tensor.name for tensor in tensors)
+    def loop_fetching(self, tensors: Sequence[Any], probes: StepProbes | None = None) -> tuple[Any, list]:
+        """The loop op that also carries `tensors` out (their last-iteration values), with the dumps and checks
+        of `probes` in every iteration; built once per set."""
+        key = (tuple(tensor.name for tensor in tensors), probes is not None)
         if key not in self.variants:
-            self.variants[key] = build_loop(self.train_op, self.iterations, list(tensors))
+            self.variants[key] = build_loop(self.train_op, self.iterations, list(tensors), probes)
         return self.variants[key]
 
 
-def build_loop(train_op, iterations, carried: list) -> tuple[Any, list]:
-    """A loop running a copy of `train_op`'s step `iterations` times; returns (loop op, carried tensors)."""
+def build_loop(train_op, iterations, carried: list, probes: StepProbes | None = None) -> tuple[Any, list]:
+    """A loop running a copy of `train_op`'s step `iterations` times; returns (loop op, carried tensors). With
+    `probes`, every iteration dumps and checks its copy of the step, named as the original ops, and a recorded
+    non-finite output ends the loop."""
     graph = train_op.graph
     graph_def = graph.as_graph_def()
     wanted = [train_op.name] + [tensor.op.name for tensor in carried]
@@ -82,17 +88,28 @@ def build_loop(train_op, iterations, carried: list) -> tuple[Any, list]:
     input_map = {output.name: output for name in state for output in graph.get_operation_by_name(name).outputs}
 
     def body(index, *_):
+        first_new_op = len(graph.get_operations())
         returned = tf.compat.v1.import_graph_def(
             body_def, input_map=input_map, return_elements=[train_op.name] + [t.name for t in carried],
             name="npu_iteration")
-        with tf.control_dependencies([returned[0]]):
+        probe_ops = []
+        if probes is not None:
+            imported = graph.get_operations()[first_new_op:]
+            ran = ancestors_among([returned[0], *(t.op for t in returned[1:])], imported)
+            probe_ops = probes.attach(ran, imported_as=returned[0].name[:-len(train_op.name)])
+        with tf.control_dependencies([returned[0], *probe_ops]):
             return (index + 1, *[tf.identity(value) for value in returned[1:]])
+
+    def condition(index, *_):
+        if probes is None or probes.failure is None:
+            return index < count
+        return (index < count) & (probes.failure[0] < 0)
 
     with graph.as_default(), tf.name_scope("npu_iterations_per_loop"), _control_flow_v1():
         initial = [tf.zeros([], t.dtype) if t.dtype != tf.string else tf.constant("") for t in carried]
         count = tf.convert_to_tensor(iterations)  # read once per run, not per iteration
         outputs = tf.compat.v1.while_loop(
-            lambda index, *_: index < count,
+            condition,
             body,
             [tf.constant(0, tf.int64), *initial],
             shape_invariants=[tf.TensorShape([])] + [tf.TensorShape(None)] * len(carried),

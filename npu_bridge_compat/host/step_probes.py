@@ -2,8 +2,8 @@
 body of an NPUEstimator loop (iterations_per_loop > 1) and Keras' traced train function.
 
 `StepProbes.attach(operations, step)` is called while the step is being built, with the ops of one step and a
-scalar int64 tensor holding its number (steps done before it in this training call). It returns ops that the
-step must run:
+scalar int64 tensor holding its number (steps done before it in this training call; without one, the probes
+count the steps themselves). It returns ops that the step must run:
 - a dump: on a selected step, a `tf.cond` hands the step's tensors to a `numpy_function` that writes them with
   `TensorDumper` (same files and index as the fetched dumps);
 - a numeric check: the NaN/Inf flags of every floating-point output; the first failure (step, op, kind) is
@@ -36,8 +36,14 @@ class StepProbes:
         self._checks: list[NumericCheck] = []  # one per step built (a function may be traced more than once)
         self._lock = threading.Lock()
         self.failure = None  # int64 [4]: the first failure (step, check, row, kind), or -1s
+        self._steps_done = None  # int64: the probes' own step count, made when a door has none
         if check_numerics:
-            self._make_failure_variable()
+            self.failure = self._local_variable(_NO_FAILURE, "npu_first_failure")
+
+    @property
+    def variables(self) -> list:
+        """The probes' variables (a session door initialises them itself)."""
+        return [v for v in (self.failure, self._steps_done) if v is not None]
 
     def start(self) -> None:
         """A new training call: dumps go to a new directory and no failure is recorded."""
@@ -46,13 +52,22 @@ class StepProbes:
         if self.failure is not None:
             self.failure.assign(_NO_FAILURE)
 
-    def attach(self, operations: list, step) -> list:
-        """The ops that dump and check `operations`, one step numbered `step`, built in the current graph."""
+    def attach(self, operations: list, step=None, imported_as: str = "") -> list:
+        """The ops that dump and check `operations`, one step numbered `step` (None: the probes count), built in
+        the current graph. Ops of a copy imported under the scope `imported_as` keep their original names."""
+        counting = step is None
+        if counting:
+            if self._steps_done is None:
+                self._steps_done = self._local_variable(0, "npu_steps_done")
+            step = self._steps_done.read_value()
         built = []
         if self._dumper is not None:
-            built += self._dump_op(operations, step)
+            built += self._dump_op(operations, step, imported_as)
         if self._check_numerics:
-            built += self._check_op(operations, step)
+            built += self._check_op(operations, step, imported_as)
+        if counting:
+            with tf.control_dependencies(built):
+                built = [self._steps_done.assign_add(1).op]
         return built
 
     def raise_if_failed(self, failure: np.ndarray) -> None:
@@ -61,8 +76,8 @@ class StepProbes:
         if step >= 0:
             self._checks[check].raise_for(row, "NaN" if kind == 0 else "Inf", step)
 
-    def _dump_op(self, operations: list, step) -> list:
-        tensors = self._dumper.tensors(operations)
+    def _dump_op(self, operations: list, step, imported_as: str) -> list:
+        tensors = self._dumper.tensors(operations, imported_as)
         if not tensors:
             return []
         keys = sorted(tensors)
@@ -84,8 +99,8 @@ class StepProbes:
             return tf.constant(True)
         return tf.reduce_any(tf.stack([(step >= first) & (step <= last) for first, last in ranges]))
 
-    def _check_op(self, operations: list, step) -> list:
-        check = check_operations(operations, self._dump_path)
+    def _check_op(self, operations: list, step, imported_as: str) -> list:
+        check = check_operations(operations, self._dump_path, imported_as)
         if check is None:
             return []
         failure = self.failure
@@ -104,11 +119,11 @@ class StepProbes:
             return [tf.cond(tf.reduce_any(bad) & (failure[0] < 0), keep_first_failure,
                             lambda: tf.zeros([], tf.int32)).op]
 
-    def _make_failure_variable(self) -> None:
+    @staticmethod
+    def _local_variable(initial, name: str):
         with tf.init_scope():  # outside any loop or function: the door reads it after the run
             if tf.executing_eagerly():
-                self.failure = tf.Variable(_NO_FAILURE, dtype=tf.int64, trainable=False, name="npu_first_failure")
-            else:  # a graph's local variable: a new session starts with no failure
-                self.failure = tf.compat.v1.Variable(
-                    _NO_FAILURE, dtype=tf.int64, trainable=False, use_resource=True, name="npu_first_failure",
-                    collections=[tf.compat.v1.GraphKeys.LOCAL_VARIABLES])
+                return tf.Variable(initial, dtype=tf.int64, trainable=False, name=name)
+            # a graph's local variable: a new session starts from scratch
+            return tf.compat.v1.Variable(initial, dtype=tf.int64, trainable=False, use_resource=True, name=name,
+                                         collections=[tf.compat.v1.GraphKeys.LOCAL_VARIABLES])

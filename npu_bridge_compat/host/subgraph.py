@@ -39,6 +39,11 @@ def ancestors_among(targets: Iterable, candidates: list) -> list:
     return [op for op in candidates if op in seen]
 
 
+def original_name(op, imported_as: str = "") -> str:
+    """The op's name without the scope `imported_as` that a copy of the step was imported under."""
+    return op.name[len(imported_as):] if imported_as and op.name.startswith(imported_as) else op.name
+
+
 def kept_dtype_operations(graph, fetched_ops) -> list:
     """The ops of the step marked by npu_scope.keep_dtype_scope (attribute `_keep_dtype`)."""
     return keeping_dtype(step_operations(graph, fetched_ops))
