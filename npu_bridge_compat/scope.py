@@ -2,8 +2,9 @@
 sets, so graphs carry the same information as on Ascend; in eager code they do nothing.
 
 `without_npu_compile_scope` keeps its ops on the host (CPU placement where there is an accelerator, out of XLA
-clusters); `keep_dtype_scope` (`_keep_dtype`) keeps its ops in float32 under mixed precision (the Estimator and
-session doors make them run targets, which grappler never converts); the other scopes have no host effect.
+clusters); `keep_dtype_scope` (`_keep_dtype`) keeps its ops in float32 under mixed precision (the doors make them
+run targets, or outputs of Keras' traced function, which grappler never converts; inside an iterations_per_loop
+loop they cannot, and say so); the other scopes have no host effect.
 """
 
 from __future__ import annotations

@@ -1,11 +1,13 @@
 """Data dumps: the tensors of the selected steps written as .npy files, with an index, for comparison with NPU
 dumps.
 
-Layout: `<dump_path>/<graph>/step_<n>/<op>.<input|output>.<slot>.npy` and `index.json` beside them (op name,
-input/output, slot, step, dtype, shape, file; with dump_data='stats' the index holds min/max/mean/std instead
-of files). Only tensors that the run computes anyway are fetched, so dumping changes nothing else; tensors
-inside a while loop (iterations_per_loop > 1) cannot be fetched from outside and are left out. Every file is
-written to a temporary name and renamed, so a dump never leaves a half-written file.
+Layout: `<dump_path>/<time>/<graph>/step_<n>/<op>.<input|output>.<slot>.npy` and `index.json` beside them (op
+name, input/output, slot, step, dtype, shape, file; with dump_data='stats' the index holds min/max/mean/std
+instead of files). `<time>` (yyyymmddhhmmss, as in the NPU's dump layout) is when the dumper first writes, so a
+later training call never overwrites an earlier one's dump. Only tensors that the run computes anyway are
+dumped, so dumping changes nothing else: the session and Estimator doors fetch them with the step; inside a loop
+or a traced function, where they cannot be fetched, `step_probes.py` writes them from within the step. Every
+file is written to a temporary name and renamed, so a dump never leaves a half-written file.
 """
 
 from __future__ import annotations
