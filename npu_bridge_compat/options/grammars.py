@@ -73,7 +73,7 @@ class IntRange(Check):
 
     def parse(self, value: int) -> int:
         if value < self.low or (self.high is not None and value > self.high):
-            raise GrammarError(f"it must be in {self.describe()}")
+            raise GrammarError(f"it must be {'in ' if self.high is not None else ''}{self.describe()}")
         return value
 
     def describe(self) -> str:
