@@ -184,6 +184,8 @@ class _ProbedStep:
         self._step, self._model, self._mode, self._probes, self._plan = step, model, mode, probes, plan
 
     def __call__(self, data):
+        if self._probes is None and not self._plan.uses_mixed_precision:
+            return self._step(data)
         graph = tf.compat.v1.get_default_graph()
         step_number = getattr(self._model, _COUNTERS[self._mode]).read_value() if self._probes else None
         first_new_op = len(graph.get_operations())

@@ -196,8 +196,10 @@ class NPUEstimator(tf.estimator.Estimator):
                 built = body.get_operations()[first_new_op:]
                 ran = ancestors_among(fetched_operations([spec.train_op, spec.loss]), built)
                 self._warn_kept_dtype_in_loop(ran)
-                probes_ops = probes.attach(ran) if probes is not None else []  # steps counted from 0 per train()
-                return tf.group(spec.train_op, *probes_ops), spec.loss, spec
+                if probes is None:
+                    return spec.train_op, spec.loss, spec
+                probe_ops = probes.attach(ran)  # steps counted from 0 in each train() call
+                return tf.group(spec.train_op, *probe_ops), spec.loss, spec
 
             checked = probes is not None and probes.failure is not None
             keep_going = (lambda: probes.failure[0] < 0) if checked else None
