@@ -74,7 +74,6 @@ class TensorDumper:
         atomic_write(os.path.join(directory, "index.json"), lambda f: f.write(json.dumps(index, indent=1).encode()))
         return directory
 
-
     def _run_directory(self) -> str:
         """`<dump_path>/<time>/<graph>`, a new one for this dumper (a suffix keeps runs in the same second apart)."""
         if self._directory is None:

@@ -206,4 +206,3 @@ def _list_moves(list_name: str, action: str) -> tuple[str, ...]:
         return (f"{target}_REMOVE",) if target == "INFERLIST" else (f"{target}_REMOVE", "INFERLIST_ADD")
     others = [name for name in ("ALLOWLIST", "DENYLIST", "INFERLIST", "CLEARLIST") if name != target]
     return (f"{target}_ADD", *(f"{name}_REMOVE" for name in others))
-

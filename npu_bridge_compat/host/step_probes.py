@@ -1,5 +1,5 @@
 """Dumps and numeric checks built into the training step itself, for steps whose tensors cannot be fetched: the
-body of an NPUEstimator loop (iterations_per_loop > 1) and Keras' traced train function.
+body of an NPUEstimator or set_iteration_per_loop loop (iterations_per_loop > 1) and Keras' traced steps.
 
 `StepProbes.attach(operations, step)` is called while the step is being built, with the ops of one step and a
 scalar int64 tensor holding its number (steps done before it in this training call; without one, the probes
@@ -26,6 +26,8 @@ _NO_FAILURE = (-1, -1, -1, -1)  # step, check, output row, kind (0 NaN, 1 Inf)
 
 
 class StepProbes:
+    """The dumps and checks of one training call (or session), attached to each step its door builds."""
+
     def __init__(self, dump: TensorDump | None, check_numerics: bool, dump_path: str | None,
                  graph_name: str = "train") -> None:
         self._dump = dump
