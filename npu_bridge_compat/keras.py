@@ -256,12 +256,14 @@ def _grappler_options(options: dict[str, bool]):
     that called fit). They travel in the config that function calls carry: the eager context's own switches
     (`tf.config.optimizer`) lack some passes, such as the float16 emulation `auto_mixed_precision_cpu`."""
     eager = context.context()
-    saved = eager.function_call_options
-    config = config_pb2.ConfigProto.FromString(saved.config_proto_serialized)
+    saved = eager._thread_local_data.function_call_options  # None: derived from the context's config when read
+    current = eager.function_call_options
+    config = config_pb2.ConfigProto.FromString(current.config_proto_serialized)
     for name, on in options.items():
         setattr(config.graph_options.rewrite_options, name,
                 rewriter_config_pb2.RewriterConfig.ON if on else rewriter_config_pb2.RewriterConfig.OFF)
-    eager.function_call_options = context.FunctionCallOptions(executor_type=saved.executor_type, config_proto=config)
+    eager.function_call_options = context.FunctionCallOptions(executor_type=current.executor_type,
+                                                              config_proto=config)
     try:
         yield
     finally:
