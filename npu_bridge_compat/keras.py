@@ -43,7 +43,7 @@ from npu_bridge_compat.host.subgraph import ancestors_among, fetched_operations,
 from npu_bridge_compat.options import NpuOptions, options_from_config_proto, options_from_kwargs
 
 REWRITE_PREFIX = "graph_options.rewrite_options."
-_FUNCTIONS = {"train": "make_train_function", "test": "make_test_function", "predict": "make_predict_function"}
+_FUNCTIONS = {"train": "make_train_function", "predict": "make_predict_function"}  # Keras looks these up per call
 _COUNTERS = {"train": "_train_counter", "test": "_test_counter", "predict": "_predict_counter"}
 
 
@@ -107,6 +107,7 @@ class NPUCallback(tf.keras.callbacks.Callback):
 
     def on_test_end(self, logs=None) -> None:
         self._end()
+        self._raise_evaluation_failure()
 
     def on_predict_begin(self, logs=None) -> None:
         self._begin("predict")
@@ -133,12 +134,15 @@ class NPUCallback(tf.keras.callbacks.Callback):
             probes.start()
         # The model's step is wrapped while its function is traced (keep-dtype marks, dumps, checks), and the
         # function is swapped for one built (and traced on first use) under these settings; it is kept for the
-        # next call with this callback and the model's own come back at the end.
+        # next call with this callback and the model's own come back at the end. Evaluate calls the function it
+        # made before on_test_begin: that one is traced (on first use) with the wrapped step.
         step_attribute = f"{mode}_step"
         self._replaced.append((mode, getattr(self.model, f"{mode}_function"),
                                self.model.__dict__.get(step_attribute)))
         setattr(self.model, step_attribute, _ProbedStep(getattr(self.model, step_attribute), self.model, mode,
                                                         probes, self.npu_plan))
+        if mode == "test":
+            return
         cached = self._functions.get((id(self.model), mode))
         if cached is None or cached[0] is not self.model:
             function = getattr(self.model, _FUNCTIONS[mode])(force=True)
@@ -156,6 +160,16 @@ class NPUCallback(tf.keras.callbacks.Callback):
         if not self._replaced and self._active is not None:
             self._active.close()
             self._active = None
+
+    def _raise_evaluation_failure(self) -> None:
+        """Evaluate's checks are read when it ends (its function is Keras' own, not a guarded one)."""
+        probes = self._probes.get("test")
+        if probes is None or probes.failure is None:
+            return
+        failure = probes.failure.numpy()
+        if failure[0] >= 0:
+            self._abandon()  # inside fit, Keras calls no further end hook
+            probes.raise_if_failed(failure)
 
     def _abandon(self) -> None:
         """Undo everything after a failed call: Keras stops without calling the *_end hooks."""
