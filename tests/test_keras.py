@@ -191,8 +191,9 @@ def test_overflow_detection_stops_fit_at_the_op_producing_nan_and_saves_its_inpu
     assert "train_step" not in net.__dict__ and net._steps_per_execution.numpy() == 1
     assert tf.config.optimizer.get_experimental_options() == grappler
     fit(net, steps=1)  # without the callback, nothing checks
-    with pytest.raises(NonFiniteValueError, match="op '.*shifted_log' produced NaN values"):
-        net.evaluate(dataset(), steps=2, verbose=0, callbacks=[NPUCallback(enable_exception_dump=1)])
+    for run in (net.evaluate, net.predict):  # evaluate and predict are checked too
+        with pytest.raises(NonFiniteValueError, match="op '.*shifted_log' produced NaN values"):
+            run(dataset(), steps=2, verbose=0, callbacks=[NPUCallback(enable_exception_dump=1)])
 
 
 def test_dumps_the_selected_steps_from_inside_the_train_function(tmp_path):
