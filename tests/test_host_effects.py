@@ -44,10 +44,6 @@ def executed_dtypes(config) -> dict[str, str]:
     return dtypes
 
 
-needs_float16_emulation = pytest.mark.skipif(
-    not detect_host().cpu_float16, reason="TensorFlow's float16 CPU pass needs AVX512-FP16, AVX-NE-CONVERT or AMX-FP16")
-
-
 @pytest.mark.skipif(not detect_host().cpu_bfloat16, reason="bfloat16 on a CPU needs AVX-512")
 def test_mixed_precision_runs_bfloat16_on_this_cpu():
     dtypes = executed_dtypes(config_with(precision_mode="allow_mix_precision"))
@@ -61,7 +57,6 @@ def test_float32_modes_keep_float32():
     assert not any("Cast" in name for name in dtypes)
 
 
-@needs_float16_emulation
 def test_float16_emulation_on_request(monkeypatch):
     monkeypatch.setenv("NPU_BRIDGE_COMPAT_CPU_FLOAT16", "1")
     detect_host.cache_clear()
@@ -70,7 +65,6 @@ def test_float16_emulation_on_request(monkeypatch):
     assert dtypes["matmul"] == "float32"
 
 
-@needs_float16_emulation
 def test_mixlist_keeps_a_black_listed_op_in_float32(tmp_path, monkeypatch):
     # The float16-emulation pass runs on any CPU: without the list MatMul's output is rounded through float16.
     monkeypatch.setenv("NPU_BRIDGE_COMPAT_CPU_FLOAT16", "1")
@@ -275,7 +269,6 @@ def test_estimator_exception_checks_stop_at_nan(tmp_path):
         estimator.train(lambda: tf.data.Dataset.from_tensors((tf.ones([2]), tf.ones([2]))).repeat(), max_steps=2)
 
 
-@needs_float16_emulation
 def test_keep_dtype_scope_keeps_its_ops_in_float32(monkeypatch):
     from npu_bridge_compat import scope
 
@@ -313,7 +306,6 @@ def ones_input_fn():
     return tf.data.Dataset.from_tensor_slices((data, data[:, :1])).repeat().batch(4)
 
 
-@needs_float16_emulation
 def test_estimator_keeps_keep_dtype_ops_in_float32(tmp_path, monkeypatch):
     from npu_bridge_compat.estimator import NPUEstimator, NPURunConfig
 

@@ -36,15 +36,6 @@ def test_mixed_float16_becomes_bfloat16_on_a_cpu_unless_float16_emulation_is_ask
     assert dict(emulating.config_edits) == {AMP + "auto_mixed_precision_cpu": "ON"}
 
 
-def test_float16_emulation_needs_float16_conversion_instructions(cpu_host):
-    """TensorFlow's float16 CPU pass does nothing without AVX512-FP16 / AVX-NE-CONVERT / AMX-FP16: no false claim."""
-    older_cpu = dataclasses.replace(cpu_host, cpu_float16_emulation=True, cpu_float16=False)
-    result = plan(older_cpu, precision_mode="allow_mix_precision")
-    assert dict(result.config_edits) == {}
-    entry = result.report.entry("precision_mode")
-    assert entry.effect == Effect.NO_EQUIVALENT.value and "AVX512-FP16" in entry.how
-
-
 def test_mixed_bfloat16(cpu_host, gpu_host):
     assert dict(plan(cpu_host, precision_mode="allow_mix_precision_bf16").config_edits) == {
         AMP + "auto_mixed_precision_onednn_bfloat16": "ON"}

@@ -20,9 +20,6 @@ class HostFacts:
     cpu_float16_emulation: bool = False
     # oneDNN runs bfloat16 only on CPUs with AVX-512 (TensorFlow: "only on platforms with AVX512").
     cpu_bfloat16: bool = True
-    # TensorFlow's float16 CPU pass runs only where oneDNN converts float16 in hardware (AVX512-FP16,
-    # AVX-NE-CONVERT or AMX-FP16); on other CPUs it does nothing.
-    cpu_float16: bool = True
 
     @property
     def has_gpu(self) -> bool:
@@ -52,7 +49,6 @@ def detect_host() -> HostFacts:
         gpu_count=len(tf.config.list_physical_devices("GPU")),
         cpu_float16_emulation=os.environ.get(CPU_FLOAT16_ENV, "") not in ("", "0", "false", "False"),
         cpu_bfloat16="avx512f" in flags,
-        cpu_float16=bool(flags & {"avx512_fp16", "avx_ne_convert", "amx_fp16"}),
     )
 
 

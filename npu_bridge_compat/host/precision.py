@@ -109,10 +109,6 @@ def _pass_for(intent: Intent, host: HostFacts) -> tuple[str | None, Effect, str]
         if host.has_gpu:
             return "auto_mixed_precision", Effect.TRANSLATED, "grappler auto_mixed_precision (float16 on the GPU)"
         if host.cpu_float16_emulation:
-            if not host.cpu_float16:
-                return (None, Effect.NO_EQUIVALENT,
-                        f"{CPU_FLOAT16_ENV}=1 asks for float16 emulation, but TensorFlow's pass needs a CPU with "
-                        "AVX512-FP16, AVX-NE-CONVERT or AMX-FP16 and does nothing on this one")
             warn(FLOAT16_EMULATION_CRASHES, NpuCompatWarning)
             return (FLOAT16_EMULATION_PASS, Effect.APPROXIMATED,
                     "grappler auto_mixed_precision_cpu: float16 casts emulated on the CPU, as the NPU rounds "
@@ -120,7 +116,7 @@ def _pass_for(intent: Intent, host: HostFacts) -> tuple[str | None, Effect, str]
         if not host.cpu_bfloat16:
             return (None, Effect.NO_EQUIVALENT,
                     "this CPU has no AVX-512, which TensorFlow's bfloat16 kernels need; float32 throughout "
-                    f"({CPU_FLOAT16_ENV}=1 emulates float16 on CPUs with float16 conversion instructions)")
+                    f"({CPU_FLOAT16_ENV}=1 emulates float16 instead)")
         return ("auto_mixed_precision_onednn_bfloat16", Effect.APPROXIMATED,
                 "grappler auto_mixed_precision_onednn_bfloat16: bfloat16 instead of float16, which CPUs lack a "
                 f"fast path for (set {CPU_FLOAT16_ENV}=1 to emulate float16 instead)")
