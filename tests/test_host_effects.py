@@ -202,7 +202,8 @@ def test_session_loop_dumps_and_checks_every_iteration(tmp_path):
     [entry] = read_index(steps["step_1"])
     assert (entry["op"], entry["step"]) == ("root", 1)
     np.testing.assert_allclose(np.load(steps["step_1"] / entry["file"]), np.sqrt([[2.5], [2.5]]))
-    np.testing.assert_array_equal(np.load(tmp_path / "exception" / "root" / "input.0.npy"), [[-0.5], [-0.5]])
+    [saved] = tmp_path.glob("exception/*/root/input.0.npy")
+    np.testing.assert_array_equal(np.load(saved), [[-0.5], [-0.5]])
 
 
 def test_session_loop_says_keep_dtype_cannot_reach_inside_it():
@@ -249,7 +250,7 @@ def test_overflow_detection_names_the_op_producing_inf(tmp_path):
             with pytest.raises(NonFiniteValueError, match="op 'log_of_x' produced Inf values in output 0.*its "
                                                           "inputs are saved in"):
                 sess.run(total, {x: [0.0, 1.0]})
-    saved = tmp_path / "exception" / "log_of_x" / "input.0.npy"
+    [saved] = tmp_path.glob("exception/*/log_of_x/input.0.npy")
     np.testing.assert_array_equal(np.load(saved), [0.0, 1.0])  # the failing step's own input
     assert not list(tmp_path.rglob("*.partial"))
 
@@ -385,7 +386,7 @@ def test_estimator_loop_stops_at_the_first_non_finite_step(tmp_path):
     with pytest.raises(NonFiniteValueError, match=r"op 'root' produced NaN values in output 0, the first "
                                                   r"non-finite output of step 4; its inputs are saved in"):
         NPUEstimator(loop_model_fn, config=config).train(counting_input_fn, max_steps=20)
-    saved = tmp_path / "dumps" / "exception" / "root" / "input.0.npy"
+    [saved] = (tmp_path / "dumps").glob("exception/*/root/input.0.npy")
     np.testing.assert_array_equal(np.load(saved), [[-0.5], [-0.5]])  # 3.5 - 4: step 4's own input
     # Every step's loss is dumped: the loop of 10 steps stopped after step 4, the failing one.
     assert list(dumped_steps(tmp_path / "dumps")) == [f"step_{k}" for k in range(5)]

@@ -1,18 +1,19 @@
 """Numeric checks for enable_dump_debug (overflow detection) and enable_exception_dump.
 
 Every floating-point output of the ops a run computes is reduced to two flags (has NaN, has Inf) that are
-fetched with the step (inside a loop or a traced function, `host/step_probes.py` records them instead); after the
-run the first op in graph order with a non-finite output is named in a
-`NonFiniteValueError`, which stops training, as the NPU's overflow detection does. With a dump path, an op whose
-output is not finite also writes its inputs there, from inside the failing step (a `tf.cond` that runs only
-then), as the NPU's exception dump does. A host detects Inf and NaN only: float16 saturation, which the NPU also
-reports, has no host signal.
+fetched with the step (inside a loop or a traced function, `host/step_probes.py` records them instead); after
+the run the first op in graph order with a non-finite output is named in a `NonFiniteValueError`, which stops
+training, as the NPU's overflow detection does. With a dump path, an op whose output is not finite also writes
+its inputs under `<dump_path>/exception/<time>_<pid>/<op>/`, from inside the failing step (a `tf.cond` that runs
+only then), as the NPU's exception dump does. A host detects Inf and NaN only: float16 saturation, which the NPU
+also reports, has no host signal.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
+import time
 
 import numpy as np
 import tensorflow as tf
@@ -59,7 +60,9 @@ def check_operations(operations, dump_path: str | None = None, imported_as: str 
                for slot, tensor in enumerate(op.outputs) if tensor.dtype.is_floating]
     if not outputs:
         return None
-    saved_to = os.path.join(dump_path, EXCEPTION_DIRECTORY) if dump_path else None
+    # A directory per check built (time and process), so a later failure never overwrites an earlier one's inputs.
+    saved_to = (os.path.join(dump_path, EXCEPTION_DIRECTORY, f"{time.strftime('%Y%m%d%H%M%S')}_{os.getpid()}")
+                if dump_path else None)
     with tf.name_scope("npu_numeric_checks"):
         rows, savers = [], []
         for op, _, tensor in outputs:
