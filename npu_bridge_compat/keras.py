@@ -39,7 +39,7 @@ from npu_bridge_compat.host.features import (
 )
 from npu_bridge_compat.host.profiling import profiler_trace
 from npu_bridge_compat.host.step_probes import StepProbes
-from npu_bridge_compat.host.subgraph import ancestors_among, fetched_operations, keeping_dtype
+from npu_bridge_compat.host.subgraph import ancestors_among, fetched_operations, keeping_dtype, warn_kept_in_loop
 from npu_bridge_compat.options import NpuOptions, options_from_config_proto, options_from_kwargs
 
 REWRITE_PREFIX = "graph_options.rewrite_options."
@@ -179,14 +179,8 @@ class NPUCallback(tf.keras.callbacks.Callback):
 
 def _step_probes(plan: HostPlan) -> dict[str, StepProbes]:
     """Per mode, the dumps (training only) and numeric checks to build into the traced steps."""
-    dump, checks = plan.feature(TensorDump), plan.feature(NumericChecks) is not None
-    probes = {}
-    if dump is not None or checks:
-        probes["train"] = StepProbes(dump, checks, plan.options.dump_path)
-    if checks:
-        probes.update(test=StepProbes(None, True, plan.options.dump_path),
-                      predict=StepProbes(None, True, plan.options.dump_path))
-    return probes
+    probes = {mode: StepProbes.for_plan(plan, dumps=mode == "train") for mode in ("train", "test", "predict")}
+    return {mode: chosen for mode, chosen in probes.items() if chosen is not None}
 
 
 class _ProbedStep:
@@ -218,10 +212,7 @@ class _ProbedStep:
         if not kept:
             return
         if isinstance(getattr(graph, "outer_graph", None), FuncGraph):  # a loop body (steps_per_execution > 1)
-            warn(f"keep_dtype_scope cannot keep {[op.name for op in kept]} in float32 inside Keras' "
-                 "steps_per_execution loop: grappler's mixed-precision pass spares only a function's outputs, "
-                 "and a loop body's ops are not. They follow mixed precision; use iterations_per_loop=1 to keep "
-                 "them in float32.", NpuCompatWarning)
+            warn_kept_in_loop(kept, "Keras' steps_per_execution loop")
             return
         graph.control_outputs.extend(op for op in kept if op not in graph.control_outputs)
 

@@ -23,7 +23,7 @@ from typing import Any
 import tensorflow as tf
 from tensorflow.core.protobuf import config_pb2, rewriter_config_pb2
 
-from npu_bridge_compat.errors import NpuCompatWarning, NpuOptionValueError, warn
+from npu_bridge_compat.errors import NpuOptionValueError
 from npu_bridge_compat.host import build_plan, log_once
 from npu_bridge_compat.host.apply import (
     PROCESS_FEATURES,
@@ -50,6 +50,7 @@ from npu_bridge_compat.host.subgraph import (
     kept_dtype_operations,
     keeping_dtype,
     step_operations,
+    warn_kept_in_loop,
 )
 from npu_bridge_compat.options import options_from_config_proto
 from npu_bridge_compat.options.readers import NPU_OPTIMIZER
@@ -85,7 +86,7 @@ class NPUSession(tf.compat.v1.Session):
         self._graph_version_checked = -1
         self._ops_checked = 0
         self._loops: list = []
-        self._loop_probes: dict[str, StepProbes] = {}  # train op name -> probes built into its loop
+        self._loop_probes: dict[str, StepProbes | None] = {}  # train op name -> probes built into its loop
         self._initialised: set = set()  # refs of the probes' variables this session initialised
         warn_unapplied(self.npu_plan, "NPUSession",
                        (StepLoop, BatchNormWorkaround, HostRegions, ProfilerTrace, TensorDump, NumericChecks,
@@ -128,12 +129,9 @@ class NPUSession(tf.compat.v1.Session):
         self._loops = looped_train_ops(self.graph)  # a new loop adds ops, so this stays current
         if self.npu_plan.uses_mixed_precision:
             for looped in self._loops:
-                kept = keeping_dtype(step_operations(self.graph, [looped.train_op]))
-                if kept and looped.loop_op in new_ops:
-                    warn(f"keep_dtype_scope cannot keep {[op.name for op in kept]} in float32 inside the "
-                         "set_iteration_per_loop loop: the loop runs a copy of the step, and grappler's "
-                         "mixed-precision pass spares only ops a run fetches. They follow mixed precision; use "
-                         "iterations_per_loop=1 to keep them in float32.", NpuCompatWarning)
+                if looped.loop_op in new_ops:  # the loop runs a copy of the step, which no run fetches
+                    warn_kept_in_loop(keeping_dtype(step_operations(self.graph, [looped.train_op])),
+                                      "the set_iteration_per_loop loop")
 
     def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
         if self._graph.version != self._graph_version_checked:
@@ -165,14 +163,11 @@ class NPUSession(tf.compat.v1.Session):
     def _probes_for(self, looped) -> StepProbes | None:
         """The dumps and checks built into the iterations of a looped train op (one set per loop, named after
         its train op), if the options ask for any."""
-        dump, checks = self.npu_plan.feature(TensorDump), self.npu_plan.feature(NumericChecks) is not None
-        if dump is None and not checks:
-            return None
-        if looped.train_op.name not in self._loop_probes:
+        name = looped.train_op.name
+        if name not in self._loop_probes:
             with self.graph.as_default():
-                self._loop_probes[looped.train_op.name] = StepProbes(
-                    dump, checks, self.npu_options.dump_path, graph_name=looped.train_op.name)
-        return self._loop_probes[looped.train_op.name]
+                self._loop_probes[name] = StepProbes.for_plan(self.npu_plan, graph_name=name)
+        return self._loop_probes[name]
 
     def _initialise(self, variables: list) -> None:
         """Initialise variables this session made after the script ran its initialisers."""

@@ -43,6 +43,7 @@ from npu_bridge_compat.host.subgraph import (
     fetched_operations,
     kept_dtype_operations,
     keeping_dtype,
+    warn_kept_in_loop,
 )
 
 install_horizon_gate()  # a script's own forward_compatibility_horizon(2019, 5, 1) works with this door too
@@ -182,7 +183,7 @@ class NPUEstimator(tf.estimator.Estimator):
             if self._last_step is not None:
                 iterations = tf.maximum(tf.minimum(iterations, self._last_step - global_step.read_value()), 0)
             iterator, input_hook = self._loop_input(input_fn)
-            probes = _loop_probes(self.config.npu_plan)
+            probes = StepProbes.for_plan(self.config.npu_plan)  # dumps and checks built into every step
 
             def step():
                 body = tf.compat.v1.get_default_graph()  # the loop body's own graph (control flow v2)
@@ -195,7 +196,8 @@ class NPUEstimator(tf.estimator.Estimator):
                         "tensors exist only inside the loop. Use iterations_per_loop=1 while it is needed.")
                 built = body.get_operations()[first_new_op:]
                 ran = ancestors_among(fetched_operations([spec.train_op, spec.loss]), built)
-                self._warn_kept_dtype_in_loop(ran)
+                if self.config.npu_plan.uses_mixed_precision:
+                    warn_kept_in_loop(keeping_dtype(ran), f"the iterations_per_loop={self._steps_per_run} loop")
                 if probes is None:
                     return spec.train_op, spec.loss, spec
                 probe_ops = probes.attach(ran)  # steps counted from 0 in each train() call
@@ -213,14 +215,6 @@ class NPUEstimator(tf.estimator.Estimator):
                 with tf.control_dependencies([loop.train_op]):
                     worker_hooks.append(_LoopFailureHook(probes, probes.failure.read_value()))
             return self._train_with_estimator_spec(spec, worker_hooks, hooks, global_step, saving_listeners)
-
-    def _warn_kept_dtype_in_loop(self, operations) -> None:
-        kept = keeping_dtype(operations) if self.config.npu_plan.uses_mixed_precision else []
-        if kept:
-            warn(f"keep_dtype_scope cannot keep {[op.name for op in kept]} in float32 inside the "
-                 f"iterations_per_loop={self._steps_per_run} loop: grappler's mixed-precision pass can only be told "
-                 "to spare ops a session run fetches, and ops in a loop cannot be fetched. They follow mixed "
-                 "precision; use iterations_per_loop=1 to keep them in float32.", NpuCompatWarning)
 
     def _loop_input(self, input_fn):
         """An iterator the loop body pulls batches from, and the hook that initialises it (the NPU needs a
@@ -255,14 +249,6 @@ def _plan_hooks(plan, looped: bool) -> list:
     if plan.uses_mixed_precision:
         hooks.append(_KeepDtypeHook)
     return hooks
-
-
-def _loop_probes(plan) -> StepProbes | None:
-    """The dumps and numeric checks the loop body builds into every step, if the plan has any."""
-    dump, checks = plan.feature(TensorDump), plan.feature(NumericChecks) is not None
-    if dump is None and not checks:
-        return None
-    return StepProbes(dump, checks, plan.options.dump_path)
 
 
 class _LoopFailureHook(tf.compat.v1.train.SessionRunHook):

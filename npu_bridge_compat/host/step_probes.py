@@ -19,7 +19,7 @@ import numpy as np
 import tensorflow as tf
 
 from npu_bridge_compat.host.dump import TensorDumper
-from npu_bridge_compat.host.features import TensorDump
+from npu_bridge_compat.host.features import NumericChecks, TensorDump
 from npu_bridge_compat.host.numeric import NumericCheck, check_operations
 
 _NO_FAILURE = (-1, -1, -1, -1)  # step, check, output row, kind (0 NaN, 1 Inf)
@@ -41,6 +41,15 @@ class StepProbes:
         self._steps_done = None  # int64: the probes' own step count, made when a door has none
         if check_numerics:
             self.failure = self._local_variable(_NO_FAILURE, "npu_first_failure")
+
+    @classmethod
+    def for_plan(cls, plan, graph_name: str = "train", dumps: bool = True) -> StepProbes | None:
+        """The probes the plan asks for (its dumps only where `dumps`), or None if it asks for none."""
+        dump = plan.feature(TensorDump) if dumps else None
+        checks = plan.feature(NumericChecks) is not None
+        if dump is None and not checks:
+            return None
+        return cls(dump, checks, plan.options.dump_path, graph_name)
 
     @property
     def variables(self) -> list:

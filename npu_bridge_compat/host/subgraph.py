@@ -6,6 +6,8 @@ from typing import Iterable
 
 import tensorflow as tf
 
+from npu_bridge_compat.errors import NpuCompatWarning, warn
+
 
 def fetched_operations(fetches) -> list:
     """The ops behind a run's fetches (tensors give their producing op)."""
@@ -54,6 +56,15 @@ def keeping_dtype(operations: Iterable) -> list:
     could convert: stateless, with a floating-point output (variable reads and captured inputs are left out)."""
     return [op for op in operations if _keeps_dtype(op) and not op._is_stateful
             and any(t.dtype.is_floating for t in op.outputs)]
+
+
+def warn_kept_in_loop(kept: list, loop: str) -> None:
+    """Say that the keep_dtype_scope ops `kept` follow mixed precision inside `loop` (a loop of steps)."""
+    if kept:
+        warn(f"keep_dtype_scope cannot keep {[op.name for op in kept]} in float32 inside {loop}: grappler's "
+             "mixed-precision pass spares only ops a session run fetches or a function returns, and ops in a loop "
+             "are neither. They follow mixed precision; use iterations_per_loop=1 to keep them in float32.",
+             NpuCompatWarning)
 
 
 def _keeps_dtype(op) -> bool:
