@@ -31,10 +31,10 @@ class NumericCheck:
     outputs: tuple[tuple[str, int], ...]  # (op name, slot) per row, in graph order
     saved_to: str | None  # where failing ops' inputs are written
 
-    def raise_if_non_finite(self, flags: np.ndarray, step: int | None = None) -> None:
+    def raise_if_non_finite(self, flags: np.ndarray) -> None:
         bad = np.flatnonzero(flags.any(axis=1))
         if bad.size:
-            self.raise_for(int(bad[0]), "NaN" if flags[bad[0], 0] else "Inf", step)
+            self.raise_for(int(bad[0]), "NaN" if flags[bad[0], 0] else "Inf")
 
     def raise_for(self, row: int, kind: str, step: int | None = None) -> None:
         op, slot = self.outputs[row]
