@@ -183,26 +183,26 @@ def test_session_loop_dumps_and_checks_every_iteration(tmp_path):
     with tf.Graph().as_default():
         batch = v1.data.make_one_shot_iterator(counting_input_fn()).get_next()[0]  # batch k holds k
         weight = v1.get_variable("weight", [], initializer=v1.constant_initializer(1.0), use_resource=True)
-        root = tf.sqrt(3.5 - batch * weight, name="root")  # NaN from step 4 on
+        root = tf.sqrt(3.5 - batch * weight, name="square_root")  # NaN from step 4 on
         step = v1.train.get_or_create_global_step()
         train_op = v1.train.GradientDescentOptimizer(0.0).minimize(tf.reduce_mean(root), global_step=step,
                                                                    name="train")
         config = config_with(iterations_per_loop=3, enable_dump=True, dump_path=str(tmp_path), dump_step="1|4",
-                             dump_layer="root", enable_dump_debug=True)
+                             dump_layer="square_root", enable_dump_debug=True)
         with NPUSession(config=config) as sess:
             sess.run(v1.global_variables_initializer())
             looped = util.set_iteration_per_loop(sess, train_op, 3)
             sess.run(looped)  # steps 0-2
-            with pytest.raises(NonFiniteValueError, match="op 'root' produced NaN values in output 0, the first "
+            with pytest.raises(NonFiniteValueError, match="op 'square_root' produced NaN values in output 0, the first "
                                                           "non-finite output of step 4"):
                 sess.run(looped)  # steps 3 and 4: the loop ends at the failing step
             assert sess.run(step) == 5
     steps = dumped_steps(tmp_path)
     assert list(steps) == ["step_1", "step_4"]  # named as the original op, not the loop's copy
     [entry] = read_index(steps["step_1"])
-    assert (entry["op"], entry["step"]) == ("root", 1)
+    assert (entry["op"], entry["step"]) == ("square_root", 1)
     np.testing.assert_allclose(np.load(steps["step_1"] / entry["file"]), np.sqrt([[2.5], [2.5]]))
-    [saved] = tmp_path.glob("exception/*/root/input.0.npy")
+    [saved] = tmp_path.glob("exception/*/square_root/input.0.npy")
     np.testing.assert_array_equal(np.load(saved), [[-0.5], [-0.5]])
 
 
@@ -350,7 +350,7 @@ def counting_input_fn():
 
 def loop_model_fn(features, labels, mode):
     weight = v1.get_variable("weight", [], initializer=v1.constant_initializer(1.0))
-    root = tf.sqrt(3.5 - features * weight, name="root")  # NaN once a batch holds a value above 3.5
+    root = tf.sqrt(3.5 - features * weight, name="square_root")  # NaN once a batch holds a value above 3.5
     loss = tf.reduce_mean(tf.square(root - labels), name="loss")
     train_op = v1.train.GradientDescentOptimizer(0.0).minimize(loss, global_step=v1.train.get_global_step())
     return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
@@ -383,10 +383,10 @@ def test_estimator_loop_stops_at_the_first_non_finite_step(tmp_path):
     (tmp_path / "dumps").mkdir()
     config = NPURunConfig(model_dir=str(tmp_path / "model"), iterations_per_loop=10, dump_config=DumpConfig(
         enable_dump_debug=True, enable_dump=True, dump_layer="loss", dump_path=str(tmp_path / "dumps")))
-    with pytest.raises(NonFiniteValueError, match=r"op 'root' produced NaN values in output 0, the first "
+    with pytest.raises(NonFiniteValueError, match=r"op 'square_root' produced NaN values in output 0, the first "
                                                   r"non-finite output of step 4; its inputs are saved in"):
         NPUEstimator(loop_model_fn, config=config).train(counting_input_fn, max_steps=20)
-    [saved] = (tmp_path / "dumps").glob("exception/*/root/input.0.npy")
+    [saved] = (tmp_path / "dumps").glob("exception/*/square_root/input.0.npy")
     np.testing.assert_array_equal(np.load(saved), [[-0.5], [-0.5]])  # 3.5 - 4: step 4's own input
     # Every step's loss is dumped: the loop of 10 steps stopped after step 4, the failing one.
     assert list(dumped_steps(tmp_path / "dumps")) == [f"step_{k}" for k in range(5)]
