@@ -292,6 +292,24 @@ def test_keep_dtype_scope_keeps_its_ops_in_float32(monkeypatch):
     assert not any(name.startswith("kept_matmul-0-CastToFp16") for name in names)
 
 
+@pytest.mark.parametrize("iterations_per_loop", [1, 2])
+def test_numeric_checks_pass_a_finite_batch_norm_model(tmp_path, iterations_per_loop):
+    """Batch norm's gradient declares empty reserve-space outputs that run with another rank: not checked."""
+    from npu_bridge_compat.estimator import NPUEstimator, NPURunConfig
+
+    def model_fn(features, labels, mode):
+        normed = v1.layers.batch_normalization(tf.reshape(features, [-1, 1, 2, 2]), training=True, fused=True)
+        loss = tf.reduce_mean(tf.square(v1.layers.dense(tf.reshape(normed, [-1, 4]), 1) - labels))
+        train_op = v1.train.GradientDescentOptimizer(0.01).minimize(loss, global_step=v1.train.get_global_step())
+        return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+    data = np.random.RandomState(0).randn(16, 4).astype(np.float32)
+    config = NPURunConfig(model_dir=str(tmp_path), enable_exception_dump=1, iterations_per_loop=iterations_per_loop)
+    estimator = NPUEstimator(model_fn, config=config)
+    estimator.train(lambda: tf.data.Dataset.from_tensor_slices((data, data[:, :1])).repeat().batch(4), max_steps=4)
+    assert estimator.get_variable_value("global_step") == 4
+
+
 def keep_dtype_model_fn(features, labels, mode):
     from npu_bridge_compat import scope
 

@@ -196,6 +196,12 @@ def test_overflow_detection_stops_fit_at_the_op_producing_nan_and_saves_its_inpu
             run(dataset(), steps=2, verbose=0, callbacks=[NPUCallback(enable_exception_dump=1)])
 
 
+def test_numeric_checks_pass_a_finite_batch_norm_model():
+    net = model(batch_norm=True)  # batch norm's gradient has empty outputs of another runtime rank
+    fit(net, NPUCallback(iterations_per_loop=2, enable_exception_dump=1), steps=4)
+    assert net._train_counter.numpy() == 4
+
+
 def test_dumps_the_selected_steps_from_inside_the_train_function(tmp_path):
     def batch_inputs(step_directory):
         index = json.loads((step_directory / "index.json").read_text())
