@@ -176,6 +176,21 @@ def test_estimator_dumps_and_profiles(tmp_path):
     assert list((tmp_path / "profile").glob("plugins/profile/*/*.xplane.pb"))
 
 
+def test_session_dumps_and_checks_a_step_with_a_cond(tmp_path):
+    with tf.Graph().as_default():
+        x = tf.constant([1.0, -2.0])
+        y = tf.cond(tf.reduce_sum(x) > 0, lambda: x * 2.0, lambda: x * 3.0, name="branch")
+        total = tf.reduce_sum(y, name="total")
+        config = config_with(enable_dump=True, dump_path=str(tmp_path), enable_dump_debug=True)
+        with NPUSession(config=config) as sess:
+            assert sess.run(total) == -3.0
+    step = dumped_steps(tmp_path, "total")["step_0"]
+    dumped = {e["op"]: e for e in read_index(step)}
+    # The If op cannot be fetched; its value is dumped from the Identity that carries it out.
+    assert "branch" not in dumped
+    np.testing.assert_array_equal(np.load(step / dumped["branch/Identity"]["file"]), [3.0, -6.0])
+
+
 def test_session_loop_dumps_and_checks_every_iteration(tmp_path):
     from npu_bridge_compat import util
     from npu_bridge_compat.errors import NonFiniteValueError

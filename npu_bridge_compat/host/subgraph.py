@@ -16,14 +16,15 @@ def fetched_operations(fetches) -> list:
 
 
 def step_operations(graph, fetched_ops) -> list:
-    """The ops a run of `fetched_ops` executes, outside any while loop (whose tensors cannot be fetched). Ops of
+    """The fetchable ops a run of `fetched_ops` executes: outside any while loop (whose tensors cannot be fetched),
+    and not marked unfetchable (a v2 cond's If op: its values come out through the Identity ops after it). Ops of
     other graphs (a loop body's, which an optimizer may list in the TRAIN_OP collection) are left out."""
     names = sorted({op.name for op in fetched_ops if op.graph is graph})
     if not names:
         return []
     nodes = tf.compat.v1.graph_util.extract_sub_graph(graph.as_graph_def(), names).node
     operations = [graph.get_operation_by_name(node.name) for node in nodes]
-    return [op for op in operations if op._control_flow_context is None]
+    return [op for op in operations if op._control_flow_context is None and graph.is_fetchable(op)]
 
 
 def ancestors_among(targets: Iterable, candidates: list) -> list:
