@@ -176,6 +176,19 @@ def test_estimator_dumps_and_profiles(tmp_path):
     assert list((tmp_path / "profile").glob("plugins/profile/*/*.xplane.pb"))
 
 
+def test_session_dumps_and_checks_with_tf1_ref_variables(tmp_path):
+    with tf.Graph().as_default():
+        weight = v1.Variable(tf.ones([2, 1]), use_resource=False, name="weight")  # a TF1 (ref) variable
+        loss = tf.reduce_sum(tf.matmul(tf.ones([4, 2]), weight), name="loss")
+        train_op = v1.train.GradientDescentOptimizer(0.1).minimize(loss, name="train")
+        config = config_with(enable_dump=True, dump_path=str(tmp_path), dump_mode="all", enable_dump_debug=True)
+        with NPUSession(config=config) as sess:
+            sess.run(v1.global_variables_initializer())  # nothing reads the variable before it is initialised
+            sess.run(train_op)
+    dumped = {e["op"] for e in read_index(dumped_steps(tmp_path)["step_0"])}
+    assert "weight/read" in dumped and "weight" not in dumped  # the value, not the variable's own ref tensor
+
+
 def test_session_dumps_and_checks_a_step_with_a_cond(tmp_path):
     with tf.Graph().as_default():
         x = tf.constant([1.0, -2.0])

@@ -93,7 +93,9 @@ class TensorDumper:
 
 
 def _dumpable(tensor) -> bool:
-    return tensor.dtype.base_dtype not in _UNDUMPABLE
+    """Values, not handles, and not a TF1 variable's own (ref) tensor, which is read before its initialiser ran
+    and written while the step runs; the reads of the variable show its values."""
+    return tensor.dtype not in _UNDUMPABLE and tensor.dtype == tensor.dtype.base_dtype
 
 
 def safe_name(name: str) -> str:

@@ -57,9 +57,11 @@ def check_operations(operations, dump_path: str | None = None, imported_as: str 
     traced function may hold it), or None if they have no floating-point output. Ops of a copy imported under the
     scope `imported_as` are named as in the original graph."""
     # Outputs declared empty hold nothing to check, and some (batch norm's unused reserve space) run with another
-    # rank than declared, which a reduction built for the declared rank rejects.
+    # rank than declared, which a reduction built for the declared rank rejects. A TF1 variable's own (ref)
+    # output is left out: it is read before its initialiser ran; its values show in the reads of it.
     outputs = [(op, slot, tensor) for op in operations for slot, tensor in enumerate(op.outputs)
-               if tensor.dtype.is_floating and tensor.shape.num_elements() != 0]
+               if tensor.dtype.is_floating and tensor.dtype == tensor.dtype.base_dtype
+               and tensor.shape.num_elements() != 0]
     if not outputs:
         return None
     # A directory per check built (time and process), so a later failure never overwrites an earlier one's inputs.
