@@ -148,6 +148,22 @@ def test_each_run_advances_global_step_by_n_and_the_last_loop_is_shortened(tmp_p
     assert estimator.get_variable_value("global_step") == 25
 
 
+def test_tf1_reference_variables_in_a_loop_get_a_clear_error(tmp_path):
+    def model_fn(features, labels, mode):
+        weight = tf.compat.v1.get_variable("weight", [2, 1], use_resource=False)  # a TF1 reference variable
+        loss = tf.reduce_mean(tf.square(tf.matmul(features, weight) - labels))
+        train_op = tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(
+            loss, global_step=tf.compat.v1.train.get_global_step())
+        return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+    data = np.ones([8, 2], np.float32)
+    estimator = NPUEstimator(model_fn, config=NPURunConfig(model_dir=str(tmp_path), iterations_per_loop=2))
+    with pytest.raises(NpuOptionValueError, match=r"iterations_per_loop=2 .* TF1 reference variables \(weight:0\) "
+                                                  r"cannot enter .* --tf1"):
+        estimator.train(lambda: tf.data.Dataset.from_tensor_slices((data, data[:, :1])).repeat().batch(4),
+                        max_steps=2)
+
+
 def test_loop_graph_pulls_input_inside_the_loop(tmp_path):
     _, recorder = train(tmp_path, iterations_per_loop=4, max_steps=8)
     assert "While" in recorder.graph_op_types and "IteratorGetNext" not in recorder.graph_op_types

@@ -15,6 +15,7 @@ import json
 from typing import Any
 
 import tensorflow as tf
+from tensorflow.python.ops.ref_variable import RefVariable
 from tensorflow.python.training import training_util
 from tensorflow_estimator.python.estimator import estimator as estimator_lib
 from tensorflow_estimator.python.estimator import util as estimator_util
@@ -189,7 +190,11 @@ class NPUEstimator(tf.estimator.Estimator):
                 body = tf.compat.v1.get_default_graph()  # the loop body's own graph (control flow v2)
                 first_new_op = len(body.get_operations())
                 features, labels = estimator_util.parse_iterator_result(iterator.get_next())
-                spec = self._call_model_fn(features, labels, ModeKeys.TRAIN, self.config)
+                try:
+                    spec = self._call_model_fn(features, labels, ModeKeys.TRAIN, self.config)
+                except TypeError as error:
+                    self._refuse_reference_variables(error)
+                    raise
                 if getattr(spec, "host_call", None) is not None:
                     raise NpuOptionValueError(
                         f"host_call is not supported with iterations_per_loop={self._steps_per_run} on a host: its "
@@ -215,6 +220,16 @@ class NPUEstimator(tf.estimator.Estimator):
                 with tf.control_dependencies([loop.train_op]):
                     worker_hooks.append(_LoopFailureHook(probes, probes.failure.read_value()))
             return self._train_with_estimator_spec(spec, worker_hooks, hooks, global_step, saving_listeners)
+
+    def _refuse_reference_variables(self, error: TypeError) -> None:
+        """The loop body is a TensorFlow 2 function, which TF1 reference variables cannot enter; say so plainly."""
+        references = [v.name for v in tf.compat.v1.global_variables() if isinstance(v, RefVariable)]
+        if references:
+            raise NpuOptionValueError(
+                f"iterations_per_loop={self._steps_per_run} builds the training step inside a TensorFlow 2 while "
+                f"loop, which TF1 reference variables ({', '.join(references[:3])}) cannot enter ({error}). Create "
+                "resource variables (use_resource=True, TensorFlow 2's default), run a TF1 script with "
+                "`python -m npu_bridge_compat run --tf1`, or set iterations_per_loop=1.") from None
 
     def _loop_input(self, input_fn):
         """An iterator the loop body pulls batches from, and the hook that initialises it (the NPU needs a
