@@ -151,6 +151,18 @@ def test_looped_training_equals_single_steps(variable_kind):
     assert results[0][1] == results[1][1] == 12
 
 
+def test_loop_pulls_from_the_graphs_own_one_shot_iterator():
+    with tf.Graph().as_default():
+        value = v1.data.make_one_shot_iterator(tf.data.Dataset.range(100)).get_next()
+        total = v1.get_variable("total", [], tf.int64, initializer=v1.zeros_initializer(), use_resource=True)
+        train_op = total.assign_add(value).op
+        with NPUSession() as sess:
+            sess.run(v1.global_variables_initializer())
+            sess.run(util.set_iteration_per_loop(sess, train_op, 3))
+            assert sess.run(total) == 0 + 1 + 2
+            assert sess.run(value) == 3  # the same iterator, not a copy made inside the loop
+
+
 def test_iteration_per_loop_var_can_be_reloaded():
     with tf.Graph().as_default():
         model = build_model()

@@ -22,16 +22,17 @@ from tensorflow.core.framework import graph_pb2
 from tensorflow.python.ops import control_flow_util
 
 from npu_bridge_compat.host.step_probes import StepProbes
-from npu_bridge_compat.host.subgraph import ancestors_among
+from npu_bridge_compat.host.subgraph import ancestors_among, live_operations, original_name
 
 # Ops whose outputs are graph state (or feeds): mapped to the originals instead of being copied.
 STATE_OPS = frozenset({
     "VarHandleOp", "VariableV2", "Variable", "VarIsInitializedOp", "IteratorV2", "Iterator", "AnonymousIteratorV2",
-    "MultiDeviceIterator", "HashTable", "HashTableV2", "MutableHashTable", "MutableHashTableV2",
+    "AnonymousIteratorV3", "OneShotIterator", "MultiDeviceIterator", "HashTable", "HashTableV2", "MutableHashTable", "MutableHashTableV2",
     "MutableHashTableOfTensorsV2", "MutableDenseHashTableV2", "FIFOQueueV2", "PaddingFIFOQueueV2",
     "RandomShuffleQueueV2", "PriorityQueueV2", "Placeholder", "PlaceholderWithDefault", "MutexV2",
 })
-ITERATOR_OPS = frozenset({"IteratorV2", "Iterator", "AnonymousIteratorV2", "MultiDeviceIterator"})
+ITERATOR_OPS = frozenset({"IteratorV2", "Iterator", "AnonymousIteratorV2", "AnonymousIteratorV3", "OneShotIterator",
+                          "MultiDeviceIterator"})
 # Steps up to this many ops run in the caller's thread ("only for simple graphs", TensorFlow's RunOptions says:
 # it gives up inter-op parallelism within a step, and saves a thread hand-off per op).
 SIMPLE_STEP_OPS = 300
@@ -94,9 +95,13 @@ def build_loop(train_op, iterations, carried: list, probes: StepProbes | None = 
             name="npu_iteration")
         probe_ops = []
         if probes is not None:
-            imported = graph.get_operations()[first_new_op:]
-            ran = ancestors_among([returned[0], *(t.op for t in returned[1:])], imported)
-            probe_ops = probes.attach(ran, imported_as=returned[0].name[:-len(train_op.name)])
+            scope = returned[0].name[:-len(train_op.name)]
+            imported = ancestors_among([returned[0], *(t.op for t in returned[1:])],
+                                       graph.get_operations()[first_new_op:])
+            # The copies of the ops at the step's own level (not in its v1 conds or loops), with values every run.
+            ran = [op for op in live_operations(imported)
+                   if graph.get_operation_by_name(original_name(op, scope))._control_flow_context is None]
+            probe_ops = probes.attach(ran, imported_as=scope)
         with tf.control_dependencies([returned[0], *probe_ops]):
             return (index + 1, *[tf.identity(value) for value in returned[1:]])
 
