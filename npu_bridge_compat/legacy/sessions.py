@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 
-import tensorflow as tf
+import tensorflow.compat.v1 as tf_v1  # the module scripts see as tf.compat.v1, and as tf under `run --tf1`
 from tensorflow.python.client import session as session_lib
 
 from npu_bridge_compat.options import npu_optimizer_entries
@@ -38,4 +38,4 @@ def patch_sessions() -> None:
     _patched = True
     session_lib.Session.__init__ = decorator_tf_session(session_lib.Session.__init__)
     session_lib.InteractiveSession.__init__ = decorator_tf_session(session_lib.InteractiveSession.__init__)
-    tf.compat.v1.Session = NPUSession
+    tf_v1.Session = NPUSession
