@@ -120,6 +120,14 @@ def test_dump_configured_script_runs_and_dumps_the_selected_steps(tmp_path):
     assert list(dumped_steps(dumps)) == ["step_0", "step_5"]
 
 
+def test_tf1_session_script_gets_npusession_dumps_and_checks(tmp_path):
+    """Under `run --tf1`, tf.Session is NPUSession too; a v1 tf.cond in the step does not stop the probes."""
+    result = run("--tf1", str(HERE / "scripts" / "tf1_loop_dump_port.py"), str(tmp_path))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "NPUSession global_step 6" in result.stdout
+    assert "step_1 True" in result.stdout and "step_4 True" in result.stdout
+
+
 def test_run_behaves_like_python(tmp_path):
     script = tmp_path / "probe.py"
     helper = tmp_path / "helper_module.py"

@@ -44,6 +44,7 @@ from npu_bridge_compat.host.subgraph import (
     fetched_operations,
     kept_dtype_operations,
     keeping_dtype,
+    live_operations,
     warn_kept_in_loop,
 )
 
@@ -187,7 +188,8 @@ class NPUEstimator(tf.estimator.Estimator):
             probes = StepProbes.for_plan(self.config.npu_plan)  # dumps and checks built into every step
 
             def step():
-                body = tf.compat.v1.get_default_graph()  # the loop body's own graph (control flow v2)
+                body = tf.compat.v1.get_default_graph()  # the loop body's graph (control flow v2) or the graph (v1)
+                context = body._get_control_flow_context()  # None, or the v1 loop's
                 first_new_op = len(body.get_operations())
                 features, labels = estimator_util.parse_iterator_result(iterator.get_next())
                 try:
@@ -199,8 +201,10 @@ class NPUEstimator(tf.estimator.Estimator):
                     raise NpuOptionValueError(
                         f"host_call is not supported with iterations_per_loop={self._steps_per_run} on a host: its "
                         "tensors exist only inside the loop. Use iterations_per_loop=1 while it is needed.")
-                built = body.get_operations()[first_new_op:]
-                ran = ancestors_among(fetched_operations([spec.train_op, spec.loss]), built)
+                # The step's own level (a value inside a v1 cond cannot be used outside it), with values every run.
+                ran = [op for op in live_operations(ancestors_among(fetched_operations([spec.train_op, spec.loss]),
+                                                                    body.get_operations()[first_new_op:]))
+                       if op._control_flow_context is context]
                 if self.config.npu_plan.uses_mixed_precision:
                     warn_kept_in_loop(keeping_dtype(ran), f"the iterations_per_loop={self._steps_per_run} loop")
                 if probes is None:

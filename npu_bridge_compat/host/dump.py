@@ -22,7 +22,7 @@ import numpy as np
 import tensorflow as tf
 
 from npu_bridge_compat.host.features import TensorDump
-from npu_bridge_compat.host.subgraph import fetched_operations, original_name, step_operations
+from npu_bridge_compat.host.subgraph import MERGE_OPS, fetched_operations, original_name, step_operations
 
 _UNDUMPABLE = (tf.resource, tf.variant, tf.string)
 
@@ -51,7 +51,7 @@ class TensorDumper:
                 continue
             if self.feature.mode in ("output", "all"):
                 wanted.update({(name, "output", i): t for i, t in enumerate(op.outputs) if _dumpable(t)})
-            if self.feature.mode in ("input", "all"):
+            if self.feature.mode in ("input", "all") and op.type not in MERGE_OPS:  # a Merge's inputs: see there
                 wanted.update({(name, "input", i): t for i, t in enumerate(op.inputs) if _dumpable(t)})
         return wanted
 

@@ -20,7 +20,7 @@ import tensorflow as tf
 
 from npu_bridge_compat.errors import NonFiniteValueError
 from npu_bridge_compat.host.dump import atomic_write, safe_name
-from npu_bridge_compat.host.subgraph import original_name, step_operations
+from npu_bridge_compat.host.subgraph import MERGE_OPS, original_name, step_operations
 
 EXCEPTION_DIRECTORY = "exception"
 
@@ -72,7 +72,7 @@ def check_operations(operations, dump_path: str | None = None, imported_as: str 
         for op, _, tensor in outputs:
             row = tf.stack([tf.reduce_any(tf.math.is_nan(tensor)), tf.reduce_any(tf.math.is_inf(tensor))])
             rows.append(row)
-            if saved_to is not None:
+            if saved_to is not None and op.type not in MERGE_OPS:  # a Merge's inputs: one has no value
                 savers.append(_save_inputs_if(tf.reduce_any(row), op, original_name(op, imported_as), saved_to))
         with tf.control_dependencies(savers):
             flags = tf.stack(rows)

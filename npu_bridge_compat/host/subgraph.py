@@ -16,15 +16,32 @@ def fetched_operations(fetches) -> list:
 
 
 def step_operations(graph, fetched_ops) -> list:
-    """The fetchable ops a run of `fetched_ops` executes: outside any while loop (whose tensors cannot be fetched),
-    and not marked unfetchable (a v2 cond's If op: its values come out through the Identity ops after it). Ops of
-    other graphs (a loop body's, which an optimizer may list in the TRAIN_OP collection) are left out."""
+    """The fetchable ops a run of `fetched_ops` executes: outside the step's v1 conds and loops, with values in
+    every run (`live_operations`), and not marked unfetchable (a v2 cond's If op: its values come out through the
+    Identity ops after it). Ops of other graphs (a loop body's, which an optimizer may list in the TRAIN_OP
+    collection) are left out."""
     names = sorted({op.name for op in fetched_ops if op.graph is graph})
     if not names:
         return []
     nodes = tf.compat.v1.graph_util.extract_sub_graph(graph.as_graph_def(), names).node
     operations = [graph.get_operation_by_name(node.name) for node in nodes]
-    return [op for op in operations if op._control_flow_context is None and graph.is_fetchable(op)]
+    return [op for op in live_operations(operations) if op._control_flow_context is None and graph.is_fetchable(op)]
+
+
+# v1 control flow: a Merge takes the outputs of both branches of a cond, one of which has no value ("dead").
+MERGE_OPS = frozenset({"Merge", "RefMerge"})
+
+
+def live_operations(operations: list) -> list:
+    """Those of `operations` (in creation order) that have values in every run. In v1 control flow the untaken
+    output of a Switch, and every op it feeds up to the next Merge, has none ("dead"); fetching or probing such an
+    op fails the run. (A Merge's own inputs are such values too: see MERGE_OPS.)"""
+    dead = set()
+    for op in operations:
+        if op.type in ("Switch", "RefSwitch") or op.type not in MERGE_OPS and (
+                any(i.op in dead for i in op.inputs) or any(c in dead for c in op.control_inputs)):
+            dead.add(op)
+    return [op for op in operations if op not in dead]
 
 
 def ancestors_among(targets: Iterable, candidates: list) -> list:
