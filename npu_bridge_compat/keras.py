@@ -116,6 +116,11 @@ class NPUCallback(tf.keras.callbacks.Callback):
         self._end()
 
     def _begin(self, mode: str) -> None:
+        if not tf.compat.v1.executing_eagerly_outside_functions():
+            raise NpuOptionValueError(
+                "NPUCallback works with TensorFlow 2 Keras, whose steps run as traced functions; this Keras runs in "
+                "graph mode (TF2 behaviour disabled, as under `run --tf1`). Give Keras' session the NPU options "
+                "instead: set_keras_session_npu_config(config) before fit, as the adapter's Keras guide does.")
         if not self._replaced:
             self._check_keras_policy()
             self._active = contextlib.ExitStack()

@@ -145,6 +145,14 @@ def test_helpers_single_process():
     assert isinstance(callbacks[0], npu_keras.NPUBroadcastGlobalVariablesCallback) and callbacks[0].root_rank == 0
 
 
+def test_graph_mode_keras_is_pointed_to_the_session_helper():
+    with tf.Graph().as_default():  # Keras built in a graph trains through a session, not traced functions
+        net = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+        net.compile("sgd", "mse")
+        with pytest.raises(NpuOptionValueError, match="graph mode .* set_keras_session_npu_config"):
+            net.fit(FEATURES, TARGETS, batch_size=16, verbose=0, callbacks=[NPUCallback(iterations_per_loop=1)])
+
+
 def test_graph_mode_keras_session_helpers():
     from helpers import npu_config
 
