@@ -19,22 +19,6 @@ class DistributedUnavailableError(NpuConfigError, RuntimeError):
     """Several ranks were asked for, but this package trains in one process only."""
 
 
-class DeviceOnlyFeatureError(NpuConfigError, RuntimeError):
-    """A feature that exists only on Ascend hardware (RDMA, embedding service, device memory helpers)."""
-
-
-def device_only(feature: str):
-    """A stand-in for an Ascend-only function: importable, and a clear error when called."""
-
-    def unavailable(*args, **kwargs):
-        raise DeviceOnlyFeatureError(f"{feature} needs Ascend hardware; it has no host equivalent in "
-                                     "npu_bridge_compat.")
-
-    unavailable.__name__ = feature.rsplit(".", 1)[-1]
-    unavailable.__doc__ = f"{feature}: Ascend-only; raises DeviceOnlyFeatureError on a host."
-    return unavailable
-
-
 def _environment_int(name: str, default: int) -> int:
     value = os.environ.get(name, "")
     try:

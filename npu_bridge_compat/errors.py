@@ -21,6 +21,22 @@ class NpuOptionTypeError(NpuConfigError, TypeError):
     """An option was given a value of the wrong type (or in the wrong `AttrValue` field)."""
 
 
+class DeviceOnlyFeatureError(NpuConfigError, RuntimeError):
+    """A feature that exists only on Ascend hardware (RDMA, embedding service, device memory helpers)."""
+
+
+def device_only(feature: str):
+    """A stand-in for an Ascend-only function: importable, and a clear error when called."""
+
+    def unavailable(*args, **kwargs):
+        raise DeviceOnlyFeatureError(f"{feature} needs Ascend hardware; it has no host equivalent in "
+                                     "npu_bridge_compat.")
+
+    unavailable.__name__ = feature.rsplit(".", 1)[-1]
+    unavailable.__doc__ = f"{feature}: Ascend-only; raises DeviceOnlyFeatureError on a host."
+    return unavailable
+
+
 class NonFiniteValueError(RuntimeError):
     """A numeric check (enable_dump_debug, enable_exception_dump) found Inf or NaN in an op's output."""
 

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from npu_bridge_compat.distributed import device_only
-from npu_bridge_compat.errors import NpuOptionValueError
+from npu_bridge_compat.errors import NpuOptionValueError, device_only
 
 
 def dropout(x, keep_prob, noise_shape=None, seed=None, name=None):

@@ -12,7 +12,8 @@ import tensorflow as tf
 from helpers import dumped_steps
 
 from npu_bridge_compat import NpuOptionValueError, distributed, ops
-from npu_bridge_compat.distributed import DeviceOnlyFeatureError, DistributedUnavailableError
+from npu_bridge_compat.distributed import DistributedUnavailableError
+from npu_bridge_compat.errors import DeviceOnlyFeatureError
 from npu_bridge_compat.legacy import install_aliases
 from npu_bridge_compat.loss_scale import ExponentialUpdateLossScaleManager, FixedLossScaleManager, NPULossScaleOptimizer
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from npu_bridge_compat.distributed import device_only
+from npu_bridge_compat.errors import device_only
 from npu_bridge_compat.errors import NpuOptionValueError
 
 

@@ -1,6 +1,7 @@
 """`npu_bridge.hccl.hccl_ops`: single-rank collectives; remote (RDMA) operations exist only on Ascend."""
 
-from npu_bridge_compat.distributed import allgather, allreduce, broadcast, device_only, reduce_scatter  # noqa: F401
+from npu_bridge_compat.distributed import allgather, allreduce, broadcast, reduce_scatter  # noqa: F401
+from npu_bridge_compat.errors import device_only
 
 remote_read = device_only("hccl_ops.remote_read")
 remote_write = device_only("hccl_ops.remote_write")

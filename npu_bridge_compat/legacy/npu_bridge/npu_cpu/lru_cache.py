@@ -1,5 +1,5 @@
 """`npu_bridge.npu_cpu.lru_cache`: the embedding service's device cache."""
 
-from npu_bridge_compat.distributed import device_only
+from npu_bridge_compat.errors import device_only
 
 lru_cache = device_only("npu_cpu.lru_cache")

@@ -1,6 +1,6 @@
 """`npu_bridge.estimator.npu.npu_plugin`: device memory, RDMA and saturation helpers exist only on Ascend."""
 
-from npu_bridge_compat.distributed import device_only
+from npu_bridge_compat.errors import device_only
 
 malloc_shared_memory = device_only("npu_plugin.malloc_shared_memory")
 get_var_addr_and_size = device_only("npu_plugin.get_var_addr_and_size")
