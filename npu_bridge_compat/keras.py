@@ -21,6 +21,12 @@ from tensorflow.core.protobuf import config_pb2, rewriter_config_pb2
 from tensorflow.python.eager import context
 from tensorflow.python.framework.func_graph import FuncGraph
 
+from npu_bridge_compat.distributed import (  # noqa: F401 - the adapter's Keras helpers for several ranks
+    KerasDistributeOptimizer,
+    NPUBroadcastGlobalVariablesCallback,
+    npu_callbacks_append,
+    npu_keras_optimizer,
+)
 from npu_bridge_compat.errors import NpuCompatWarning, NpuOptionValueError, warn
 from npu_bridge_compat.host import HostPlan, build_plan, log_once
 from npu_bridge_compat.host.apply import (
@@ -295,29 +301,6 @@ def npu_clear_session(config=None):
     """Clear Keras' graph and session, then set a new session for the NPU config."""
     tf.compat.v1.keras.backend.clear_session()
     return set_keras_session_npu_config(config)
-
-
-def npu_keras_optimizer(optimizer):
-    """Gradient allreduce across NPUs on Ascend; a single host process trains alone, so the optimizer as is."""
-    return optimizer
-
-
-KerasDistributeOptimizer = npu_keras_optimizer
-
-
-class NPUBroadcastGlobalVariablesCallback(tf.keras.callbacks.Callback):
-    """Broadcasts variables from `root_rank` at the first batch on Ascend; one host process has nothing to send."""
-
-    def __init__(self, root_rank: int = 0) -> None:
-        super().__init__()
-        self.root_rank = root_rank
-
-
-def npu_callbacks_append(callbacks_list=None) -> list:
-    """The adapter's helper: the list with the broadcast callback appended."""
-    callbacks = [] if callbacks_list is None else callbacks_list
-    callbacks.append(NPUBroadcastGlobalVariablesCallback(0))
-    return callbacks
 
 
 def model_to_npu_estimator(keras_model=None, keras_model_path=None, custom_objects=None, model_dir=None,

@@ -21,6 +21,7 @@ from tensorflow_estimator.python.estimator import estimator as estimator_lib
 from tensorflow_estimator.python.estimator import util as estimator_util
 from tensorflow_estimator.python.estimator.mode_keys import ModeKeys
 
+from npu_bridge_compat.distributed.doors import rank_estimator
 from npu_bridge_compat.errors import NpuCompatWarning, NpuOptionValueError, warn
 from npu_bridge_compat.estimator.config import NPURunConfig
 from npu_bridge_compat.host.batchnorm import batchnorm_workaround, install_horizon_gate
@@ -105,7 +106,8 @@ def _run_host_call(spec) -> list:
 
 
 class NPUEstimator(tf.estimator.Estimator):
-    """The adapter's NPUEstimator on host TensorFlow (no JOB_ID or rank table needed)."""
+    """The adapter's NPUEstimator on host TensorFlow (no JOB_ID needed; several ranks as in
+    npu_bridge_compat.distributed)."""
 
     def __init__(self, model_fn, model_dir=None, config=None, params=None, job_start_file="",
                  warm_start_from=None):
@@ -129,6 +131,7 @@ class NPUEstimator(tf.estimator.Estimator):
                        (StepLoop, BatchNormWorkaround, HostRegions, ProfilerTrace, TensorDump, NumericChecks,
                         *PROCESS_FEATURES))
         self._plan_hooks = _plan_hooks(config.npu_plan, looped=self._steps_per_run > 1)
+        config, self._rank_hooks = rank_estimator(config)  # several ranks: as the adapter's NPUEstimator
         super().__init__(model_fn=model_fn, model_dir=model_dir, config=config, params=params,
                          warm_start_from=warm_start_from)
 
@@ -155,7 +158,7 @@ class NPUEstimator(tf.estimator.Estimator):
                      f"{self._last_step} (the NPU would overshoot).", NpuCompatWarning)
         else:
             self._last_step = None
-        hooks = list(hooks or []) + [hook() for hook in self._plan_hooks]
+        hooks = list(hooks or []) + [hook() for hook in self._plan_hooks] + self._rank_hooks
         return super().train(input_fn, hooks=hooks, steps=steps, max_steps=max_steps,
                              saving_listeners=saving_listeners)
 
