@@ -25,6 +25,7 @@ from __future__ import annotations
 import atexit
 import dataclasses
 import os
+import re
 import sys
 import threading
 import time
@@ -177,7 +178,7 @@ class _Watchdog(threading.Thread):
 
 
 def _end_rank(cluster: Cluster, lost: list[tuple[int, str]]) -> None:
-    names = "; ".join(f"{cluster.describe(rank)}: {' '.join(reason.split())}" for rank, reason in lost)
+    names = "; ".join(f"{cluster.describe(rank)}: {_one_line(reason)}" for rank, reason in lost)
     sys.stdout.flush()
     sys.stderr.write(f"npu_bridge_compat: lost {names}. Stopping rank {cluster.rank}: its collectives cannot "
                      "complete without every rank.\n")
@@ -187,18 +188,34 @@ def _end_rank(cluster: Cluster, lost: list[tuple[int, str]]) -> None:
     os._exit(EXIT_RANK_LOST)
 
 
+def _one_line(reason: str) -> str:
+    """A status message without gRPC's appended debug JSON, on one line."""
+    return " ".join(reason.split("Additional GRPC error information")[0].split()).rstrip(".")[:300]
+
+
 def _report_uncaught_errors(cluster: Cluster) -> None:
-    """A rank that dies of an exception tells the others at once (they would otherwise wait for its heartbeats
-    to stop)."""
+    """A rank that dies of an exception says so (naming the rank a failed collective was talking to) and tells
+    the others at once; they would otherwise wait for its heartbeats to stop."""
     previous = sys.excepthook
 
     def report(kind, value, traceback) -> None:
         previous(kind, value, traceback)
+        peers = _peers_named(str(value), cluster)
+        talking = f" talking to {', '.join(cluster.describe(rank) for rank in peers)}" if peers else ""
+        sys.stderr.write(f"npu_bridge_compat: rank {cluster.rank} failed: {kind.__name__}{talking}"
+                         f"{', which was probably lost' if peers and issubclass(kind, tf.errors.UnavailableError) else ''}"
+                         ".\n")
         try:
-            message = value.message if isinstance(value, tf.errors.OpError) else str(value)
             context.context().report_error_to_cluster(
-                tf.errors.UNKNOWN, f"rank {cluster.rank} failed: {kind.__name__}: {message[-500:]}")
+                tf.errors.UNKNOWN, f"rank {cluster.rank} failed: {kind.__name__}{talking}")
         except (tf.errors.OpError, ValueError):
             pass  # the service is already gone; the others learn from the heartbeats
 
     sys.excepthook = report
+
+
+def _peers_named(message: str, cluster: Cluster) -> list[int]:
+    """The other ranks an error message names, by task or by address."""
+    named = {int(task) for task in re.findall(rf"/job:{JOB}/replica:0/task:(\d+)", message)}
+    named |= {slot.rank for slot in cluster.slots if slot.address in message}
+    return sorted(rank for rank in named if rank != cluster.rank and rank < cluster.size)
