@@ -368,23 +368,47 @@ def test_free_port_block_is_free():
 
 # --- what TensorFlow 2.15 cannot do ---------------------------------------------------------------------------
 
+# 127.0.0.1, ::1 and ::ffff:127.0.0.1, as /proc/net/tcp{,6} write them
+LOOPBACK_PREFIXES = ("0100007F:", "00000000000000000000000001000000:", "0000000000000000FFFF00000100007F:")
+
+
+def tcp_sockets(pid: int) -> list[tuple[str, str, str]]:
+    """(state, local address, remote address) of process `pid`'s TCP sockets, as /proc/net/tcp{,6} writes them
+    (hex address:port; state 0A is LISTEN, 01 ESTABLISHED)."""
+    sockets = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:  # closed meanwhile
+            continue
+        if target.startswith("socket:["):
+            sockets.add(target[8:-1])
+    found = []
+    for table in ("tcp", "tcp6"):
+        for line in Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[9] in sockets:
+                found.append((fields[3], fields[1], fields[2]))
+    return found
+
+
+def listening_addresses(pid: int) -> list[str]:
+    return [local for state, local, _ in tcp_sockets(pid) if state == "0A"]
+
+
 def test_a_rank_server_listens_on_loopback_only():
     code = textwrap.dedent("""
-        import os, tensorflow as tf
+        import os, sys, tensorflow as tf
+        sys.path.insert(0, "tests")
+        from test_distributed import listening_addresses
         from npu_bridge_compat.distributed.launch import free_port_block
         port = free_port_block(1, start=41000)
         server = tf.distribute.Server(tf.train.ClusterSpec({"worker": [f"127.0.0.1:{port}"]}), "worker", 0)
-        sockets = {os.readlink(f"/proc/self/fd/{fd}")[8:-1] for fd in os.listdir("/proc/self/fd")
-                   if os.readlink(f"/proc/self/fd/{fd}").startswith("socket:[")}
-        for table in ("tcp", "tcp6"):
-            for line in open(f"/proc/self/net/{table}").read().splitlines()[1:]:
-                fields = line.split()
-                if fields[9] in sockets and fields[3] == "0A":
-                    print(table, fields[1])
+        print(*listening_addresses(os.getpid()))
     """)
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    listening = result.stdout.split()[1::2]
+    listening = result.stdout.split()
     assert result.returncode == 0 and listening, result.stderr[-2000:]
-    if not all(address.startswith(("0100007F:", "00000000000000000000000001000000:")) for address in listening):
+    if not all(address.startswith(LOOPBACK_PREFIXES) for address in listening):
         pytest.xfail(f"TensorFlow 2.15's GrpcServer listens on every interface ({listening}) whatever address its "
                      "cluster names (grpc_server_lib.cc binds 0.0.0.0); single-host ranks talk over 127.0.0.1 only")
