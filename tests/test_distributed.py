@@ -260,6 +260,26 @@ def test_several_ranks_build_tensorflow_collectives_with_keys_in_construction_or
                 tf.reduce_sum(table), var_list=[table])
 
 
+def test_dense_gradients_travel_fused_where_hccl_split_strategy_cuts(monkeypatch):
+    set_env(monkeypatch, RANK_SIZE=2, RANK_ID=0)
+    monkeypatch.setattr(distributed.runtime, "start", lambda: None)
+    monkeypatch.setattr(distributed.optimizers, "_split_strategies", {})
+
+    def reduced_sizes():
+        with tf.Graph().as_default():
+            weights = [v1.get_variable(f"w{i}", shape=[size]) for i, size in enumerate([10, 30, 20, 40])]
+            loss = tf.add_n([tf.reduce_sum(w * w) for w in weights])
+            distributed.NPUDistributedOptimizer(v1.train.GradientDescentOptimizer(0.1)).compute_gradients(loss)
+            return [op.inputs[0].shape.num_elements() for op in v1.get_default_graph().get_operations()
+                    if op.type == "CollectiveReduceV2"]
+
+    assert reduced_sizes() == [100]  # one allreduce for all four gradients
+    distributed.set_split_strategy_by_idx([0, 2])
+    assert reduced_sizes() == [10, 50, 40]
+    distributed.set_split_strategy_by_size([40, 60])
+    assert reduced_sizes() == [40, 60]
+
+
 def test_distributed_loss_scaling_skips_a_step_on_every_rank(monkeypatch):
     """With is_distributed the finite flag is the minimum over the ranks (one rank's overflow skips everyone's
     step); NPUOptimizer(is_distributed=True) also averages the gradients."""

@@ -52,6 +52,8 @@ from npu_bridge_compat.distributed.optimizers import (  # noqa: F401
     npu_distributed_optimizer_wrapper,
     npu_keras_optimizer,
     npu_tf_optimizer,
+    set_split_strategy_by_idx,
+    set_split_strategy_by_size,
 )
 from npu_bridge_compat.distributed.ranks import WORLD_GROUP, RankConfigError  # noqa: F401
 from npu_bridge_compat.distributed.runtime import start  # noqa: F401
@@ -61,19 +63,3 @@ from npu_bridge_compat.distributed.strategy import NPUStrategy  # noqa: F401
 def all_ranks_true(flag):
     """A boolean tensor: `flag` holds on every rank (one rank's False makes it False everywhere)."""
     return tf.cast(allreduce(tf.cast(flag, tf.int32), "min"), tf.bool)
-
-
-def set_split_strategy_by_idx(idx_list, group: str = WORLD_GROUP) -> None:
-    """HCCL's gradient fusion split points (ascending gradient indices): a speed setting of Ascend's fused
-    allreduce. TensorFlow's collectives reduce each gradient on its own, so there is nothing to split."""
-    if (not isinstance(idx_list, (list, tuple)) or not idx_list or not all(isinstance(i, int) and i >= 0 for i in idx_list)
-            or list(idx_list) != sorted(set(idx_list))):
-        raise CollectiveError(f"idx_list must be a non-empty list of ascending gradient indices, got {idx_list!r}")
-
-
-def set_split_strategy_by_size(data_size_list, group: str = WORLD_GROUP) -> None:
-    """HCCL's gradient fusion split sizes, percentages of the gradients' data summing to 100 (see
-    set_split_strategy_by_idx)."""
-    if (not isinstance(data_size_list, (list, tuple)) or not all(
-            isinstance(size, (int, float)) and size > 0 for size in data_size_list) or sum(data_size_list) != 100):
-        raise CollectiveError(f"data_size_list must be positive percentages summing to 100, got {data_size_list!r}")

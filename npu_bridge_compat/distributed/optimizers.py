@@ -3,9 +3,16 @@
 A dense gradient becomes allreduce-sum / RANK_SIZE; an `IndexedSlices` gradient (embedding lookups) has its values
 and indices allgathered instead, the values divided by RANK_SIZE, which is the same average without densifying.
 With one rank every gradient is left as it is.
+
+Fusion. As HCCL fuses the gradients' allreduces, the dense gradients of one dtype travel in one flat allreduce
+per segment: by default one segment; `set_split_strategy_by_idx` / `_by_size` (hccl.split.api) cut them where
+HCCL would. A sum of concatenated tensors is the concatenation of their sums, so fusion changes no value; it
+saves a collective's fixed cost per gradient (measured in benchmarks/distributed_ranks.py).
 """
 
 from __future__ import annotations
+
+import itertools
 
 import tensorflow as tf
 
@@ -41,10 +48,64 @@ def npu_allreduce(values, reduction: str = "mean", fusion: int = 1, fusion_id: i
     return [one(value) for value in values] if isinstance(values, (list, tuple)) else one(values)
 
 
+_split_strategies: dict[str, tuple[str, list]] = {}  # group -> ("idx" | "size", values), from hccl.split.api
+
+
+def set_split_strategy_by_idx(idx_list, group: str = WORLD_GROUP) -> None:
+    """HCCL's fusion split points: the gradients up to index idx_list[0] (inclusive) travel in one allreduce,
+    the next ones up to idx_list[1] in another, and so on."""
+    if (not isinstance(idx_list, (list, tuple)) or not idx_list
+            or not all(isinstance(i, int) and i >= 0 for i in idx_list) or list(idx_list) != sorted(set(idx_list))):
+        raise CollectiveError(f"idx_list must be a non-empty list of ascending gradient indices, got {idx_list!r}")
+    _split_strategies[group] = ("idx", list(idx_list))
+
+
+def set_split_strategy_by_size(data_size_list, group: str = WORLD_GROUP) -> None:
+    """HCCL's fusion split sizes: percentages of the gradients' data, summing to 100, one allreduce each."""
+    if (not isinstance(data_size_list, (list, tuple)) or not data_size_list or not all(
+            isinstance(size, (int, float)) and size > 0 for size in data_size_list) or sum(data_size_list) != 100):
+        raise CollectiveError(f"data_size_list must be positive percentages summing to 100, got {data_size_list!r}")
+    _split_strategies[group] = ("size", list(data_size_list))
+
+
+def fusion_segments(gradients: list, group: str = WORLD_GROUP) -> list[list[int]]:
+    """The gradients' indices, cut into the segments that travel together."""
+    count = len(gradients)
+    if not count:
+        return []
+    kind, values = _split_strategies.get(group, ("idx", []))
+    if kind == "idx":
+        ends = {index for index in values if index < count - 1}
+    else:  # a segment ends at the first gradient whose cumulative share of the data reaches each boundary
+        sizes = [g.shape.num_elements() or 1 for g in gradients]
+        reached = [100 * running / sum(sizes) for running in itertools.accumulate(sizes)]
+        ends = {next(i for i, share in enumerate(reached) if share >= boundary)
+                for boundary in itertools.accumulate(values[:-1])} - {count - 1}
+    starts = [0] + [end + 1 for end in sorted(ends)]
+    return [list(range(start, end + 1)) for start, end in zip(starts, sorted(ends) + [count - 1])]
+
+
 def _averaged(grads_and_vars) -> list:
+    pairs = list(grads_and_vars)
     if ranks.rank_size() == 1:
-        return list(grads_and_vars)
-    return [(allreduce(grad) if grad is not None else None, var) for grad, var in grads_and_vars]
+        return pairs
+    averaged = {i: allreduce(grad) for i, (grad, _) in enumerate(pairs) if isinstance(grad, tf.IndexedSlices)}
+    dense = [i for i, (grad, _) in enumerate(pairs) if grad is not None and i not in averaged]
+    for segment in fusion_segments([pairs[i][0] for i in dense]):
+        chosen = [dense[position] for position in segment]
+        for dtype in {pairs[i][0].dtype for i in chosen}:
+            same = [i for i in chosen if pairs[i][0].dtype == dtype]
+            averaged.update(zip(same, _fused_mean([pairs[i][0] for i in same])))
+    return [(averaged.get(i), var) for i, (_, var) in enumerate(pairs)]
+
+
+def _fused_mean(gradients: list) -> list:
+    """The gradients' means over the ranks, through one allreduce of their concatenation."""
+    if len(gradients) == 1:
+        return [allreduce(gradients[0])]
+    flat = allreduce(tf.concat([tf.reshape(g, [-1]) for g in gradients], 0))
+    pieces = tf.split(flat, tf.stack([tf.size(g) for g in gradients]), num=len(gradients))
+    return [tf.reshape(piece, tf.shape(g)) for piece, g in zip(pieces, gradients)]
 
 
 class NPUDistributedOptimizer(tf.compat.v1.train.Optimizer):

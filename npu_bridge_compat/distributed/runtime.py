@@ -93,15 +93,15 @@ def start() -> RankRuntime:
         if eager._context_handle is not None and tf.executing_eagerly():
             raise RankConfigError(
                 f"RANK_SIZE={cluster.size}: the collectives of several ranks must be set up before TensorFlow runs "
-                "anything eagerly, and this process has already created tensors. Import npu_bridge (or call "
-                "npu_bridge_compat.distributed.start()) at the top of the script, or start it with "
-                "`python -m npu_bridge_compat run` / `launch`, which do it first.")
+                "anything eagerly, and this process has already created tensors. Import npu_bridge (npu_init, "
+                "hccl_ops, ...) or call npu_bridge_compat.distributed.start() at the top of the script, before "
+                "TensorFlow creates any tensor.")
+        if eager._context_handle is None:
+            _select_gpu(cluster)
         config = _server_config(cluster)
         server_def = tensorflow_server_pb2.ServerDef(cluster=cluster.cluster_spec().as_cluster_def(),
                                                      default_session_config=config, job_name=JOB,
                                                      task_index=cluster.rank, protocol="grpc")
-        if eager._context_handle is None:
-            _select_gpu(cluster)
         eager.enable_collective_ops(server_def)
         try:
             eager.ensure_initialized()  # starts the server and registers with the coordination service
@@ -123,7 +123,10 @@ def start_if_several_ranks() -> None:
 
 
 def _server_config(cluster: Cluster) -> config_pb2.ConfigProto:
+    """The server's ConfigProto. It creates the rank's devices and thread pools, so it starts from the process's
+    own settings (tf.config.threading, ...), as MultiWorkerMirroredStrategy does."""
     config = config_pb2.ConfigProto()
+    config.CopyFrom(context.context().config)
     config.experimental.collective_group_leader = cluster.task(0)
     config.device_filters.append(f"/job:{JOB}/task:{cluster.rank}")
     coordination = config.experimental.coordination_config
