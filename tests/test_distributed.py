@@ -80,6 +80,10 @@ def test_cm_variables_number_the_devices_from_the_chief(monkeypatch):
     assert (ranks.rank_size(), ranks.rank_id()) == (3, 2)  # devices 1, 2, 0 are ranks 0, 1, 2
     described = cluster.current_cluster()
     assert [slot.address for slot in described.slots] == ["127.0.0.1:30100", "127.0.0.1:30101", "127.0.0.1:30102"]
+    set_env(monkeypatch, CM_WORKER_IP="10.0.0.2")
+    with pytest.raises(RankConfigError, match="CM_WORKER_IP=10.0.0.2 is not CM_CHIEF_IP=127.0.0.1: .* rank table"):
+        cluster.current_cluster()
+    monkeypatch.delenv("CM_WORKER_IP")
     set_env(monkeypatch, RANK_TABLE_FILE=RANK_TABLE)
     with pytest.raises(RankConfigError, match="CM_CHIEF_IP and RANK_TABLE_FILE cannot be configured"):
         ranks.rank_id()

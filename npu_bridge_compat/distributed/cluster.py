@@ -104,6 +104,11 @@ def current_cluster() -> Cluster:
     unlisted = [(r, None) for r in range(size)]
     if size > 1 and ranks.uses_cm_variables():
         host, port = ranks.cm_chief()
+        worker = os.environ.get("CM_WORKER_IP", "").strip()
+        if worker and worker != host:
+            raise RankConfigError(f"CM_WORKER_IP={worker} is not CM_CHIEF_IP={host}: HCCL numbers the devices of "
+                                  "several hosts at run time, which has no host counterpart; describe a job on "
+                                  "several hosts with a rank table (RANK_TABLE_FILE) or `launch --hosts`")
         servers, source = [(host, unlisted)], "CM_CHIEF_IP"
     elif size > 1 and table:
         servers, source, port = read_rank_table(table, size), f"rank table {table}", base_port()

@@ -219,6 +219,6 @@ def _report_uncaught_errors(cluster: Cluster) -> None:
 
 def _peers_named(message: str, cluster: Cluster) -> list[int]:
     """The other ranks an error message names, by task or by address."""
-    named = {int(task) for task in re.findall(rf"/job:{JOB}/replica:0/task:(\d+)", message)}
+    named = {int(task) for task in re.findall(rf"/job:{JOB}/(?:replica:0/)?task:(\d+)", message)}
     named |= {slot.rank for slot in cluster.slots if slot.address in message}
     return sorted(rank for rank in named if rank != cluster.rank and rank < cluster.size)
