@@ -57,12 +57,24 @@ def _read_config_file(path: str):
 def settings_text(plan: HostPlan) -> str:
     """The concrete host settings of a plan, for people (the report says why)."""
     lines = ["Host settings:"]
-    lines += [f"  ConfigProto {path} = {value}" for path, value in plan.config_edits.items()]
+    lines += [f"  ConfigProto {path} = {value}" for path, value in _set_fields(plan.host_config())]
     lines += [f"  environment {name}={value}" for name, value in plan.environment.items()]
     lines += [f"  feature {feature}" for feature in plan.features]
     if len(lines) == 1:
         lines.append("  none")
     return "\n".join(lines)
+
+
+def _set_fields(message, prefix: str = ""):
+    """(dotted field path, value) of every field set in a protobuf message, enum values by name."""
+    for field, value in message.ListFields():
+        path = prefix + field.name
+        if field.message_type is not None and field.label != field.LABEL_REPEATED:
+            yield from _set_fields(value, path + ".")
+        elif field.enum_type is not None:
+            yield path, field.enum_type.values_by_number[value].name
+        else:
+            yield path, value if field.label != field.LABEL_REPEATED else list(value)
 
 
 def explain(arguments: argparse.Namespace) -> int:

@@ -15,7 +15,7 @@ from typing import Iterator
 import tensorflow as tf
 from tensorflow.core.framework import attr_value_pb2
 
-from npu_bridge_compat.host.placement_graph import HOST_DEVICE, HOST_ONLY_ATTRIBUTES
+from npu_bridge_compat.runtime.host_regions import HOST_DEVICE, HOST_ONLY_ATTRIBUTES
 from npu_bridge_compat.host.platform import detect_host
 
 
@@ -94,9 +94,12 @@ def npu_optimizer_scope(optimizer_name: str = "") -> contextlib.AbstractContextM
     return _attr_scope({"_optimizer_name": _text(optimizer_name)})
 
 
-def npu_recompute_scope() -> contextlib.AbstractContextManager:
-    """Ascend recomputation region (a name scope); no host effect."""
-    return tf.name_scope("recompute")
+@contextlib.contextmanager
+def npu_recompute_scope() -> Iterator[None]:
+    """Ascend's recomputation region (name scope NpuRecompute). Its ops carry grappler's `_recompute_hint`, which
+    its memory optimizer recomputes in GraphMemoryOptimizeConfig(recompute='manual') mode."""
+    with tf.name_scope("NpuRecompute"), _attr_scope({"_recompute_hint": _int(1)}):
+        yield
 
 
 def npu_graph_slice_scope(slice_num: int = 1) -> contextlib.AbstractContextManager:

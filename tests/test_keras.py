@@ -15,6 +15,7 @@ from npu_bridge_compat.host import detect_host
 from npu_bridge_compat import keras as npu_keras
 from npu_bridge_compat.estimator import NPURunConfig
 from npu_bridge_compat.keras import NPUCallback
+from npu_bridge_compat.legacy import keras_helpers
 
 FEATURES = np.random.RandomState(0).randn(320, 6).astype(np.float32)
 TARGETS = FEATURES[:, :1] * 0.5
@@ -156,10 +157,10 @@ def test_graph_mode_keras_is_pointed_to_the_session_helper():
 def test_graph_mode_keras_session_helpers():
     from helpers import npu_config
 
-    session = npu_keras.set_keras_session_npu_config(npu_config({"precision_mode": "allow_mix_precision"}))
+    session = keras_helpers.set_keras_session_npu_config(npu_config({"precision_mode": "allow_mix_precision"}))
     assert tf.compat.v1.keras.backend.get_session() is session
     assert session._config.graph_options.rewrite_options.custom_optimizers == []
-    cleared = npu_keras.npu_clear_session(npu_config({}))
+    cleared = keras_helpers.npu_clear_session(npu_config({}))
     assert cleared is not session and tf.compat.v1.keras.backend.get_session() is cleared
     cleared.close()
     session.close()
@@ -170,7 +171,7 @@ def test_model_to_npu_estimator_runs_n_steps_per_run(tmp_path):
     inputs = tf.keras.Input([6])
     net = tf.keras.Model(inputs, tf.keras.layers.Dense(1)(inputs))
     net.compile(tf.keras.optimizers.SGD(0.05), "mse")
-    estimator = npu_keras.model_to_npu_estimator(
+    estimator = keras_helpers.model_to_npu_estimator(
         keras_model=net, config=NPURunConfig(model_dir=str(tmp_path), iterations_per_loop=5))
     estimator.train(lambda: dataset(), max_steps=10)
     assert estimator.get_variable_value("global_step") == 10
@@ -179,7 +180,8 @@ def test_model_to_npu_estimator_runs_n_steps_per_run(tmp_path):
 def test_session_settings_the_callback_cannot_apply_are_reported():
     from npu_bridge_compat.errors import NpuCompatWarning
 
-    with pytest.warns(NpuCompatWarning, match="cannot apply session settings .*inter_op_parallelism_threads"):
+    with pytest.warns(NpuCompatWarning, match=r"NPUCallback does not carry out InterOpThreads\(count=4\).*"
+                                              "Session settings cannot change once TensorFlow runs"):
         NPUCallback(stream_max_parallel_num="DNN_VM_AICPU:4")
 
 

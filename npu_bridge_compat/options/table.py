@@ -11,6 +11,7 @@ from types import MappingProxyType
 from typing import Mapping
 
 from npu_bridge_compat.options import grammars as g
+from npu_bridge_compat.options.precision_modes import PRECISION_MODES, PRECISION_MODES_V2
 from npu_bridge_compat.options.spec import (
     Concern as C,
     Kind as K,
@@ -101,14 +102,12 @@ _SPECS = (
                translated("mixed modes become grappler auto mixed precision (float16 on a GPU, bfloat16 on a "
                           "CPU); float32 modes keep float32 (TF32 off)"),
                "Operator precision mode.",
-               g.Choice(("force_fp32", "allow_fp32_to_fp16", "force_fp16", "must_keep_origin_dtype",
-                         "allow_mix_precision", "cube_fp16in_fp32out", "allow_mix_precision_fp16",
-                         "allow_mix_precision_bf16", "allow_fp32_to_bf16"))),
+               g.Choice(tuple(PRECISION_MODES))),
     OptionSpec("precision_mode_v2", K.STRING, None, C.PRECISION,
                translated("as precision_mode: mixed_float16 / mixed_bfloat16 become grappler auto mixed "
                           "precision, origin keeps float32"),
                "Operator precision mode, newer names.",
-               g.Choice(("fp16", "origin", "cube_fp16in_fp32out", "mixed_float16", "mixed_bfloat16"))),
+               g.Choice(tuple(PRECISION_MODES_V2))),
     OptionSpec("modify_mixlist", K.STRING, "", C.PRECISION,
                translated("the black/white/gray edits become grappler's mixed-precision deny/allow/infer lists "
                           "(TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_* variables)"),

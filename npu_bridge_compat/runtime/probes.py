@@ -18,9 +18,9 @@ import threading
 import numpy as np
 import tensorflow as tf
 
-from npu_bridge_compat.host.dump import TensorDumper
+from npu_bridge_compat.runtime.dump import TensorDumper
 from npu_bridge_compat.host.features import NumericChecks, TensorDump
-from npu_bridge_compat.host.numeric import NumericCheck, check_operations
+from npu_bridge_compat.runtime.numeric import NumericCheck, check_operations
 
 _NO_FAILURE = (-1, -1, -1, -1)  # step, check, output row, kind (0 NaN, 1 Inf)
 
@@ -46,10 +46,10 @@ class StepProbes:
     def for_plan(cls, plan, graph_name: str = "train", dumps: bool = True) -> StepProbes | None:
         """The probes the plan asks for (its dumps only where `dumps`), or None if it asks for none."""
         dump = plan.feature(TensorDump) if dumps else None
-        checks = plan.feature(NumericChecks) is not None
-        if dump is None and not checks:
+        checks = plan.feature(NumericChecks)
+        if dump is None and checks is None:
             return None
-        return cls(dump, checks, plan.options.dump_path, graph_name)
+        return cls(dump, checks is not None, checks.dump_path if checks else None, graph_name)
 
     @property
     def variables(self) -> list:

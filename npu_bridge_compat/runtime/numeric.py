@@ -19,8 +19,8 @@ import numpy as np
 import tensorflow as tf
 
 from npu_bridge_compat.errors import NonFiniteValueError
-from npu_bridge_compat.host.dump import atomic_write, safe_name
-from npu_bridge_compat.host.subgraph import MERGE_OPS, original_name, step_operations
+from npu_bridge_compat.runtime.dump import atomic_write, safe_name
+from npu_bridge_compat.runtime.graph import MERGE_OPS, original_name, step_operations
 
 EXCEPTION_DIRECTORY = "exception"
 
