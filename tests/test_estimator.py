@@ -7,10 +7,20 @@ import numpy as np
 import pytest
 import tensorflow as tf
 from helpers import npu_config
+from tensorflow.core.protobuf import rewriter_config_pb2
 
 from npu_bridge_compat import NpuOptionTypeError, NpuOptionValueError, scope
 from npu_bridge_compat.errors import NpuCompatWarning
-from npu_bridge_compat.estimator import DumpConfig, NPUEstimator, NPUEstimatorSpec, NPURunConfig, ProfilingConfig
+from npu_bridge_compat.estimator import (
+    DumpConfig,
+    ExperimentalConfig,
+    GraphMemoryOptimizeConfig,
+    NPUEstimator,
+    NPUEstimatorSpec,
+    NPURunConfig,
+    ProfilingConfig,
+)
+from npu_bridge_compat.host.features import NumericChecks
 
 FEATURES = np.random.RandomState(0).randn(512, 6).astype("float32")
 LABELS = (FEATURES[:, :3].sum(axis=1, keepdims=True) > 0).astype("float32")
@@ -127,6 +137,44 @@ def test_npurunconfig_arguments_override_session_config_entries():
 def test_npurunconfig_errors_surface_at_construction(arguments, error, message):
     with pytest.raises(error, match=message):
         NPURunConfig(**arguments)
+
+
+def test_replace_reads_and_plans_a_new_session_config_without_warning():
+    config = NPURunConfig(precision_mode="allow_mix_precision", iterations_per_loop=5)
+    new_entries = npu_config({"enable_exception_dump": 1, "precision_mode": "force_fp32"})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", NpuCompatWarning)  # replacing never warns
+        replaced = config.replace(session_config=new_entries)
+        rerooted = tf.estimator.RunConfig.replace(replaced, model_dir="elsewhere")  # as Estimator calls it
+    for result in (replaced, rerooted):
+        assert result.npu_options.enable_exception_dump == 1  # read from the new session config
+        assert result.npu_options.precision_mode == "allow_mix_precision"  # NPURunConfig's own argument wins
+        assert result.npu_plan.feature(NumericChecks) is not None
+        assert result.npu_plan.mixed_precision == config.npu_plan.mixed_precision
+        rewrite = result._session_config.graph_options.rewrite_options
+        assert list(rewrite.custom_optimizers) == []  # the NpuOptimizer entry is gone from the host config
+        mixed = config.npu_plan.mixed_precision
+        if mixed is not None:
+            assert getattr(rewrite, mixed.grappler_pass) == 1  # ON
+    assert rerooted.model_dir == "elsewhere" and not config.npu_options.is_set("enable_exception_dump")
+    with pytest.warns(NpuCompatWarning, match="StepLoop.*take effect only with NPUEstimator"):
+        replaced.session_config  # a plain Estimator reading the replaced config is still told
+
+
+def test_recompute_becomes_grapplers_memory_optimizer():
+    experimental = ExperimentalConfig(graph_memory_optimize_config=GraphMemoryOptimizeConfig(recompute="manual"))
+    config = NPURunConfig(experimental_config=experimental)
+    assert config._session_config.graph_options.rewrite_options.memory_optimization == \
+        rewriter_config_pb2.RewriterConfig.MANUAL
+    assert any("recompute='manual'" in note and "_recompute_hint" in note for note in config.npu_plan.report.notes)
+    with tf.Graph().as_default():
+        with scope.npu_recompute_scope():
+            marked = tf.square(tf.ones([2]), name="square")
+        assert marked.op.name == "NpuRecompute/square" and marked.op.get_attr("_recompute_hint") == 1
+    auto = NPURunConfig(experimental_config=ExperimentalConfig(
+        graph_memory_optimize_config=GraphMemoryOptimizeConfig(recompute="auto")))
+    assert auto._session_config.graph_options.rewrite_options.memory_optimization == \
+        rewriter_config_pb2.RewriterConfig.RECOMPUTATION_HEURISTICS
 
 
 def test_plain_estimator_trains_with_the_host_config_and_warns_once_about_iterations(tmp_path):

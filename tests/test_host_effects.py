@@ -154,28 +154,6 @@ def test_dump_modes_layers_and_stats(tmp_path):
     assert (features["min"], features["max"]) == (0.0, 7.0) and "file" not in features
 
 
-def test_estimator_dumps_and_profiles(tmp_path):
-    from npu_bridge_compat.estimator import DumpConfig, NPUEstimator, NPURunConfig, ProfilingConfig
-
-    def model_fn(features, labels, mode):
-        loss = tf.reduce_mean(tf.square(v1.layers.dense(features, 1, name="dense") - labels), name="loss")
-        train_op = v1.train.GradientDescentOptimizer(0.01).minimize(loss, global_step=v1.train.get_global_step())
-        return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
-
-    data = np.ones([16, 2], np.float32)
-    (tmp_path / "dumps").mkdir()
-    config = NPURunConfig(model_dir=str(tmp_path / "model"),
-                          dump_config=DumpConfig(enable_dump=True, dump_path=str(tmp_path / "dumps"), dump_step="1"),
-                          profiling_config=ProfilingConfig(True, f'{{"output": "{tmp_path / "profile"}"}}'))
-    NPUEstimator(model_fn, config=config).train(
-        lambda: tf.data.Dataset.from_tensor_slices((data, data[:, :1])).repeat().batch(4), max_steps=3)
-    steps = dumped_steps(tmp_path / "dumps")
-    assert list(steps) == ["step_1"]
-    ops = {e["op"] for e in read_index(steps["step_1"])}
-    assert {"loss", "dense/MatMul", "IteratorGetNext"} <= ops
-    assert list((tmp_path / "profile").glob("plugins/profile/*/*.xplane.pb"))
-
-
 def test_session_dumps_and_checks_with_tf1_ref_variables(tmp_path):
     with tf.Graph().as_default():
         weight = v1.Variable(tf.ones([2, 1]), use_resource=False, name="weight")  # a TF1 (ref) variable
@@ -254,17 +232,6 @@ def test_session_loop_says_keep_dtype_cannot_reach_inside_it():
                 sess.run(util.set_iteration_per_loop(sess, train_op, 2))
 
 
-def test_session_profiles_until_closed(tmp_path):
-    with tf.Graph().as_default():
-        train_op = linear_training_graph()
-        config = config_with(profiling_mode=True, profiling_options=f'{{"output": "{tmp_path}"}}')
-        with NPUSession(config=config) as sess:
-            sess.run(v1.global_variables_initializer())
-            sess.run(train_op)
-    traces = list(tmp_path.glob("plugins/profile/*/*.xplane.pb"))
-    assert traces and traces[0].stat().st_size > 0
-
-
 def test_overflow_detection_names_the_op_producing_inf(tmp_path):
     from npu_bridge_compat.errors import NonFiniteValueError
 
@@ -281,21 +248,6 @@ def test_overflow_detection_names_the_op_producing_inf(tmp_path):
     [saved] = tmp_path.glob("exception/*/log_of_x/input.0.npy")
     np.testing.assert_array_equal(np.load(saved), [0.0, 1.0])  # the failing step's own input
     assert not list(tmp_path.rglob("*.partial"))
-
-
-def test_estimator_exception_checks_stop_at_nan(tmp_path):
-    from npu_bridge_compat.errors import NonFiniteValueError
-    from npu_bridge_compat.estimator import NPUEstimator, NPURunConfig
-
-    def model_fn(features, labels, mode):
-        weight = v1.get_variable("weight", [], initializer=v1.constant_initializer(1.0))
-        loss = tf.reduce_mean(tf.sqrt(features * weight - 3.0, name="root"))  # NaN for features < 3
-        train_op = v1.train.GradientDescentOptimizer(0.01).minimize(loss, global_step=v1.train.get_global_step())
-        return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
-
-    estimator = NPUEstimator(model_fn, config=NPURunConfig(model_dir=str(tmp_path), enable_exception_dump=1))
-    with pytest.raises(NonFiniteValueError, match="op 'root' produced NaN values"):
-        estimator.train(lambda: tf.data.Dataset.from_tensors((tf.ones([2]), tf.ones([2]))).repeat(), max_steps=2)
 
 
 def test_keep_dtype_scope_keeps_its_ops_in_float32(monkeypatch):

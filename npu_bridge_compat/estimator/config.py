@@ -8,6 +8,7 @@ TensorFlow's Estimator calls itself) is read and planned the same way.
 
 from __future__ import annotations
 
+import copy
 import enum
 import inspect
 from typing import Any
@@ -260,14 +261,19 @@ class NPURunConfig(tf.estimator.RunConfig):
                      f"{PLAIN_ESTIMATOR.hint}", NpuCompatWarning)
         return self._session_config
 
+    def __deepcopy__(self, memo: dict) -> NPURunConfig:
+        """RunConfig.replace deep-copies, then validates the copy by reading its properties: the copy must not
+        warn about a plain Estimator (replace() below passes the flag on)."""
+        copied = type(self).__new__(type(self))
+        memo[id(self)] = copied
+        copied.__dict__.update({name: copy.deepcopy(value, memo) for name, value in self.__dict__.items()})
+        copied.warn_plain_estimator = False
+        return copied
+
     def replace(self, **kwargs) -> NPURunConfig:
         """RunConfig.replace; a new session_config is read and planned, and replacing never warns."""
-        warn_later, self.warn_plain_estimator = self.warn_plain_estimator, False
-        try:
-            replaced = super().replace(**kwargs)
-        finally:
-            self.warn_plain_estimator = warn_later
-        replaced.warn_plain_estimator = warn_later
+        replaced = super().replace(**kwargs)
+        replaced.warn_plain_estimator = self.warn_plain_estimator
         return replaced
 
     @property

@@ -111,7 +111,7 @@ class StepProbes:
         return tf.reduce_any(tf.stack([(step >= first) & (step <= last) for first, last in ranges]))
 
     def _check_op(self, operations: list, step, imported_as: str) -> list:
-        check = check_operations(operations, self._dump_path, imported_as)
+        check = check_operations(operations, self._dump_path, imported_as, no_earlier_failure=self.failure[0] < 0)
         if check is None:
             return []
         failure = self.failure

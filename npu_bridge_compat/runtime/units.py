@@ -85,12 +85,13 @@ def keep_dtype_in_function(graph, operations: list) -> None:
 
 class NumericCheckUnit(tf.compat.v1.train.SessionRunHook):
     """Finiteness flags over the tensors each fetch structure computes; a non-finite output stops the run with
-    NonFiniteValueError naming the op, after its inputs were saved under `dump_path` (if any)."""
+    NonFiniteValueError naming the op and the step (counted per fetch structure, as the dumps count), after its
+    inputs were saved under `dump_path` (if any)."""
 
     def __init__(self, feature: NumericChecks) -> None:
         self._dump_path = feature.dump_path
-        self._checks: dict[tuple, Any] = {}
-        self._current = None
+        self._checks: dict[tuple, list] = {}  # fetch names -> [check or None, steps run so far]
+        self._current: list | None = None
 
     def before_run(self, run_context):
         graph, key, fetched, looped = _run_of(run_context)
@@ -99,13 +100,19 @@ class NumericCheckUnit(tf.compat.v1.train.SessionRunHook):
             return None
         if key not in self._checks:
             with open_graph(graph):
-                self._checks[key] = numeric_check(graph, fetched, self._dump_path)
-        self._current = self._checks[key]
-        return SessionRunArgs(self._current.flags) if self._current is not None else None
+                self._checks[key] = [numeric_check(graph, fetched, self._dump_path), 0]
+        entry = self._checks[key]
+        check, step = entry
+        entry[1] += 1
+        if check is None:
+            return None
+        self._current = [check, step]
+        return SessionRunArgs(check.flags)
 
     def after_run(self, run_context, run_values) -> None:
         if self._current is not None:
-            self._current.raise_if_non_finite(run_values.results)
+            check, step = self._current
+            check.raise_if_non_finite(run_values.results, step)
 
 
 class TensorDumpUnit(tf.compat.v1.train.SessionRunHook):
