@@ -96,29 +96,6 @@ _SPECS = (
                "With jit_compile='true', how shapes that change between steps are generalised: STRICT (not at "
                "all), FULL (every axis to -1), ADAPTIVE (the changed axes to -1).",
                g.Choice(("STRICT", "FULL", "ADAPTIVE"))),
-    OptionSpec("compile_dynamic_mode", K.BOOL, False, C.DYNAMIC_SHAPE, not_needed(_SHAPES),
-               "Generalise every input shape to -1, compiling static-shape graphs as dynamic ones."),
-    OptionSpec("all_tensor_not_empty", K.BOOL, False, C.DYNAMIC_SHAPE,
-               not_needed("host kernels handle empty tensors themselves; there are no empty-tensor check nodes to "
-                          "remove"),
-               "Remove the empty-tensor check nodes of dynamic-shape graphs (no tensor is ever empty)."),
-    OptionSpec("oo_constant_folding", K.BOOL, True, C.COMPILE,
-               translated("False turns constant folding OFF in grappler and in TensorFlow's graph optimizer; "
-                          "True is TensorFlow's default"),
-               "Constant folding during graph compilation."),
-    OptionSpec("oo_level", K.STRING, "O3", C.COMPILE, no_equivalent(_GE),
-               "Graph Engine optimisation level (read by the adapter, not in its API reference)."),
-    OptionSpec("optimization_switch", K.STRING, "", C.COMPILE, no_equivalent(_GE),
-               "Graph Engine optimisation pass switches (read by the adapter, not in its API reference)."),
-    OptionSpec("aicore_num", K.STRING, "", C.COMPILE,
-               approximated("the larger core count becomes TensorFlow's intra-op thread count (the most cores one "
-                            "op uses)"),
-               "Most Cube|Vector AI Core cores operators are compiled for, e.g. '2|4'.", g.CoreCounts()),
-    OptionSpec("export_compile_stat", K.INT, 1, C.DEBUG,
-               no_equivalent("Ascend's fusion_result.json lists the Graph Engine's fusion passes; grappler keeps "
-                             "no such record"),
-               "Write fusion_result.json: 0 never, 1 at normal exit, 2 after each graph compilation.",
-               g.Choice((0, 1, 2))),
     OptionSpec("topo_sorting_mode", K.INT, 0, C.COMPILE, no_equivalent(_GE),
                "Graph Engine topological sort order.", g.Choice((0, 1))),
     OptionSpec("insert_op_file", K.STRING, "", C.COMPILE,
@@ -280,6 +257,12 @@ _SPECS = (
     OptionSpec("compile_hybrid_mode", K.INT, 0, C.DYNAMIC_SHAPE, not_needed(_DYNAMIC),
                "Online inference: compile the gears and a dynamic-shape graph, run the gear graph when the shape "
                "fits (needs the gear options, dynamic_node_type 1).", g.Choice((0, 1))),
+    OptionSpec("compile_dynamic_mode", K.BOOL, False, C.DYNAMIC_SHAPE, not_needed(_SHAPES),
+               "Generalise every input shape to -1, compiling static-shape graphs as dynamic ones."),
+    OptionSpec("all_tensor_not_empty", K.BOOL, False, C.DYNAMIC_SHAPE,
+               not_needed("host kernels handle empty tensors themselves; there are no empty-tensor check nodes to "
+                          "remove"),
+               "Remove the empty-tensor check nodes of dynamic-shape graphs (no tensor is ever empty)."),
     OptionSpec("dynamic_input", K.BOOL, False, C.DYNAMIC_SHAPE, not_needed(_DYNAMIC),
                "Inputs have dynamic shapes.", deprecated="deprecated by the newest adapter"),
     OptionSpec("dynamic_graph_execute_mode", K.STRING, "dynamic_execute", C.DYNAMIC_SHAPE, not_needed(_DYNAMIC),
@@ -317,6 +300,23 @@ _SPECS = (
                approximated("\"ALL\": \"off\" under GraphFusion turns grappler's remapper (op fusion) off; "
                             "individual Ascend passes have no host counterpart"),
                "Switches of Ascend graph and UB fusion passes.", g.FusionSwitchFile()),
+    OptionSpec("oo_constant_folding", K.BOOL, True, C.COMPILE,
+               translated("False turns constant folding OFF in grappler and in TensorFlow's graph optimizer; "
+                          "True is TensorFlow's default"),
+               "Constant folding during graph compilation."),
+    OptionSpec("oo_level", K.STRING, "O3", C.COMPILE, no_equivalent(_GE),
+               "Graph Engine optimisation level (read by the adapter, not in its API reference)."),
+    OptionSpec("optimization_switch", K.STRING, "", C.COMPILE, no_equivalent(_GE),
+               "Graph Engine optimisation pass switches (read by the adapter, not in its API reference)."),
+    OptionSpec("aicore_num", K.STRING, "", C.COMPILE,
+               approximated("the larger core count becomes TensorFlow's intra-op thread count (the most cores one "
+                            "op uses)"),
+               "Most Cube|Vector AI Core cores operators are compiled for, e.g. '2|4'.", g.CoreCounts()),
+    OptionSpec("export_compile_stat", K.INT, 1, C.DEBUG,
+               no_equivalent("Ascend's fusion_result.json lists the Graph Engine's fusion passes; grappler keeps "
+                             "no such record"),
+               "Write fusion_result.json: 0 never, 1 at normal exit, 2 after each graph compilation.",
+               g.Choice((0, 1, 2))),
     # --- distributed, streams, timeouts, experimental ------------------------------------------------------
     OptionSpec("hcom_parallel", K.BOOL, True, C.DISTRIBUTED, no_equivalent(_HCCL),
                "Overlap allreduce with forward/backward computation."),
