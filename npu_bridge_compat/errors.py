@@ -46,7 +46,7 @@ class NpuCompatWarning(UserWarning):
 
 
 class UnknownOptionWarning(NpuCompatWarning):
-    """An option name the adapter does not read (a typo, most often); it is ignored."""
+    """An option name the option table lacks (a typo, most often); it is not validated and has no host effect."""
 
 
 class IgnoredOptionWarning(NpuCompatWarning):

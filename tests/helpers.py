@@ -70,6 +70,8 @@ def context_for(key: str, workdir: Path) -> dict[str, Any]:
         "input_shape": {"dynamic_dims": "20,20;40,40", "dynamic_node_type": 0},
         "dynamic_dims": {"input_shape": "data:1,-1;label:-1", "dynamic_node_type": 0},
         "dynamic_node_type": {"input_shape": "data:1,-1", "dynamic_dims": "20;40"},
+        "compile_hybrid_mode": {"input_shape": "data:1,-1", "dynamic_dims": "20;40", "dynamic_node_type": 1},
+        "shape_generalization_mode": {"jit_compile": "true"},
     }
     return companions.get(key, {})
 

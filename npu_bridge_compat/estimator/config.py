@@ -65,32 +65,41 @@ class DumpConfig:
 
 
 class DynamicInputConfig:
-    """Gear-mode dynamic shapes: input_shape, dynamic_dims and dynamic_node_type, all three required."""
+    """Gear-mode dynamic shapes: input_shape, dynamic_dims and dynamic_node_type, all three required, and the
+    newest adapter's compile_hybrid_mode (optional here, so scripts written for older adapters keep working)."""
 
-    def __init__(self, input_shape: str, dynamic_dims: str, dynamic_node_type: int) -> None:
+    def __init__(self, input_shape: str, dynamic_dims: str, dynamic_node_type: int,
+                 compile_hybrid_mode: int | None = None) -> None:
         self._input_shape = input_shape
         self._dynamic_dims = dynamic_dims
         self._dynamic_node_type = dynamic_node_type
+        self._compile_hybrid_mode = compile_hybrid_mode
 
     def npu_options(self) -> dict[str, Any]:
         values = {"input_shape": self._input_shape, "dynamic_dims": self._dynamic_dims,
                   "dynamic_node_type": self._dynamic_node_type}
-        return values if all(value is not None for value in values.values()) else {}
+        if any(value is None for value in values.values()):
+            return {}
+        if self._compile_hybrid_mode is not None:
+            values["compile_hybrid_mode"] = self._compile_hybrid_mode
+        return values
 
 
 class MemoryConfig:
     """Graph Engine memory policies."""
 
     def __init__(self, atomic_clean_policy: int = 0, static_memory_policy: int = 0,
-                 memory_optimization_policy: str | None = None) -> None:
+                 memory_optimization_policy: str | None = None, variable_use_1g_huge_page: int = 0) -> None:
         self._atomic_clean_policy = atomic_clean_policy
         self._static_memory_policy = static_memory_policy
         self._memory_optimization_policy = memory_optimization_policy
+        self._variable_use_1g_huge_page = variable_use_1g_huge_page
 
     def npu_options(self) -> dict[str, Any]:
         return _changed({"atomic_clean_policy": self._atomic_clean_policy,
                          "static_memory_policy": self._static_memory_policy,
-                         "memory_optimization_policy": self._memory_optimization_policy})
+                         "memory_optimization_policy": self._memory_optimization_policy,
+                         "variable_use_1g_huge_page": self._variable_use_1g_huge_page})
 
 
 class GraphMemoryOptimizeConfig:
@@ -158,7 +167,7 @@ _HOLDERS = {"profiling_config": ProfilingConfig, "dump_config": DumpConfig,
             "dynamic_input_config": DynamicInputConfig, "memory_config": MemoryConfig,
             "experimental_config": ExperimentalConfig}
 _AOE_ARGUMENTS = ("aoe_mode", "work_path", "distribute_config")  # written only when aoe_mode is set
-_NO_HOST_MEANING = ("distribute", "horovod_mode", "quant_dumpable")
+_NO_HOST_MEANING = ("distribute", "horovod_mode")
 
 
 class NPURunConfig(tf.estimator.RunConfig):
@@ -185,7 +194,11 @@ class NPURunConfig(tf.estimator.RunConfig):
                  memory_config=None, experimental_config=None, topo_sorting_mode=None, aoe_config_file=None,
                  insert_op_file=None, stream_sync_timeout=-1, event_sync_timeout=-1, external_weight=False,
                  deterministic=0, frozen_variable=False, variable_placement="Device", jit_compile="auto",
-                 precision_mode_v2=None, ac_parallel_enable=None, quant_dumpable=None):
+                 precision_mode_v2=None, ac_parallel_enable=None, quant_dumpable=None, input_fusion_size=131072,
+                 compile_dynamic_mode=None, graph_max_parallel_model_num=1, export_compile_stat=1, aicore_num=None,
+                 oo_constant_folding=True, input_batch_cpy=False, shape_generalization_mode="STRICT",
+                 all_tensor_not_empty=False, auto_multistream_parallel_mode=None, oo_level="O3",
+                 optimization_switch=None):
         arguments = {name: value for name, value in locals().items() if name not in ("self", "__class__")}
         self._check_holders(arguments)
         self._argument_values = self._npu_values(arguments)

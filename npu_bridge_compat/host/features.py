@@ -187,6 +187,32 @@ class InterOpThreads(SessionSetting):
 
 
 @dataclasses.dataclass(frozen=True)
+class IntraOpThreads(SessionSetting):
+    """Threads one op may use."""
+
+    count: int
+
+    def apply_to(self, config) -> None:
+        config.intra_op_parallelism_threads = self.count
+
+
+@dataclasses.dataclass(frozen=True)
+class GraphOptimizerLevel(SessionSetting):
+    """The graph optimizer TensorFlow runs on every partition: at level L0 it folds no constants (L1 always
+    does); common-subexpression elimination stays as chosen."""
+
+    level: str
+    common_subexpression_elimination: bool = True
+
+    def apply_to(self, config) -> None:
+        from tensorflow.core.protobuf import config_pb2
+
+        options = config.graph_options.optimizer_options
+        options.opt_level = config_pb2.OptimizerOptions.Level.Value(self.level)
+        options.do_common_subexpression_elimination = self.common_subexpression_elimination
+
+
+@dataclasses.dataclass(frozen=True)
 class OperationTimeout(SessionSetting):
     """Fail a blocking operation that takes longer than this."""
 

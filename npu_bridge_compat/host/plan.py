@@ -11,6 +11,7 @@ import dataclasses
 from types import MappingProxyType
 from typing import Any, Mapping
 
+from npu_bridge_compat.host.compilation import plan_compilation
 from npu_bridge_compat.host.contribution import Contribution
 from npu_bridge_compat.host.debugging import plan_debugging
 from npu_bridge_compat.host.features import Feature, MixedPrecision, RewriteSetting, SessionSetting
@@ -23,7 +24,7 @@ from npu_bridge_compat.options.readers import NPU_OPTIMIZER, npu_optimizer_entri
 from npu_bridge_compat.options.spec import Effect
 from npu_bridge_compat.options.table import OPTIONS
 
-PLANNERS = (plan_placement, plan_precision, plan_debugging, plan_settings)
+PLANNERS = (plan_placement, plan_precision, plan_debugging, plan_settings, plan_compilation)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -15,8 +15,10 @@ from npu_bridge_compat.host.apply import apply_environment, apply_process_settin
 from npu_bridge_compat.host.features import (
     BatchNormWorkaround,
     GpuMemoryLimit,
+    GraphOptimizerLevel,
     HostRegions,
     InterOpThreads,
+    IntraOpThreads,
     NumericChecks,
     OperationTimeout,
     ProcessSetting,
@@ -28,7 +30,8 @@ from npu_bridge_compat.host.features import (
 )
 
 RUN_UNITS = (StepLoop, BatchNormWorkaround, HostRegions, ProfilerTrace, TensorDump, NumericChecks)
-SESSION_SETTINGS = (RewriteSetting, GpuMemoryLimit, VisibleDevice, InterOpThreads, OperationTimeout)
+SESSION_SETTINGS = (RewriteSetting, GpuMemoryLimit, VisibleDevice, InterOpThreads, IntraOpThreads, OperationTimeout,
+                    GraphOptimizerLevel)
 
 
 @dataclasses.dataclass(frozen=True)
