@@ -207,3 +207,17 @@ def test_gpu_memory_limit_becomes_one_virtual_gpu_of_that_size(gpu_host):
 def test_profiling_without_options_uses_the_adapters_default(cpu_host):
     trace = plan(cpu_host, profiling_mode=True).feature(f.ProfilerTrace)
     assert trace.output == "./" and trace.options["training_trace"] == "on"
+
+
+def test_hifloat8_modes_are_accepted_and_run_float32(cpu_host, tmp_path):
+    mixlist = tmp_path / "ops_info.json"
+    mixlist.write_text('{"black-list": {"to-add": ["MatMulV2"]}}')
+    for mode in ("mixed_hif8", "cube_hif8"):
+        result = plan(cpu_host, precision_mode_v2=mode)
+        assert result.mixed_precision is None
+        entry = result.report.entry("precision_mode_v2")
+        assert entry.effect == Effect.NO_EQUIVALENT.value and "HiFloat8" in entry.how
+    plan(cpu_host, precision_mode_v2="mixed_hif8", modify_mixlist=str(mixlist))  # a mixed mode: lists allowed
+    with pytest.raises(ValueError, match="precision_mode_v2 is assigned to 'mixed_float16' or 'mixed_bfloat16' or "
+                                         "'mixed_hif8'"):
+        plan(cpu_host, precision_mode_v2="cube_hif8", modify_mixlist=str(mixlist))

@@ -119,6 +119,9 @@ def plan_precision(options, host: HostFacts) -> Contribution:
     elif intent is Intent.FORCE_FLOAT16:
         result.say(key, Effect.NO_EQUIVALENT, "a CPU has no whole-graph float16 execution (grappler refuses "
                                               "UNSAFE_FORCE_ALL on the CPU passes)")
+    elif intent in (Intent.MIXED_HIFLOAT8, Intent.CUBE_HIFLOAT8):
+        result.say(key, Effect.NO_EQUIVALENT, "HiFloat8 is an Ascend 950 data type; no host kernel computes in it, "
+                                              "so float32 runs")
     elif intent is Intent.CUBE_FLOAT16:
         if host.has_gpu:
             result.features.append(TensorFloat32(enabled=True))

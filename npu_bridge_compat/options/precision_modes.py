@@ -14,6 +14,13 @@ class Intent(enum.Enum):
     FLOAT32_WHERE_SUPPORTED = "float32 where the op supports it"
     FORCE_FLOAT16 = "float16 everywhere"
     CUBE_FLOAT16 = "float16 matmul/conv inputs, float32 outputs"
+    MIXED_HIFLOAT8 = "mixed HiFloat8"
+    CUBE_HIFLOAT8 = "HiFloat8 matmul/conv"
+
+    @property
+    def is_mixed(self) -> bool:
+        """Whether the mode picks a lower precision per op from lists (which modify_mixlist edits)."""
+        return self in (Intent.MIXED_FLOAT16, Intent.MIXED_BFLOAT16, Intent.MIXED_HIFLOAT8)
 
 
 PRECISION_MODES = MappingProxyType({
@@ -34,6 +41,8 @@ PRECISION_MODES_V2 = MappingProxyType({
     "cube_fp16in_fp32out": Intent.CUBE_FLOAT16,
     "mixed_float16": Intent.MIXED_FLOAT16,
     "mixed_bfloat16": Intent.MIXED_BFLOAT16,
+    "mixed_hif8": Intent.MIXED_HIFLOAT8,  # Ascend 950 only
+    "cube_hif8": Intent.CUBE_HIFLOAT8,
 })
 
 
@@ -44,3 +53,7 @@ def intent_of(options) -> Intent | None:
     if options.precision_mode_v2:
         return PRECISION_MODES_V2[options.precision_mode_v2]
     return None
+
+
+MIXED_PRECISION_MODES = tuple(mode for mode, intent in PRECISION_MODES.items() if intent.is_mixed)
+MIXED_PRECISION_MODES_V2 = tuple(mode for mode, intent in PRECISION_MODES_V2.items() if intent.is_mixed)

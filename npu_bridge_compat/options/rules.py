@@ -11,12 +11,11 @@ from typing import Any, Callable
 
 from npu_bridge_compat.errors import ConfigurationAdvice, IgnoredOptionWarning, NpuOptionValueError, warn
 from npu_bridge_compat.options.grammars import GIB
+from npu_bridge_compat.options.precision_modes import MIXED_PRECISION_MODES, MIXED_PRECISION_MODES_V2
 
 GRAPH_MEMORY_DEFAULT = 26 * GIB  # what the Graph Engine assumes when the key is absent
 VARIABLE_MEMORY_DEFAULT = 5 * GIB
 ASCEND_910_MEMORY = 31 * GIB
-MIXED_PRECISION_MODES = ("allow_mix_precision", "allow_mix_precision_fp16", "allow_mix_precision_bf16")
-MIXED_PRECISION_MODES_V2 = ("mixed_float16", "mixed_bfloat16")
 GEAR_KEYS = ("input_shape", "dynamic_dims", "dynamic_node_type")  # gear-mode dynamic shapes, set together
 
 Rule = Callable[[Any], None]  # takes an NpuOptions
