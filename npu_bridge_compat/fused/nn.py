@@ -77,10 +77,10 @@ def _deformable_offsets(x, offsets, ksize, strides, pads, dilations, deformable_
     def block(index):
         return tf.reshape(offsets[..., index * taps:(index + 1) * taps], [n, out_h, out_w, deformable_groups, kh, kw])
 
-    base_rows = (tf.range(out_h) * stride_h - pads[0])[:, None, None, None] + tf.range(kh)[:, None] * dilation_h
-    base_cols = (tf.range(out_w) * stride_w - pads[2])[:, None, None] + tf.range(kw) * dilation_w
-    rows = tf.cast(base_rows[None, :, None, None], x.dtype) + block(1)
-    cols = tf.cast(base_cols[None, None, :, None, None], x.dtype) + block(0)
+    base_rows = (tf.range(out_h) * stride_h - pads[0])[:, None] + tf.range(kh) * dilation_h  # [Ho, kh]
+    base_cols = (tf.range(out_w) * stride_w - pads[2])[:, None] + tf.range(kw) * dilation_w  # [Wo, kw]
+    rows = tf.cast(base_rows[None, :, None, None, :, None], x.dtype) + block(1)
+    cols = tf.cast(base_cols[None, None, :, None, None, :], x.dtype) + block(0)
     image = tf.reshape(x, [n, tf.shape(x)[1], tf.shape(x)[2], deformable_groups, channels // deformable_groups])
     samples = _bilinear_samples(image, rows, cols)
     if modulated:
