@@ -216,6 +216,13 @@ class _DynamicBasic(tf.compat.v1.layers.Layer):
     def _per_direction(self, shape: list[int]) -> list[int]:
         return [2, *shape] if self._directions == 2 else shape
 
+    @staticmethod
+    def _input_size(input_shape) -> int:
+        input_size = tf.compat.dimension_value(input_shape[2])
+        if input_size is None:
+            raise ValueError("Expected input_shape[2] to be known, saw shape: input_size.")
+        return input_size
+
     def _variable(self, name: str, shape: list[int], initializer, dtype=None, trainable: bool = True):
         return self.add_weight(name, shape=shape, dtype=dtype or self._dtype, initializer=initializer,
                                trainable=trainable)
@@ -288,9 +295,7 @@ class DynamicRNN(_DynamicBasic):
     forget_bias = _read_only("forget_bias")
 
     def build(self, input_shape):
-        input_size = tf.compat.dimension_value(input_shape[2])
-        if input_size is None:
-            raise ValueError("Expected input_shape[2] to be known, saw shape: input_size.")
+        input_size = self._input_size(input_shape)
         hidden = self._hidden_size
         self._rnn_w = self._variable("dynamicrnn/w", self._per_direction([input_size + hidden, 4 * hidden]),
                                      tf.compat.v1.glorot_uniform_initializer(seed=10))
@@ -338,15 +343,12 @@ class _DynamicGRU(_DynamicBasic):
         self._gate_order = gate_order
         self._reset_after = bool(reset_after)
         self._weight_input = self._weight_hidden = self._bias_input = self._bias_hidden = None
-        self._init_h = None
 
     gate_order = _read_only("gate_order")
     reset_after = _read_only("reset_after")
 
     def build(self, input_shape):
-        input_size = tf.compat.dimension_value(input_shape[2])
-        if input_size is None:
-            raise ValueError("Expected input_shape[2] to be known, saw shape: input_size.")
+        input_size = self._input_size(input_shape)
         hidden = self._hidden_size
         stdv = 1.0 / math.sqrt(hidden)
 
