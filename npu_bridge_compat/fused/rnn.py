@@ -272,7 +272,8 @@ class DynamicRNN(_DynamicBasic):
 
     Time-major x [num_step, batch, input] (batch-major with time_major=False); init_h / init_c [1, batch, hidden]
     ([2, ...] when BIDIRECTIONAL); outputs [num_step, batch, hidden], stacked as [2, ...] (forward, backward) when
-    BIDIRECTIONAL. weight / bias replace the layer's variables for one call, as in the adapter.
+    BIDIRECTIONAL. weight / bias replace the layer's variables for one call, as in the adapter. is_training only
+    tells the NPU whether to keep the gate outputs for its gradient kernel: on a host they are always returned.
     """
 
     _prefix = "dynamicrnn"
