@@ -127,6 +127,9 @@ def test_names_without_counterpart_import_and_raise_when_used():
     with pytest.raises(ModuleNotFoundError):  # not a module, as on TF 1.15
         importlib.import_module("tensorflow.contrib.layers.xavier_initializer")
     assert "xavier_initializer" in dir(v1.contrib.layers)
+    namespace = {}
+    exec("from tensorflow.contrib.layers import *", namespace)  # only names it knows, never a source's imports
+    assert "xavier_initializer" in namespace and "tf" not in namespace and "array_ops" not in namespace
 
 
 def test_a_differing_counterpart_warns_once(monkeypatch):

@@ -21,14 +21,15 @@ from npu_bridge_compat.legacy.tf1 import install_tf1_world
 from npu_bridge_compat.legacy.tf1.world import virtual_module
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # npu_bridge_compat/
-_LEGACY = os.path.join(_PACKAGE, "legacy")
-_ADAPTER_TREES = tuple(os.path.join(_LEGACY, tree) + os.sep for tree in ("npu_bridge", "hccl"))
+_ADAPTER_TREES = tuple(os.path.join(_PACKAGE, "legacy", tree) + os.sep for tree in ("npu_bridge", "hccl"))
 _PER_IMPORTER_ROOTS = ("python.keras",)  # real modules of TensorFlow 2.15 that its own code still imports
 
 _installed = False
 
 
+@functools.lru_cache(maxsize=None)
 def _library_roots() -> tuple[str, ...]:
+    """The Python installation, site-packages and npu_bridge_compat itself: code that keeps TensorFlow 2."""
     paths = sysconfig.get_paths()
     roots = {paths[key] for key in ("stdlib", "platstdlib", "purelib", "platlib")}
     roots.update(site.getsitepackages())

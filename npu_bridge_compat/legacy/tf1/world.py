@@ -51,6 +51,7 @@ class _Found:
 
 
 _ABSENT = object()
+_UNKNOWN_NAME = "not a TF 1.15 name npu_bridge_compat maps"
 _UNKNOWN_TREE = NameStatus("unknown", "not in the TF 1.15 trees npu_bridge_compat maps (tensorflow.contrib, "
                                       "tensorflow.python.keras, tensorflow.examples)")
 
@@ -153,11 +154,13 @@ def _lookup(path: str, name: str) -> _Found:
     if name in spec.missing:
         return _Found("missing", spec.missing[name])
     child = f"{path}.{name}"
+    unavailable = ""
     for source in spec.sources:  # before the child modules: TF 1.15's packages star-imported over their modules
         try:
             module = _resolve(source)
         except ImportError as error:
-            return _Found("missing", f"its counterpart {_pretty(source)} cannot be imported here ({error})")
+            unavailable = unavailable or f"its counterpart {_pretty(source)} cannot be imported here ({error})"
+            continue
         exported = getattr(module, "__all__", None)
         value = getattr(module, name, _ABSENT) if exported is None or name in exported else _ABSENT
         if isinstance(value, types.ModuleType):
@@ -167,7 +170,7 @@ def _lookup(path: str, name: str) -> _Found:
             return _counterpart(spec, name, f"{source}.{name}", f"{_pretty(source)}.{name}", value)
     if module_spec(child) is not None:  # listed in the table, or a module of a source
         return _module_found(child)
-    return _Found("unknown", f"not a TF 1.15 name npu_bridge_compat maps{_suggestion(path, name)}")
+    return _Found("missing", unavailable) if unavailable else _Found("unknown", _UNKNOWN_NAME)
 
 
 def _counterpart(spec: Module, name: str, target: str, shown: str, value: Any = _ABSENT) -> _Found:
@@ -183,9 +186,9 @@ def _counterpart(spec: Module, name: str, target: str, shown: str, value: Any = 
 
 @functools.lru_cache(maxsize=None)
 def public_names(path: str) -> frozenset[str]:
-    """The names a virtual module answers for (its `dir()` and `__all__`)."""
+    """The names a module of the tree answers for (its `dir()` and `__all__`; never a name it does not know)."""
     spec = module_spec(path)
-    if spec is None or spec.gone:
+    if spec.gone:
         return frozenset()
     names = set(spec.names) | set(spec.missing)
     names |= {key[len(path) + 1:] for key in MODULES if key.startswith(path + ".") and "." not in key[len(path) + 1:]}
@@ -195,12 +198,15 @@ def public_names(path: str) -> frozenset[str]:
         except ImportError:
             continue
         names |= set(getattr(module, "__all__", None) or (n for n in dir(module) if not n.startswith("_")))
-    return frozenset(names)
+    return frozenset(name for name in names if _lookup(path, name).status != "unknown")
 
 
-def _suggestion(path: str, name: str) -> str:
+def _detail(path: str, name: str, found: _Found) -> str:
+    """The detail of a lookup, an unknown name with the closest known one."""
+    if found.status != "unknown":
+        return found.detail
     close = difflib.get_close_matches(name, public_names(path), n=1)
-    return f"; did you mean tensorflow.{path}.{close[0]}?" if close else ""
+    return found.detail + (f"; did you mean tensorflow.{path}.{close[0]}?" if close else "")
 
 
 # --- runtime: virtual modules and stand-ins ------------------------------------------------------------------
@@ -242,7 +248,7 @@ def attribute(path: str, name: str) -> Any:
     if found.status == "missing":
         return Unavailable(qualified, f"{qualified} has no counterpart on TensorFlow 2.15: {found.detail}.")
     if found.status == "unknown":
-        return Unavailable(qualified, f"{qualified} is {found.detail}.")
+        return Unavailable(qualified, f"{qualified} is {_detail(path, name, found)}.")
     if found.status == "differs" and qualified not in _warned:
         _warned.add(qualified)
         warn(f"{qualified} on TensorFlow 2.15: {found.detail}.", Tf1DifferenceWarning)
@@ -316,11 +322,12 @@ def tf1_name_status(dotted_name: str) -> NameStatus:
     root = in_tree(path)
     if root is None:
         return _UNKNOWN_TREE
-    found = _module_found(root)
-    current = root
+    current, found = root, _module_found(root)
+    detail = found.detail
     for name in path[len(root) + 1:].split(".") if path != root else ():
         found = _lookup(current, name)
+        detail = _detail(current, name, found)
         if found.module is None:
-            break
+            break  # an attribute of a counterpart (ModeKeys.INFER): the counterpart's status
         current = found.module
-    return NameStatus(found.status, found.detail)
+    return NameStatus(found.status, detail)
