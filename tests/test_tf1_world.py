@@ -92,7 +92,7 @@ def test_the_most_used_contrib_names_resolve_to_working_objects():
     ("tensorflow.contrib.quantize.create_training_graph", "missing", "quantization-aware training"),
     ("tensorflow.contrib.graph_editor", "missing", "graph editor"),
     ("tensorflow.contrib.rnn.LSTMBlockCell", "missing", "LSTMCell"),
-    ("tensorflow.contrib.layers.xavier_initialiser", "unknown", "did you mean tensorflow.contrib.layers.xavier_initializer"),
+    ("tensorflow.contrib.layers.xavier_initialiser", "unknown", "did you mean tensorflow.contrib.layers.xavier_init"),
     ("tensorflow.python.keras.layers.LSTM", "works", "tf.compat.v1.keras.layers.LSTM"),
     ("tensorflow.python.keras.engine.base_layer.Layer", "works", "keras.src.engine.base_layer.Layer"),
     ("tensorflow.examples.tutorials.mnist.input_data", "works", "local MNIST files"),

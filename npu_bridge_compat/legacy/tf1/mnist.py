@@ -16,6 +16,9 @@ from typing import IO
 
 import numpy as np
 
+__all__ = ["DataSet", "Datasets", "dense_to_one_hot", "extract_images", "extract_labels", "load_mnist",
+           "read_data_sets"]
+
 TRAIN_IMAGES = "train-images-idx3-ubyte.gz"
 TRAIN_LABELS = "train-labels-idx1-ubyte.gz"
 TEST_IMAGES = "t10k-images-idx3-ubyte.gz"

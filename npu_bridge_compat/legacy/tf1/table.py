@@ -68,7 +68,8 @@ _FRAMEWORK_NAMES = {
     "sort": "tensorflow.sort",
     "argsort": "tensorflow.argsort",
     "smart_cond": "tensorflow.python.framework.smart_cond.smart_cond",
-    "convert_to_tensor_or_sparse_tensor": "tensorflow.python.framework.sparse_tensor.convert_to_tensor_or_sparse_tensor",
+    "convert_to_tensor_or_sparse_tensor":
+        "tensorflow.python.framework.sparse_tensor.convert_to_tensor_or_sparse_tensor",
     "deprecated": "tensorflow.python.util.deprecation.deprecated",
     "deprecated_args": "tensorflow.python.util.deprecation.deprecated_args",
     "py_func": "tensorflow.compat.v1.py_func",
@@ -266,13 +267,13 @@ MODULES: dict[str, Module] = {
     "contrib.keras": Module(sources=("tensorflow.compat.v1.keras",)),
     "contrib.keras.api": Module(),
     "contrib.keras.api.keras": Module(sources=("tensorflow.compat.v1.keras",)),
-    "contrib.estimator": Module(sources=("tensorflow.compat.v1.estimator.experimental", "tensorflow.compat.v1.estimator"),
-                                missing={name: "removed with contrib; tf.compat.v1.estimator's heads differ" for name in (
-                                    "binary_classification_head", "multi_class_head", "multi_label_head",
-                                    "regression_head", "poisson_regression_head", "logistic_regression_head",
-                                    "multi_head", "clip_gradients_by_norm", "forward_features",
-                                    "replicate_model_fn", "TowerOptimizer", "export_saved_model_for_mode",
-                                    "export_all_saved_models")}),
+    "contrib.estimator": Module(
+        sources=("tensorflow.compat.v1.estimator.experimental", "tensorflow.compat.v1.estimator"),
+        missing={name: "removed with contrib; tf.compat.v1.estimator's heads differ" for name in (
+            "binary_classification_head", "multi_class_head", "multi_label_head", "regression_head",
+            "poisson_regression_head", "logistic_regression_head", "multi_head", "clip_gradients_by_norm",
+            "forward_features", "replicate_model_fn", "TowerOptimizer", "export_saved_model_for_mode",
+            "export_all_saved_models")}),
     "contrib.distributions": Module(sources=("tensorflow.compat.v1.distributions",),
                                     note="tf.compat.v1.distributions (the TF 1.15 core distributions; "
                                          "the others moved to tensorflow-probability)"),

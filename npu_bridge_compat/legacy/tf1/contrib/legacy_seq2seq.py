@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import tensorflow as tf
 
+__all__ = ["rnn_decoder", "sequence_loss", "sequence_loss_by_example"]
+
 v1 = tf.compat.v1
 
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import tensorflow as tf
 
+__all__ = ["stack_bidirectional_dynamic_rnn", "stack_bidirectional_rnn"]
+
 v1 = tf.compat.v1
 
 

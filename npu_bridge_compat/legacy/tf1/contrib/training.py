@@ -13,6 +13,8 @@ import numbers
 import re
 from typing import Any
 
+__all__ = ["HParams", "parse_values"]
+
 # One clause of `parse()`: `name=value`, `name=[v1,v2]` or `name[3]=value`.
 _CLAUSE = re.compile(r"""
     (?P<name>[a-zA-Z][\w.]*)
