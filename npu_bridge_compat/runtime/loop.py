@@ -20,6 +20,7 @@ import contextlib
 import dataclasses
 import functools
 import threading
+import weakref
 from typing import Any, Callable, Iterator, Sequence
 
 import tensorflow as tf
@@ -37,7 +38,6 @@ from npu_bridge_compat.runtime.graph import (
 )
 from npu_bridge_compat.runtime.probes import StepProbes
 
-LOOPS_COLLECTION = "npu_bridge_compat_looped_train_ops"
 LOOP_SCOPE = "npu_iterations_per_loop"
 
 # Ops whose outputs are graph state (or feeds): mapped to the originals instead of being copied.
@@ -102,16 +102,21 @@ class LoopedTrainOp:
         return self.variants[key]
 
 
+# The looped train ops of each graph. Not a graph collection: TensorFlow writes collections into every
+# checkpoint's meta graph and warns about Python objects it cannot serialize.
+_LOOPS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
 def loop_train_op(train_op, iterations) -> LoopedTrainOp:
     """Loop `train_op`'s step `iterations` times per run (a tensor or variable, read once per run); the result is
-    registered in the graph, where every LoopServer finds it."""
+    registered with the graph, where every LoopServer finds it."""
     looped = LoopedTrainOp(train_op=train_op, iterations=iterations, loop_op=build_loop(train_op, iterations, []).op)
-    train_op.graph.add_to_collection(LOOPS_COLLECTION, looped)
+    _LOOPS.setdefault(train_op.graph, []).append(looped)
     return looped
 
 
 def looped_train_ops(graph) -> list[LoopedTrainOp]:
-    return graph.get_collection(LOOPS_COLLECTION)
+    return list(_LOOPS.get(graph, ()))
 
 
 def build_loop(train_op, iterations, fetched: list, probes: StepProbes | None = None) -> LoopVariant:
