@@ -149,12 +149,12 @@ def run_script(arguments: argparse.Namespace) -> int:
 def _quiet_run_logging(show_deprecations: bool) -> None:
     """The script's output, the translation report once, and no library deprecation flood (on request, or
     with PYTHONWARNINGS / -W, the notices stay; TensorFlow's messages are never printed twice)."""
-    from npu_bridge_compat.logs import defer_tensorflow_handler, quiet_library_deprecations, user_chose_warnings
+    from npu_bridge_compat.logs import defer_tensorflow_handler, quiet_library_deprecations
 
     import tensorflow  # noqa: F401 - the script imports it anyway; its logger and handler exist from here on
 
     defer_tensorflow_handler()
-    if not (show_deprecations or user_chose_warnings()):
+    if not show_deprecations:
         quiet_library_deprecations()
 
 

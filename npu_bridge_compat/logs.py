@@ -8,8 +8,8 @@
   own when the root logger is configured", when messages are emitted rather than only at import.
 - `quiet_library_deprecations` hides the deprecation notices libraries print about the code a ported script calls
   (TensorFlow's "is deprecated and will be removed" log lines, DeprecationWarning, Keras' legacy-layer
-  warnings). `run` calls it unless asked not to (`--show-deprecations`) or the user chose Python's warning
-  settings (`PYTHONWARNINGS` or `-W`).
+  warnings). `run` calls it unless asked not to (`--show-deprecations`); Python's own warning settings
+  (`PYTHONWARNINGS`, `-W`) turn it off too.
 """
 
 from __future__ import annotations
@@ -62,14 +62,12 @@ class _NotDeprecation(logging.Filter):
 _NOT_DEPRECATION = _NotDeprecation()
 
 
-def user_chose_warnings() -> bool:
-    """Whether Python's warning settings were given (`PYTHONWARNINGS`, `-W`): then they rule."""
-    return bool(sys.warnoptions)
-
-
 def quiet_library_deprecations() -> None:
-    """Hide library deprecation notices for the rest of the process (idempotent); errors, the translation
-    report and npu_bridge_compat's own warnings still show."""
+    """Hide library deprecation notices for the rest of the process (idempotent), unless Python's warning
+    settings were given (`PYTHONWARNINGS`, `-W`): then they rule. Errors, the translation report and
+    npu_bridge_compat's own warnings still show."""
+    if sys.warnoptions:
+        return
     tensorflow_logger = logging.getLogger(TENSORFLOW_LOGGER)
     if _NOT_DEPRECATION not in tensorflow_logger.filters:
         tensorflow_logger.addFilter(_NOT_DEPRECATION)

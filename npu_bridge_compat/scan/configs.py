@@ -258,10 +258,26 @@ class ConfigChecker:
                                     value=_shown(value), suggestion=suggestion))
         errors = {key: error for key in known
                   if (error := self._check_value(key, known, lines.get(key, site.line), site)) is not None}
-        if errors or any(_is_runtime(value) for value in known.values()):
+        literal = {key: value for key, value in known.items() if not _is_runtime(value)}
+        if errors:
             return findings + [errors.get(key) or self._by_table(key, value, lines.get(key, site.line))
                                for key, value in known.items()]
-        return findings + self._planned(known, lines, site)
+        if len(literal) == len(known):  # the whole configuration is known: the rules run, as at run time
+            try:
+                return findings + self._planned(literal, lines, site)
+            except NpuConfigError as error:
+                key = _first_key_named(str(error), known)
+                return findings + [
+                    Finding(lines.get(key, site.line), Category.OPTION, key, Outcome.INVALID, Severity.BLOCKED,
+                            str(error), value=_shown(known[key]))] + [
+                    self._by_table(other, value, lines.get(other, site.line)) for other, value in known.items()
+                    if other != key]
+        try:  # what the literal part becomes on this host; the values set at run time go by the table
+            planned = {finding.name: finding for finding in self._planned(literal, lines, site)}
+        except NpuConfigError:  # a rule that needs the values set at run time: `run` checks it
+            planned = {}
+        return findings + [planned.get(key) or self._by_table(key, value, lines.get(key, site.line))
+                           for key, value in known.items()]
 
     def _check_value(self, key: str, known: Mapping[str, Any], line: int, site: Site) -> Finding | None:
         """The reader's type and grammar check of one literal value (no cross-option rule yet)."""
@@ -290,24 +306,18 @@ class ConfigChecker:
         detail = spec.host.how + (f" (value set when the script runs: {value.text})" if _is_runtime(value) else "")
         return Finding(line, Category.OPTION, key, outcome, _EFFECT_SEVERITY[outcome], detail, value=_shown(value))
 
-    def _planned(self, known: dict[str, Any], lines: Mapping[str, int], site: Site) -> list[Finding]:
-        """Every value is literal: validate the whole configuration and plan it, as the doors do."""
+    def _planned(self, values: dict[str, Any], lines: Mapping[str, int], site: Site) -> list[Finding]:
+        """Validate the configuration and plan it for this host, as the doors do: the report's entry for every
+        option, with the warnings the readers and planners give about it."""
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            try:
-                plan = site.place.first_passing(
-                    lambda: build_plan(options_from_kwargs(known, source=site.source), self.host))
-            except NpuConfigError as error:
-                key = _first_key_named(str(error), known)
-                return [Finding(lines.get(key, site.line), Category.OPTION, key, Outcome.INVALID, Severity.BLOCKED,
-                                str(error), value=_shown(known[key]))] + [
-                    self._by_table(other, value, lines.get(other, site.line))
-                    for other, value in known.items() if other != key]
+            plan = site.place.first_passing(
+                lambda: build_plan(options_from_kwargs(values, source=site.source), self.host))
         notes = [str(warning.message) for warning in caught if issubclass(warning.category, NpuCompatWarning)]
         findings = []
         for entry in plan.report.entries:
             outcome = Outcome(entry.effect)
-            remarks = [note for note in notes if _first_key_named(note, known) == entry.key]
+            remarks = [note for note in notes if _first_key_named(note, values) == entry.key]
             severity = max(_EFFECT_SEVERITY[outcome], Severity.WARNING if remarks else Severity.READY)
             findings.append(Finding(lines.get(entry.key, site.line), Category.OPTION, entry.key, outcome, severity,
                                     " ".join([entry.how, *remarks]), value=_shown(entry.value)))

@@ -8,6 +8,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import enum
+from typing import Iterable
 
 from npu_bridge_compat.host.report import IGNORED
 from npu_bridge_compat.options.spec import Effect
@@ -101,15 +102,13 @@ class ScanReport:
 
     def blocked_by(self) -> dict[str, int]:
         """Blocked scripts per outcome of their blocking findings (a script counts once per outcome)."""
-        counts = collections.Counter(outcome for script in self.scripts
-                                     for outcome in {finding.outcome for finding in script.blockers()})
-        return dict(counts.most_common())
+        return _by_count(outcome for script in self.scripts
+                         for outcome in {finding.outcome for finding in script.blockers()})
 
     def missing_packages(self) -> dict[str, int]:
         """Scripts per third-party package that is not installed here (required or optional)."""
-        counts = collections.Counter(name for script in self.scripts for name in
-                                     {f.name for f in script.findings if f.outcome == Outcome.NOT_INSTALLED})
-        return dict(counts.most_common())
+        return _by_count(name for script in self.scripts
+                         for name in {f.name for f in script.findings if f.outcome == Outcome.NOT_INSTALLED})
 
     def totals(self) -> dict:
         return {"scripts": len(self.scripts), "ready": self.count(Severity.READY),
@@ -120,3 +119,9 @@ class ScanReport:
     def as_json(self) -> dict:
         return {"schema": "npu_bridge_compat.scan/1", "paths": list(self.paths), "host": self.host,
                 "totals": self.totals(), "scripts": [script.as_json() for script in self.scripts]}
+
+
+def _by_count(items: Iterable[str]) -> dict[str, int]:
+    """Occurrences per item, most frequent first (ties by name)."""
+    counts = collections.Counter(map(str, items))
+    return dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))

@@ -8,6 +8,7 @@ import logging
 import multiprocessing
 import os
 import warnings
+from concurrent.futures import ProcessPoolExecutor
 from typing import Callable, Iterator, Sequence
 
 from npu_bridge_compat.host import HostFacts, detect_host
@@ -57,12 +58,15 @@ def _worker_init() -> None:
 
 
 def _read_all(paths: list[str], workers: int, stack: contextlib.ExitStack) -> Iterator[FileFacts]:
-    """The files' facts, in any order; large trees are read by `workers` processes, started right away."""
+    """The files' facts; large trees are read by `workers` processes, started right away. They are forked (no
+    re-import of the caller's main module, and the CLI forks before TensorFlow is loaded) where the platform
+    can; a worker that dies stops the scan with an error instead of a hang."""
     if workers <= 1 or len(paths) < PARALLEL_FROM:
         return map(read_file, paths)
-    # spawn: workers start clean (no TensorFlow, whatever the caller has imported) and read syntax only
-    pool = stack.enter_context(multiprocessing.get_context("spawn").Pool(workers, initializer=_worker_init))
-    return pool.imap_unordered(read_file, paths, chunksize=16)
+    methods = multiprocessing.get_all_start_methods()
+    context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+    pool = stack.enter_context(ProcessPoolExecutor(workers, mp_context=context, initializer=_worker_init))
+    return pool.map(read_file, paths, chunksize=16)
 
 
 @contextlib.contextmanager
