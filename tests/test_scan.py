@@ -95,12 +95,12 @@ EXPECTED = {
     ]),
     "session/tf115_contrib.py": (WARNING, [
         (3, ADAPTER, "npu_bridge.npu_init.*", None, TRANSLATED, READY),
-        (5, TF1, "tensorflow.placeholder", None, "needs run --tf1", WARNING),
+        (5, TF1, "tensorflow.placeholder", None, "works under run --tf1", READY),  # tf.compat.v1.placeholder
         (6, TF1, "tensorflow.contrib.layers.xavier_initializer", None, "needs run --tf1", WARNING),
-        (6, TF1, "tensorflow.get_variable", None, "needs run --tf1", WARNING),
-        (8, TF1, "tensorflow.Session", None, "needs run --tf1", WARNING),
+        (6, TF1, "tensorflow.get_variable", None, "works under run --tf1", READY),
+        (8, TF1, "tensorflow.Session", None, "works under run --tf1", READY),
         (8, ADAPTER, "npu_bridge.npu_init.npu_config_proto", None, TRANSLATED, READY),
-        (9, TF1, "tensorflow.global_variables_initializer", None, "needs run --tf1", WARNING),
+        (9, TF1, "tensorflow.global_variables_initializer", None, "works under run --tf1", READY),
     ]),
     # the scripts' own modules (imported as `import resnet_model`, and through sys.path.append("../common"))
     "estimator/resnet_model.py": (READY, []),
@@ -133,11 +133,16 @@ def test_a_typo_names_the_closest_option(report):
     assert finding.suggestion == "iterations_per_loop" and "did you mean 'iterations_per_loop'" in finding.detail
 
 
-def test_tf1_names_need_run_tf1_and_name_their_module(report):
+def test_tf1_names_need_run_tf1_and_say_what_they_become(report, tmp_path):
     tf1 = script(report, "session/tf115_contrib.py")
     assert tf1.needs_tf1 and not script(report, "session/train_session.py").needs_tf1
-    contrib = next(f for f in tf1.findings if f.name == "tensorflow.contrib.layers.xavier_initializer")
-    assert "module tensorflow.contrib.layers" in contrib.detail and "run --tf1" in contrib.detail
+    details = {f.name: f.detail for f in tf1.findings}
+    assert "module tensorflow.contrib.layers" in details["tensorflow.contrib.layers.xavier_initializer"]
+    assert details["tensorflow.Session"] == ("tf.Session is tf.compat.v1.Session under `run --tf1` (TensorFlow 2.15 "
+                                             "has no tf.Session)")
+    (tmp_path / "typo.py").write_text("import tensorflow as tf\nsess = tf.Sesion()\n")
+    [typo] = scan([str(tmp_path)], host=CPU).scripts[0].findings
+    assert (typo.name, typo.outcome, typo.severity) == ("tensorflow.Sesion", "missing under run --tf1", BLOCKED)
 
 
 def test_totals(report):

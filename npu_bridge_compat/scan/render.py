@@ -30,11 +30,12 @@ def _script_text(script: ScriptReport) -> str:
         if finding in tf1 or (finding.category is Category.ADAPTER and finding.severity is Severity.READY):
             continue
         lines.append(_finding_text(finding))
-    if tf1:
-        names = ", ".join(f"{f.name} (line {f.line})" for f in tf1[:_LISTED_TF1_NAMES])
-        more = f", and {len(tf1) - _LISTED_TF1_NAMES} more" if len(tf1) > _LISTED_TF1_NAMES else ""
-        outcomes = ", ".join(sorted({f.outcome for f in tf1}))
-        lines.append(f"  {'':>5}  TF 1.15 names: {outcomes}: {names}{more}")
+    for outcome in sorted({f.outcome for f in tf1}):
+        group = [f for f in tf1 if f.outcome == outcome]
+        names = ", ".join(f"{f.name} (line {f.line})" for f in group[:_LISTED_TF1_NAMES])
+        more = f", and {len(group) - _LISTED_TF1_NAMES} more" if len(group) > _LISTED_TF1_NAMES else ""
+        severity = "" if group[0].severity is Severity.READY else f" [{group[0].severity.label}]"
+        lines.append(f"  {'':>5}  TF 1.15 names, {outcome}{severity}: {names}{more}")
     if served:
         lines.append(f"  {'':>5}  adapter names served on this host: {', '.join(served)}")
     return "\n".join(lines)

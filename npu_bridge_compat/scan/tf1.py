@@ -1,16 +1,19 @@
 """TensorFlow 1.15 names: the one place the scan decides what a TF1-only name becomes on this host.
 
-A name is a TF 1.15 name when it lives in a namespace TensorFlow 2 dropped (`tensorflow.contrib`,
-`tensorflow.python.keras`, `tensorflow.examples`) or when TensorFlow 2.15 does not have it at all (`tf.Session`,
-`tf.app.flags`): such scripts are run with `python -m npu_bridge_compat run --tf1`.
+A TF 1.15 name is one TensorFlow 2.15 lacks: names in the trees TensorFlow 2 dropped (`tensorflow.contrib`,
+`tensorflow.python.keras`, `tensorflow.examples`), and top-level names such as `tf.Session` or `tf.app.flags`.
+Scripts that use them run with `python -m npu_bridge_compat run --tf1`, where `import tensorflow` gives
+`tf.compat.v1`.
 
-`tf1_name_status` is the integration point with the runtime's TF1 support: once `npu_bridge_compat.legacy`
-provides `tf1_name_status(dotted_name) -> (status, detail)` (status "works", "differs", "missing" or
-"unknown"), this module's `tf1_name_status` is replaced by that function and nothing else changes.
+Integration point: the dropped trees are served at run time by `npu_bridge_compat.legacy.tf1_name_status`
+(issue 12). Until it is wired in, `_tree_status` reports those names as needing `run --tf1`; wiring it in is
+replacing `_tree_status`'s body with `status = legacy.tf1_name_status(dotted); return status.status,
+status.detail`.
 """
 
 from __future__ import annotations
 
+from npu_bridge_compat.scan.names import tensorflow_has
 from npu_bridge_compat.scan.report import Severity
 
 TF1_NAMESPACES = ("tensorflow.contrib", "tensorflow.python.keras", "tensorflow.examples")
@@ -28,15 +31,25 @@ def in_tf1_namespace(dotted: str) -> bool:
     return any(dotted == namespace or dotted.startswith(namespace + ".") for namespace in TF1_NAMESPACES)
 
 
-def tf1_name_status(dotted: str) -> tuple[str, str]:
-    """What `dotted` (a TF 1.15 name) is under `run --tf1`. Until the runtime answers it, every such name is
-    reported as needing `run --tf1`, with its module."""
-    module = dotted.rsplit(".", 1)[0] if "." in dotted else dotted
+def _tree_status(dotted: str) -> tuple[str, str]:
+    """A name of the trees TensorFlow 2 dropped (see the module docstring: the integration point)."""
+    module = dotted.rsplit(".", 1)[0]
     return "unknown", f"a TensorFlow 1.15 name (module {module}); run the script with `run --tf1`"
 
 
+def tf1_name_status(dotted: str) -> tuple[str, str]:
+    """(works | differs | missing | unknown, detail) of a `tensorflow.` name that TensorFlow 2.15 lacks, under
+    `run --tf1`."""
+    if in_tf1_namespace(dotted):
+        return _tree_status(dotted)
+    rest = dotted.partition(".")[2]
+    if tensorflow_has(f"tensorflow.compat.v1.{rest}"):
+        return "works", f"tf.{rest} is tf.compat.v1.{rest} under `run --tf1` (TensorFlow 2.15 has no tf.{rest})"
+    return "missing", f"neither TensorFlow 2.15 nor its tf.compat.v1 has tf.{rest}"
+
+
 def classify_tf1_name(dotted: str) -> tuple[str, Severity, str]:
-    """(outcome, severity, detail) of a TF 1.15 name."""
+    """(outcome, severity, detail) of a TF 1.15 name: every TF1 name is classified here."""
     status, detail = tf1_name_status(dotted)
     outcome, severity = _OUTCOMES[status]
     return outcome, severity, detail
