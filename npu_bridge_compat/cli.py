@@ -127,6 +127,7 @@ def run_script(arguments: argparse.Namespace) -> int:
     import runpy
 
     from npu_bridge_compat.legacy import install_aliases, install_tf1_imports
+    from npu_bridge_compat.logs import quiet_library_deprecations
 
     script = os.path.abspath(arguments.script)
     if not os.path.isfile(script):
@@ -139,23 +140,12 @@ def run_script(arguments: argparse.Namespace) -> int:
         return EXIT_INVALID
     if arguments.tf1:
         install_tf1_imports(os.path.dirname(script))
-    _quiet_run_logging(arguments.show_deprecations)
+    if not arguments.show_deprecations:  # (TensorFlow's messages are never printed twice: see logs.py)
+        quiet_library_deprecations()
     sys.argv = [arguments.script, *arguments.script_arguments]
     sys.path.insert(0, os.path.dirname(script))
     runpy.run_path(script, run_name="__main__")  # exceptions and SystemExit propagate as with `python SCRIPT`
     return 0
-
-
-def _quiet_run_logging(show_deprecations: bool) -> None:
-    """The script's output, the translation report once, and no library deprecation flood (on request, or
-    with PYTHONWARNINGS / -W, the notices stay; TensorFlow's messages are never printed twice)."""
-    from npu_bridge_compat.logs import defer_tensorflow_handler, quiet_library_deprecations
-
-    import tensorflow  # noqa: F401 - the script imports it anyway; its logger and handler exist from here on
-
-    defer_tensorflow_handler()
-    if not show_deprecations:
-        quiet_library_deprecations()
 
 
 def scan_paths(arguments: argparse.Namespace) -> int:

@@ -4,8 +4,9 @@
   show an INFO record (a script that never configured logging), the report is also printed to stderr, as a block.
 - TensorFlow gives its logger a stderr handler of its own when the root logger has none at import time. Once
   absl's `app.run` (or `logging.basicConfig`, or absl's own first log call) configures the root logger, every
-  TensorFlow message is printed twice. `defer_tensorflow_handler` applies TensorFlow's rule, "no handler of our
-  own when the root logger is configured", when messages are emitted rather than only at import.
+  TensorFlow message is printed twice. Importing this module applies TensorFlow's rule, "no handler of our own
+  when the root logger is configured", to each message as it is emitted rather than only at TensorFlow's import
+  (whichever of TensorFlow and npu_bridge_compat is imported first); nothing else about logging changes.
 - `quiet_library_deprecations` hides the deprecation notices libraries print about the code a ported script calls
   (TensorFlow's "is deprecated and will be removed" log lines, DeprecationWarning, Keras' legacy-layer
   warnings). `run` calls it unless asked not to (`--show-deprecations`); Python's own warning settings
@@ -52,6 +53,20 @@ def defer_tensorflow_handler() -> None:
         console = type(handler) is logging.StreamHandler and handler.stream in (sys.stderr, sys.stdout)
         if console and _DEFER not in handler.filters:
             handler.addFilter(_DEFER)
+
+
+class _DeferBeforeEachRecord(logging.Filter):
+    """On TensorFlow's logger, consulted before its handlers: TensorFlow adds its handler when it is imported,
+    which may be after this module is."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        defer_tensorflow_handler()
+        return True
+
+
+_DEFER_BEFORE_EACH_RECORD = _DeferBeforeEachRecord()
+if _DEFER_BEFORE_EACH_RECORD not in logging.getLogger(TENSORFLOW_LOGGER).filters:
+    logging.getLogger(TENSORFLOW_LOGGER).addFilter(_DEFER_BEFORE_EACH_RECORD)
 
 
 class _NotDeprecation(logging.Filter):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from npu_bridge_compat.logs import defer_tensorflow_handler, log_report
+from npu_bridge_compat.logs import log_report
 from npu_bridge_compat.options.spec import Concern, Effect
 
 IGNORED = "ignored, as on the NPU"  # the effect label of an option whose prerequisite is off
@@ -66,6 +66,5 @@ def log_once(report: Report) -> bool:
     if text in _LOGGED:
         return False
     _LOGGED.add(text)
-    defer_tensorflow_handler()  # by now TensorFlow has its logger; keep its messages from printing twice
     log_report(text)
     return True
