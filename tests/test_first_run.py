@@ -43,7 +43,8 @@ def test_main_example_shows_the_report_once_then_the_training_progress(tmp_path)
         "  translated:", "    iterations_per_loop=10  10 training steps per session run in NPUEstimator, "
         "util.set_iteration_per_loop and NPUCallback; global_step grows by that much per run"]
     progress = [line.split(":")[0] for line in lines if line.startswith("step ")]
-    assert progress == ["step 100", "step 200"] and lines.index(next(l for l in lines if l.startswith("step "))) > report
+    assert progress == ["step 100", "step 200"]
+    assert lines.index(next(line for line in lines if line.startswith("step "))) > report
     assert "is deprecated" not in text and doubled_messages(text) == []
     assert len(lines) < 12, text
 

@@ -143,6 +143,7 @@ def test_tf1_names_need_run_tf1_and_say_what_they_become(report, tmp_path):
     (tmp_path / "typo.py").write_text("import tensorflow as tf\nsess = tf.Sesion()\n")
     [typo] = scan([str(tmp_path)], host=CPU).scripts[0].findings
     assert (typo.name, typo.outcome, typo.severity) == ("tensorflow.Sesion", "missing under run --tf1", BLOCKED)
+    assert typo.detail == "no Sesion in tensorflow (TensorFlow 2.15), nor under `run --tf1` (tf.compat.v1)"
 
 
 def test_totals(report):

@@ -28,7 +28,6 @@ from npu_bridge_compat.errors import NpuCompatWarning, NpuConfigError
 from npu_bridge_compat.host import HostFacts, build_plan
 from npu_bridge_compat.options import OPTIONS, closest_option, options_from_kwargs
 from npu_bridge_compat.options.readers import NPU_OPTIMIZER, _parse, _python_value, config_proto_values
-from npu_bridge_compat.options.spec import Effect
 from npu_bridge_compat.scan.reader import Call, OptionSet, Value
 from npu_bridge_compat.scan.report import Category, Finding, Outcome, Severity
 
@@ -194,7 +193,7 @@ class ConfigChecker:
         for index, callee in enumerate(callees):
             if index not in context.nested and self.handles(callee):
                 findings += self._handlers[callee](context, index)
-        return findings
+        return findings + context.nested_findings
 
     def _run_config_call(self, context: "_CallContext", index: int) -> list[Finding]:
         call = context.calls[index]
@@ -205,7 +204,8 @@ class ConfigChecker:
         for name in self._holder_arguments:
             if _is_runtime(arguments[name]):
                 arguments[name] = None  # a holder built where we cannot follow it; its own call is checked there
-        defaults = {name: parameter.default for name, parameter in inspect.signature(self._run_config).parameters.items()}
+        parameters = inspect.signature(self._run_config).parameters
+        defaults = {name: parameter.default for name, parameter in parameters.items()}
         literal_only = {name: defaults[name] if _is_runtime(value) else value for name, value in arguments.items()}
         try:
             self._run_config._check_holders(literal_only)
@@ -333,6 +333,7 @@ class _CallContext:
         self.callees = callees
         self.place = place
         self.nested: set[int] = set()
+        self.nested_findings: list[Finding] = []  # what the holders built inside other calls say
         self._assigned = {call.bound_to: index for index, call in enumerate(calls) if call.bound_to}
 
     def _holder_index(self, value: Value) -> int | None:
@@ -352,7 +353,8 @@ class _CallContext:
             return value.data
         nested = self._holder_index(value)
         if nested is not None:
-            holder, _ = self.construct(nested)
+            holder, findings = self.construct(nested)
+            self.nested_findings += findings
             if holder is not None:
                 return holder
         if value.kind == "call":

@@ -15,7 +15,7 @@ from npu_bridge_compat.legacy import ALIASED_PACKAGES
 
 ADAPTER_ROOTS = frozenset(ALIASED_PACKAGES) | {"npu_bridge_compat"}  # where NPU configuration calls come from
 RECORDED_ROOTS = ADAPTER_ROOTS | {"tensorflow"}  # packages whose names the classifier checks one by one
-_BUILTINS = frozenset(dir(builtins))
+_BUILTINS = frozenset(dir(builtins)) | {"__file__", "__builtins__", "__cached__", "__annotations__", "__path__"}
 _IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
 _TEXT_CONVERSIONS = {"as_bytes": str.encode, "as_str": str, "as_text": str, "compat.as_bytes": str.encode}
 _NESTED_BODIES = ("body", "orelse", "finalbody")
@@ -273,10 +273,14 @@ class _Reader:
                 stack.extend(node.args)
                 stack.extend(node.keywords)
                 continue
-            if kind in definitions:
+            if kind in definitions or kind is ast.ExceptHandler or kind is ast.MatchAs or kind is ast.MatchStar:
                 bound.add(node.name)
             elif kind is arg_type:
                 bound.add(node.arg)
+            elif kind is ast.MatchMapping:
+                bound.add(node.rest)
+            elif kind is ast.Global or kind is ast.Nonlocal:
+                bound.update(node.names)
             for field in node._fields:
                 value = getattr(node, field, None)
                 if type(value) is list:
@@ -327,7 +331,8 @@ class _Reader:
             return Value("runtime", ".".join((dropped.root, *dropped.attributes)) + "(...)")
 
         self.calls = [call._replace(args=tuple(map(renumber, call.args)),
-                                    keywords=tuple((name, renumber(value), line) for name, value, line in call.keywords))
+                                    keywords=tuple((name, renumber(value), line)
+                                                   for name, value, line in call.keywords))
                       for call in kept.values()]
 
     def _recordable(self, root: str) -> bool:

@@ -60,5 +60,6 @@ def _totals_text(report: ScanReport) -> str:
         lines.append("  not installed here: " + ", ".join(f"{name} ({count})" for name, count in
                                                            totals["not_installed"].items()))
     if totals["needs_tf1"]:
-        lines.append(f"  TF 1.15 scripts (run them with `python -m npu_bridge_compat run --tf1`): {totals['needs_tf1']}")
+        lines.append("  TF 1.15 scripts (run them with `python -m npu_bridge_compat run --tf1`): "
+                     f"{totals['needs_tf1']}")
     return "\n".join(lines)

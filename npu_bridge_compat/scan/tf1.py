@@ -45,7 +45,10 @@ def tf1_name_status(dotted: str) -> tuple[str, str]:
     rest = dotted.partition(".")[2]
     if tensorflow_has(f"tensorflow.compat.v1.{rest}"):
         return "works", f"tf.{rest} is tf.compat.v1.{rest} under `run --tf1` (TensorFlow 2.15 has no tf.{rest})"
-    return "missing", f"neither TensorFlow 2.15 nor its tf.compat.v1 has tf.{rest}"
+    parts = dotted.split(".")
+    found = next(cut for cut in range(len(parts) - 1, 0, -1) if tensorflow_has(".".join(parts[:cut])))
+    return "missing", (f"no {parts[found]} in {'.'.join(parts[:found])} (TensorFlow 2.15), nor under `run --tf1` "
+                       "(tf.compat.v1)")
 
 
 def classify_tf1_name(dotted: str) -> tuple[str, Severity, str]:
