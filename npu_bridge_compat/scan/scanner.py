@@ -95,6 +95,8 @@ def scan(paths: Sequence[str], host: HostFacts | None = None, progress: Callable
         # looking names up in TensorFlow makes it warn about its own moved and deprecated modules: not findings
         warnings.simplefilter("ignore")
         stack.enter_context(_quiet_logger(TENSORFLOW_LOGGER))
+        if progress is not None:
+            progress(0, len(by_path))
         host = host or detect_host()
         classifier = Classifier(host)  # imports TensorFlow and the alias tree while the workers parse
         for done, fact in enumerate(facts, start=1):
