@@ -11,7 +11,7 @@ tree; report.py is the model, render.py its text and JSON.
 
 from npu_bridge_compat.scan.render import render_json, render_text
 from npu_bridge_compat.scan.report import Category, Finding, Outcome, ScanReport, ScriptReport, Severity
-from npu_bridge_compat.scan.scanner import ScanPathError, python_files, scan
+from npu_bridge_compat.scan.scanner import ScanPathError, scan
 
 __all__ = [
     "Category",
@@ -21,7 +21,6 @@ __all__ = [
     "ScanReport",
     "ScriptReport",
     "Severity",
-    "python_files",
     "render_json",
     "render_text",
     "scan",

@@ -91,7 +91,7 @@ def read_source(source: bytes | str, path: str) -> FileFacts:
         return FileFacts(path, error=str(error))
     reader = _Reader()
     reader.statements(tree.body, scope=0, optional=False)
-    if reader.aliases or reader._adapter_star:
+    if reader.aliases or reader.adapter_star:
         reader.expressions(tree)
     return FileFacts(path, None, tuple(reader.imports), {k: tuple(v) for k, v in reader.aliases.items()},
                      tuple(reader.star_modules), reader.uses, tuple(reader.calls), tuple(reader.option_sets),
@@ -157,7 +157,7 @@ class _Reader:
         self.calls: list[Call] = []
         self.option_sets: list[OptionSet] = []
         self.search_paths: list[str] = []
-        self._adapter_star = False  # a star import of an adapter module: names bound nowhere may come from it
+        self.adapter_star = False  # a star import of an adapter module: names bound nowhere may come from it
         self._assigned_calls: dict[str, list[int]] = {}  # variable -> id of every call assigned to it
         self._bindings: dict[str, int] = {}  # variable -> how many statements assign or define it
         self._call_variables: dict[int, str] = {}  # id of a call -> the one variable it is assigned to
@@ -180,7 +180,7 @@ class _Reader:
                     self._import(node.lineno, module, alias.name, node.level, optional)
                     if alias.name == "*":
                         self.star_modules.append("." * node.level + module)
-                        self._adapter_star = self._adapter_star or module.split(".")[0] in ADAPTER_ROOTS
+                        self.adapter_star = self.adapter_star or module.split(".")[0] in ADAPTER_ROOTS
                     elif node.level:
                         self._count_binding(alias.asname or alias.name)
                     else:
@@ -289,7 +289,7 @@ class _Reader:
                     push(value)
         # names the file binds nowhere may come from a star import; the classifier decides
         self.uses.update({key: seen for key, seen in self._free.items() if key[0] not in bound})
-        if self._adapter_star:
+        if self.adapter_star:
             self._drop_local_calls(bound)
 
     def _use(self, node: ast.expr, called: bool, push: Callable[[ast.AST], None]) -> None:
@@ -309,7 +309,7 @@ class _Reader:
         key = (base.id, tuple(reversed(attributes)))
         if base.id in self.aliases:
             uses = self.uses
-        elif self._adapter_star and base.id not in _BUILTINS:
+        elif self.adapter_star and base.id not in _BUILTINS:
             uses = self._free
         else:
             return
@@ -339,7 +339,7 @@ class _Reader:
         targets = self.aliases.get(root)
         if targets is not None:
             return any(target.split(".")[0] in ADAPTER_ROOTS for target in targets)
-        return self._adapter_star and root not in _BUILTINS and root not in self._bindings
+        return self.adapter_star and root not in _BUILTINS and root not in self._bindings
 
     def _call(self, node: ast.Call, recorded: set[int]) -> int | None:
         chain = _chain(node.func)

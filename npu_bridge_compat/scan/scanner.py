@@ -9,7 +9,7 @@ import multiprocessing
 import os
 import warnings
 from concurrent.futures import ProcessPoolExecutor
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Iterator, NamedTuple, Sequence
 
 from npu_bridge_compat.host import HostFacts, detect_host
 from npu_bridge_compat.logs import TENSORFLOW_LOGGER
@@ -24,22 +24,19 @@ class ScanPathError(ValueError):
     """A path given to scan does not exist."""
 
 
-class _File:
-    __slots__ = ("path", "shown", "root")
-
-    def __init__(self, path: str, shown: str, root: str) -> None:
-        self.path = path  # absolute
-        self.shown = shown  # as the user named it
-        self.root = root  # the scanned folder (the file's own folder for a file argument)
+class SourceFile(NamedTuple):
+    path: str  # absolute
+    shown: str  # as the user named it
+    root: str  # the scanned folder (the file's own folder for a file argument)
 
 
-def python_files(paths: Sequence[str]) -> list[_File]:
+def python_files(paths: Sequence[str]) -> list[SourceFile]:
     """Every `.py` file under the folders (hidden folders and __pycache__ skipped) and every file named."""
-    files: dict[str, _File] = {}
+    files: dict[str, SourceFile] = {}
     for given in paths:
         absolute = os.path.abspath(given)
         if os.path.isfile(absolute):
-            files.setdefault(absolute, _File(absolute, given, os.path.dirname(absolute)))
+            files.setdefault(absolute, SourceFile(absolute, given, os.path.dirname(absolute)))
         elif os.path.isdir(absolute):
             for directory, folders, names in os.walk(absolute):
                 folders[:] = sorted(f for f in folders if not f.startswith(".") and f != "__pycache__")
@@ -47,7 +44,7 @@ def python_files(paths: Sequence[str]) -> list[_File]:
                     if name.endswith(".py"):
                         path = os.path.join(directory, name)
                         shown = os.path.join(given, os.path.relpath(path, absolute))
-                        files.setdefault(path, _File(path, shown, absolute))
+                        files.setdefault(path, SourceFile(path, shown, absolute))
         else:
             raise ScanPathError(f"no such file or folder: {given}")
     return list(files.values())
