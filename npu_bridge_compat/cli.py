@@ -1,8 +1,10 @@
-"""`python -m npu_bridge_compat explain|options|run`.
+"""`python -m npu_bridge_compat explain|options|run|scan`.
 
 explain   validate an NPU configuration and print what each option does on this host (exit 2 when invalid)
 options   print the option table (the source of docs/options.md)
 run       run a ported script unmodified: `npu_bridge` / `hccl` imports resolve to npu_bridge_compat
+scan      a porting report for files and folders, read without running them
+          (exit 0; 1 when --fail-on is given and a script reaches that status; 2 for a path that does not exist)
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from npu_bridge_compat.options import OPTIONS, Kind, options_from_kwargs
 from npu_bridge_compat.options.readers import config_proto_values
 
 EXIT_INVALID = 2
+EXIT_FAILED_CHECK = 1  # scan --fail-on: a script reached the given status
 _BOOLEANS = {"true": True, "1": True, "false": False, "0": False}
 
 
@@ -136,6 +139,7 @@ def run_script(arguments: argparse.Namespace) -> int:
     import runpy
 
     from npu_bridge_compat.legacy import install_aliases, install_tf1_imports
+    from npu_bridge_compat.logs import quiet_library_deprecations
 
     script = os.path.abspath(arguments.script)
     if not os.path.isfile(script):
@@ -148,9 +152,34 @@ def run_script(arguments: argparse.Namespace) -> int:
         return EXIT_INVALID
     if arguments.tf1:
         install_tf1_imports()
+    if not arguments.show_deprecations:  # (TensorFlow's messages are never printed twice: see logs.py)
+        quiet_library_deprecations()
     sys.argv = [arguments.script, *arguments.script_arguments]
     sys.path.insert(0, os.path.dirname(script))
     runpy.run_path(script, run_name="__main__")  # exceptions and SystemExit propagate as with `python SCRIPT`
+    return 0
+
+
+def scan_paths(arguments: argparse.Namespace) -> int:
+    from npu_bridge_compat.scan import ScanPathError, Severity, render_json, render_text, scan
+    from npu_bridge_compat.scan.progress import ProgressBar
+
+    host = detect_host()
+    if arguments.host:
+        host = host.with_device(arguments.host)
+    bar = ProgressBar(sys.stderr)
+    try:
+        report = scan(arguments.paths, host=host, progress=bar)
+    except ScanPathError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_INVALID
+    finally:
+        bar.close()
+    print(render_json(report) if arguments.format == "json" else render_text(report))
+    if arguments.fail_on:
+        threshold = Severity.BLOCKED if arguments.fail_on == "blocked" else Severity.WARNING
+        if any(script.status >= threshold for script in report.scripts):
+            return EXIT_FAILED_CHECK
     return 0
 
 
@@ -170,9 +199,26 @@ def build_parser() -> argparse.ArgumentParser:
     run_parser.add_argument("--tf1", action="store_true",
                             help="the program is written for TF 1.15: `import tensorflow` in its modules (not in "
                                  "installed libraries) gives tf.compat.v1, and tensorflow.contrib is importable")
+    run_parser.add_argument("--show-deprecations", action="store_true",
+                            help="print the deprecation notices of TensorFlow and other libraries (hidden by "
+                                 "default; PYTHONWARNINGS or -W also brings them back)")
     run_parser.add_argument("script", help="the Python script to run")
     run_parser.add_argument("script_arguments", nargs=argparse.REMAINDER, help="its arguments")
     run_parser.set_defaults(run=run_script)
+    scan_parser = commands.add_parser(
+        "scan", help="report what each ported script under PATH becomes on this host, without running it",
+        description="Read every Python file under the paths (never executing it) and report, per script, what its "
+                    "adapter imports, NPU options, TF 1.15 names and third-party imports become on this host. Exit "
+                    f"status: 0; {EXIT_FAILED_CHECK} when --fail-on is given and a script reaches that status; "
+                    f"{EXIT_INVALID} when a path does not exist.")
+    scan_parser.add_argument("paths", nargs="+", metavar="PATH", help="Python files or folders (read recursively)")
+    scan_parser.add_argument("--format", choices=("text", "json"), default="text",
+                             help="text for people (default), json for tools")
+    scan_parser.add_argument("--fail-on", choices=("blocked", "warning"),
+                             help=f"exit {EXIT_FAILED_CHECK} when a script is blocked (or, with 'warning', has "
+                                  "warnings or is blocked): for CI")
+    scan_parser.add_argument("--host", choices=("cpu", "gpu"), help="plan for a CPU or GPU host instead of this one")
+    scan_parser.set_defaults(run=scan_paths)
     return parser
 
 
