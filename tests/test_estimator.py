@@ -437,3 +437,11 @@ def test_in_out_pair_regions_are_kept_on_the_host_in_the_training_graph(tmp_path
         model_dir=str(tmp_path), mix_compile_mode=True, session_config=session_config))
     estimator.train(input_fn, max_steps=2, hooks=[recorder])
     assert recorder.kept is True
+
+
+def test_npurunconfig_takes_the_older_adapters_auto_tune_mode():
+    config = NPURunConfig(auto_tune_mode="RL,GA")  # scripts written for adapter 1.x pass it
+    entry = config.npu_plan.report.entry("auto_tune_mode")
+    assert entry.value == "RL,GA" and "use aoe_mode" in entry.how
+    with pytest.raises(NpuOptionValueError, match='"auto_tune_mode"'):
+        NPURunConfig(auto_tune_mode="fastest")

@@ -198,7 +198,7 @@ class NPURunConfig(tf.estimator.RunConfig):
                  compile_dynamic_mode=None, graph_max_parallel_model_num=1, export_compile_stat=1, aicore_num=None,
                  oo_constant_folding=True, input_batch_cpy=False, shape_generalization_mode="STRICT",
                  all_tensor_not_empty=False, auto_multistream_parallel_mode=None, oo_level="O3",
-                 optimization_switch=None):
+                 optimization_switch=None, auto_tune_mode=None):  # auto_tune_mode: adapter 1.x, before aoe_mode
         arguments = {name: value for name, value in locals().items() if name not in ("self", "__class__")}
         self._check_holders(arguments)
         self._argument_values = self._npu_values(arguments)
