@@ -26,7 +26,7 @@ from npu_bridge_compat.compat import (
     remake_keras_function,
     steps_per_execution_in_fit,
 )
-from npu_bridge_compat.errors import NpuOptionValueError
+from npu_bridge_compat.errors import NpuCompatWarning, NpuOptionValueError, warn
 from npu_bridge_compat.host import HostPlan, build_plan
 from npu_bridge_compat.host.apply import applied_environment, apply_process_settings
 from npu_bridge_compat.host.features import (
@@ -122,6 +122,8 @@ class NPUCallback(tf.keras.callbacks.Callback):
             self._active.enter_context(_grappler_options(self.npu_plan))
             if self.npu_plan.feature(BatchNormWorkaround):
                 self._active.enter_context(batchnorm_workaround())
+            if self._probes and getattr(self.model, "jit_compile", False):
+                self._active.enter_context(_without_xla(self.model))
             if mode == "train":
                 self._active.enter_context(_steps_per_execution(self.model, self.steps_per_execution))
                 trace = self.npu_plan.feature(ProfilerTrace)
@@ -237,6 +239,19 @@ def _steps_per_execution(model, steps: int):
             f"the model was compiled with steps_per_execution={chosen} but the NPU options set "
             f"iterations_per_loop={steps}; keep one of them (or make them equal).")
     return steps_per_execution_in_fit(model, steps)
+
+
+@contextlib.contextmanager
+def _without_xla(model):
+    """The model's functions made meanwhile run without XLA: dumps and the inputs of failing ops are written by
+    host callbacks (numpy_function), which XLA cannot compile. Keras 3 compiles with XLA by default on GPUs."""
+    warn("the model is compiled with jit_compile=True; XLA cannot compile the dumps and numeric checks the NPU "
+         "options ask for, so NPUCallback's functions run without XLA.", NpuCompatWarning)
+    model.jit_compile = False
+    try:
+        yield
+    finally:
+        model.jit_compile = True
 
 
 @contextlib.contextmanager

@@ -241,6 +241,15 @@ def test_dumps_the_selected_steps_from_inside_the_train_function(tmp_path):
     assert not list(tmp_path.rglob("*.partial"))
 
 
+def test_dumps_turn_xla_off_for_the_callbacks_functions(tmp_path):
+    """Keras 3 compiles with XLA by default on GPUs; XLA cannot compile the host callbacks that write dumps."""
+    net = tf.keras.Sequential([tf.keras.Input([6]), tf.keras.layers.Dense(1)])
+    net.compile(tf.keras.optimizers.SGD(0.05), "mse", jit_compile=True)
+    with pytest.warns(NpuCompatWarning, match="jit_compile=True; XLA cannot compile the dumps"):
+        fit(net, NPUCallback(enable_dump=True, dump_path=str(tmp_path), dump_step="1"), steps=2)
+    assert list(dumped_steps(tmp_path)) == ["step_1"] and net.jit_compile  # the model's own setting is back
+
+
 class KeptMatMul(tf.keras.layers.Layer):
     def build(self, shape):
         self.kernel = self.add_weight(name="kernel", shape=[shape[-1], 4])
