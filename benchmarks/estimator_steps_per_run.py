@@ -4,7 +4,8 @@
   NPUEstimator, iterations_per_loop=100    (100 steps per session run, input pulled inside the loop)
   Keras, compile(steps_per_execution=100)  (the host's own multi-step execution)
 
-Timing starts once the session (or the first train-function call) exists, so graph building is excluded.
+Timing starts after the first session run (the first train-function call for Keras), so graph building, and the
+loop variants and grappler optimisations a first run makes, are excluded.
 From TensorFlow 2.16, which has no tf.estimator, only the Keras figure is measured.
     python benchmarks/estimator_steps_per_run.py [--steps=3000]
 """
@@ -42,9 +43,11 @@ def model_fn(features, labels, mode):
 class Timer(tf.compat.v1.train.SessionRunHook):
     def begin(self):
         self._global_step = tf.compat.v1.train.get_global_step()
+        self._start = None
 
-    def after_create_session(self, session, coord):
-        self._start = (session.run(self._global_step), time.perf_counter())
+    def after_run(self, run_context, run_values):
+        if self._start is None:  # the first run built what it needed: time the rest
+            self._start = (run_context.session.run(self._global_step), time.perf_counter())
 
     def end(self, session):
         self.steps_per_second = (session.run(self._global_step) - self._start[0]) / (
@@ -83,7 +86,7 @@ def main(argv: list[str]) -> None:
     print(f"NPUEstimator iterations_per_loop=100  {hundred:8.0f} steps/s")
     print(f"Keras steps_per_execution=100         {keras:8.0f} steps/s")
     print(f"ratio ipl=100 / ipl=1                 {hundred / one:8.2f}  (target >= 3)")
-    print(f"ratio ipl=100 / Keras spe=100         {hundred / keras:8.2f}  (target >= 0.8)")
+    print(f"ratio ipl=100 / Keras spe=100         {hundred / keras:8.2f}  (target >= 1.0)")
 
 
 if __name__ == "__main__":

@@ -144,12 +144,12 @@ def run_script(arguments: argparse.Namespace) -> int:
         return EXIT_INVALID
     select_keras_2()  # before the script (or the aliases) imports TensorFlow
     try:
-        install_aliases()
+        install_aliases(tf1=arguments.tf1)
     except NpuConfigError as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_INVALID
     if arguments.tf1:
-        install_tf1_imports(os.path.dirname(script))
+        install_tf1_imports()
     sys.argv = [arguments.script, *arguments.script_arguments]
     sys.path.insert(0, os.path.dirname(script))
     runpy.run_path(script, run_name="__main__")  # exceptions and SystemExit propagate as with `python SCRIPT`
@@ -170,7 +170,8 @@ def build_parser() -> argparse.ArgumentParser:
     options_parser.set_defaults(run=options_table)
     run_parser = commands.add_parser("run", help="run a ported script with the npu_bridge/hccl imports aliased")
     run_parser.add_argument("--tf1", action="store_true",
-                            help="the script is written for TF 1.15: its `import tensorflow` gives tf.compat.v1")
+                            help="the program is written for TF 1.15: `import tensorflow` in its modules (not in "
+                                 "installed libraries) gives tf.compat.v1, and tensorflow.contrib is importable")
     run_parser.add_argument("script", help="the Python script to run")
     run_parser.add_argument("script_arguments", nargs=argparse.REMAINDER, help="its arguments")
     run_parser.set_defaults(run=run_script)

@@ -101,9 +101,11 @@ class NPUSession(tf.compat.v1.Session):
     def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
         if self._graph.version != self._graph_version_checked:
             self._prepare_new_ops()
-        if self._hooked is None:
-            return self._plain_run(fetches, feed_dict, options, run_metadata)
-        return self._hooked.run(fetches, feed_dict, options, run_metadata)
+        if self._hooked is not None:
+            return self._hooked.run(fetches, feed_dict, options, run_metadata)
+        if not self._loops.serves_any:  # the common case, kept short: a plain run
+            return super().run(fetches, feed_dict, options, run_metadata)
+        return self._plain_run(fetches, feed_dict, options, run_metadata)
 
     def _plain_run(self, fetches, feed_dict=None, options=None, run_metadata=None):
         """A run with the loop server, without the units."""

@@ -101,3 +101,30 @@ def dumped_steps(dump_path: Path, graph: str = "train") -> dict[str, Path]:
     runs = sorted(dump_path.glob(f"*/{graph}"))
     assert len(runs) == 1, f"expected one dump run of {graph} under {dump_path}, found {runs}"
     return {p.name: p for p in sorted(runs[0].iterdir())}
+
+
+def node_dtypes(graphs) -> dict[str, str]:
+    """The dtype each node of executed (partition) graphs computes in: its attribute T (a Cast: DstT)."""
+    import tensorflow as tf
+
+    dtypes = {}
+    for graph in graphs:
+        for node in graph.node:
+            attr = "DstT" if node.op == "Cast" else "T"
+            if attr in node.attr and node.attr[attr].WhichOneof("value") == "type":
+                dtypes[node.name] = tf.dtypes.as_dtype(node.attr[attr].type).name
+    return dtypes
+
+
+def keras_executed_dtypes(fit) -> dict[str, str]:
+    """`node_dtypes` of the functions that `fit()` (a Keras call) executed."""
+    from tensorflow.python.eager import context
+
+    context.enable_run_metadata()
+    context.export_run_metadata()  # drop what earlier functions of this process left there
+    try:
+        fit()
+        metadata = context.export_run_metadata()
+    finally:
+        context.disable_run_metadata()
+    return node_dtypes(graph for function in metadata.function_graphs for graph in function.partition_graphs)

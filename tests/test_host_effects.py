@@ -4,7 +4,7 @@ settings, environment ownership."""
 import numpy as np
 import pytest
 import tensorflow as tf
-from helpers import config_with, dumped_steps, reads_rounded_inputs
+from helpers import config_with, dumped_steps, node_dtypes, reads_rounded_inputs
 from tensorflow.python.framework import config as tf_config
 
 from npu_bridge_compat import NpuOptionValueError
@@ -37,13 +37,7 @@ def executed_dtypes(config) -> dict[str, str]:
             metadata = v1.RunMetadata()
             sess.run(y, {x: np.ones([4, 8])}, options=v1.RunOptions(output_partition_graphs=True),
                      run_metadata=metadata)
-    dtypes = {}
-    for graph in metadata.partition_graphs:
-        for node in graph.node:
-            attr = "T" if "T" in node.attr else "DstT" if node.op == "Cast" else None
-            if attr:
-                dtypes[node.name] = tf.dtypes.as_dtype(node.attr[attr].type).name
-    return dtypes
+    return node_dtypes(metadata.partition_graphs)
 
 
 @pytest.mark.skipif(not detect_host().cpu_bfloat16, reason="bfloat16 on a CPU needs AVX-512")

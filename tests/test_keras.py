@@ -6,7 +6,7 @@ import re
 import numpy as np
 import pytest
 import tensorflow as tf
-from helpers import dumped_steps
+from helpers import dumped_steps, keras_executed_dtypes
 from tensorflow.python.eager import context
 
 from npu_bridge_compat import NpuOptionValueError, scope
@@ -260,15 +260,8 @@ class KeptMatMul(tf.keras.layers.Layer):
 
 
 def executed_dtypes(net, callback) -> dict[str, str]:
-    """The dtype (attribute T) of each node of the functions fit executed."""
-    context.enable_run_metadata()
-    try:
-        fit(net, callback, steps=2)
-        metadata = context.export_run_metadata()
-    finally:
-        context.disable_run_metadata()
-    return {node.name: tf.dtypes.as_dtype(node.attr["T"].type).name for function in metadata.function_graphs
-            for graph in function.partition_graphs for node in graph.node if "T" in node.attr}
+    """The dtype of each node of the functions fit executed."""
+    return keras_executed_dtypes(lambda: fit(net, callback, steps=2))
 
 
 @pytest.mark.needs_keras_2  # Keras 3 traces its step as a function its train function calls: see the next test

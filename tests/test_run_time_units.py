@@ -10,8 +10,7 @@ import json
 import numpy as np
 import pytest
 import tensorflow as tf
-from helpers import config_with, dumped_steps
-from tensorflow.python.eager import context
+from helpers import config_with, dumped_steps, keras_executed_dtypes, node_dtypes
 
 from npu_bridge_compat import scope, util
 from npu_bridge_compat.errors import NonFiniteValueError, NpuCompatWarning
@@ -68,11 +67,6 @@ class Observed(tf.compat.v1.train.SessionRunHook):
         self.dtypes.update(node_dtypes(run_values.run_metadata.partition_graphs))
 
 
-def node_dtypes(graphs) -> dict:
-    return {node.name: tf.dtypes.as_dtype(node.attr["T"].type).name for graph in graphs for node in graph.node
-            if "T" in node.attr and node.attr["T"].WhichOneof("value") == "type"}
-
-
 def train(door, tmp_path, steps=3, iterations=1, **options):
     """Train `steps` steps through `door` with the NPU options; returns what ran (an `Observed`)."""
     (tmp_path / "dumps").mkdir(exist_ok=True)
@@ -102,15 +96,8 @@ def train(door, tmp_path, steps=3, iterations=1, **options):
         inputs = tf.keras.Input([1])
         net = tf.keras.Model(inputs, Scale()(inputs))
         net.compile(tf.keras.optimizers.SGD(0.0), "mse")
-        context.enable_run_metadata()
-        context.export_run_metadata()  # drop what earlier functions of this process left there
-        try:
-            net.fit(counting_dataset(), steps_per_epoch=steps, epochs=1, verbose=0, callbacks=[NPUCallback(config)])
-            metadata = context.export_run_metadata()
-        finally:
-            context.disable_run_metadata()
-        observed.dtypes = node_dtypes(graph for function in metadata.function_graphs
-                                      for graph in function.partition_graphs)
+        observed.dtypes = keras_executed_dtypes(lambda: net.fit(counting_dataset(), steps_per_epoch=steps, epochs=1,
+                                                                verbose=0, callbacks=[NPUCallback(config)]))
     return observed
 
 

@@ -187,7 +187,8 @@ class NPUEstimator(estimator_class("Estimator")):
 
 class _StopAtLastStepHook(tf.compat.v1.train.SessionRunHook):
     """Stops once global_step reaches the last step. Estimator's StopAtStepHook assumes one step per run and
-    would ask for one more (empty) run after a loop that ended exactly there."""
+    would ask for one more (empty) run after a loop that ended exactly there. The step is fetched with each loop
+    (the loop server reads it after the loop), so stopping costs no run of its own."""
 
     def __init__(self, last_step: int) -> None:
         self._last_step = last_step
@@ -195,8 +196,11 @@ class _StopAtLastStepHook(tf.compat.v1.train.SessionRunHook):
     def begin(self) -> None:
         self._global_step = tf.compat.v1.train.get_global_step()
 
+    def before_run(self, run_context):
+        return tf.compat.v1.train.SessionRunArgs(self._global_step)
+
     def after_run(self, run_context, run_values) -> None:
-        if run_context.session.run(self._global_step) >= self._last_step:
+        if run_values.results >= self._last_step:
             run_context.request_stop()
 
 

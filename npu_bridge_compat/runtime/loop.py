@@ -244,13 +244,22 @@ class LoopServer:
         self._probes_for = probes_for
         self._probes: dict[str, StepProbes | None] = {}  # train op name -> probes built into its loops
         self._initialised: set = set()  # refs of the probes' variables initialised so far
+        self._version = -1  # the graph version the loops below were read at
+        self._by_op: dict = {}  # loop op -> LoopedTrainOp
+
+    @property
+    def serves_any(self) -> bool:
+        """Whether the graph has looped train ops (read again only when the graph changed)."""
+        if self._graph.version != self._version:
+            self._version = self._graph.version
+            self._by_op = {looped.loop_op: looped for looped in looped_train_ops(self._graph)}
+        return bool(self._by_op)
 
     def looped_op_in(self, fetches) -> LoopedTrainOp | None:
         """The looped train op a run of `fetches` executes, if any."""
-        loops = looped_train_ops(self._graph)
-        if not loops:
+        if not self.serves_any:
             return None
-        by_op = {looped.loop_op: looped for looped in loops}
+        by_op = self._by_op
         for fetch in fetch_leaves(fetches):
             element = self._graph.as_graph_element(fetch) if isinstance(fetch, str) else fetch
             if isinstance(element, tf.Operation) and element in by_op:

@@ -47,25 +47,61 @@ def _run_of(run_context) -> tuple[Any, tuple, list, Any]:
     return graph, tuple(op.name for op in fetched), fetched, looped
 
 
-class KeepDtypeUnit(tf.compat.v1.train.SessionRunHook):
+class _PerFetchStructureUnit(tf.compat.v1.train.SessionRunHook):
+    """A unit that adds fetches to the runs of each fetch structure and counts that structure's steps. Runs of a
+    looped train op are left to what the loop builds into its iterations."""
+
+    def __init__(self) -> None:
+        self._steps: dict[tuple, int] = {}  # fetch names -> steps run so far
+        self._current: tuple | None = None  # (fetch names, step) of the run under way, when it fetches
+
+    def before_run(self, run_context):
+        graph, key, fetched, looped = _run_of(run_context)
+        self._current = None
+        if looped is not None:
+            self.looped_run(graph, looped)
+            return None
+        if not fetched:
+            return None
+        step = self._steps.get(key, 0)
+        self._steps[key] = step + 1
+        fetches = self.fetches(graph, key, fetched, step)
+        if fetches is None:
+            return None
+        self._current = (key, step)
+        return SessionRunArgs(fetches)
+
+    def after_run(self, run_context, run_values) -> None:
+        if self._current is not None:
+            self.fetched(*self._current, run_values.results)
+
+    def fetches(self, graph, key: tuple, fetched: list, step: int):
+        """What to add to this run of the structure `key` (its step `step`), or None for nothing."""
+        raise NotImplementedError
+
+    def fetched(self, key: tuple, step: int, values) -> None:
+        """The values of what `fetches` added."""
+
+    def looped_run(self, graph, looped) -> None:
+        """A run of a looped train op is under way."""
+
+
+class KeepDtypeUnit(_PerFetchStructureUnit):
     """Ops under keep_dtype_scope stay float32 under grappler's mixed precision: they become targets of the runs
     that compute them, and grappler never converts a node a run must preserve. Targets return nothing, so this
     costs no copy; only ops the run computes anyway are named, so nothing extra runs."""
 
     def __init__(self) -> None:
+        super().__init__()
         self._kept: dict[tuple, list] = {}
         self._warned_loops: set[str] = set()
 
-    def before_run(self, run_context):
-        graph, key, fetched, looped = _run_of(run_context)
-        if looped is not None:
-            self._warn_in_loop(graph, looped)
-            return None
+    def fetches(self, graph, key, fetched, step):
         if key not in self._kept:
-            self._kept[key] = kept_dtype_operations(graph, fetched) if fetched else []
-        return SessionRunArgs(self._kept[key]) if self._kept[key] else None
+            self._kept[key] = kept_dtype_operations(graph, fetched)
+        return self._kept[key] or None
 
-    def _warn_in_loop(self, graph, looped) -> None:
+    def looped_run(self, graph, looped) -> None:
         """A loop runs a copy of the step, which no run fetches: its marked ops follow mixed precision."""
         if looped.train_op.name not in self._warned_loops:
             self._warned_loops.add(looped.train_op.name)
@@ -93,68 +129,44 @@ def keep_dtype_in_function(graph, operations: list) -> None:
     graph.control_outputs.extend(op for op in kept if op not in graph.control_outputs)
 
 
-class NumericCheckUnit(tf.compat.v1.train.SessionRunHook):
+class NumericCheckUnit(_PerFetchStructureUnit):
     """Finiteness flags over the tensors each fetch structure computes; a non-finite output stops the run with
     NonFiniteValueError naming the op and the step (counted per fetch structure, as the dumps count), after its
     inputs were saved under `dump_path` (if any)."""
 
     def __init__(self, feature: NumericChecks) -> None:
+        super().__init__()
         self._dump_path = feature.dump_path
-        self._checks: dict[tuple, list] = {}  # fetch names -> [check or None, steps run so far]
-        self._current: list | None = None
+        self._checks: dict[tuple, Any] = {}
 
-    def before_run(self, run_context):
-        graph, key, fetched, looped = _run_of(run_context)
-        self._current = None
-        if looped is not None or not fetched:
-            return None
+    def fetches(self, graph, key, fetched, step):
         if key not in self._checks:
             with open_graph(graph):
-                self._checks[key] = [numeric_check(graph, fetched, self._dump_path), 0]
-        entry = self._checks[key]
-        check, step = entry
-        entry[1] += 1
-        if check is None:
-            return None
-        self._current = [check, step]
-        return SessionRunArgs(check.flags)
+                self._checks[key] = numeric_check(graph, fetched, self._dump_path)
+        return self._checks[key].flags if self._checks[key] is not None else None
 
-    def after_run(self, run_context, run_values) -> None:
-        if self._current is not None:
-            check, step = self._current
-            check.raise_if_non_finite(run_values.results, step)
+    def fetched(self, key, step, flags) -> None:
+        self._checks[key].raise_if_non_finite(flags, step)
 
 
-class TensorDumpUnit(tf.compat.v1.train.SessionRunHook):
+class TensorDumpUnit(_PerFetchStructureUnit):
     """Dumps the selected steps of each fetch structure, named `graph_name` (or after the structure's first
     fetch): its tensors are fetched with the step."""
 
     def __init__(self, feature: TensorDump, graph_name: str | None = None) -> None:
+        super().__init__()
         self._feature = feature
         self._graph_name = graph_name
-        self._dumpers: dict[tuple, list] = {}  # fetch names -> [dumper, steps run so far]
-        self._current: list | None = None
+        self._dumpers: dict[tuple, TensorDumper] = {}
 
-    def before_run(self, run_context):
-        graph, key, fetched, looped = _run_of(run_context)
-        self._current = None
-        if looped is not None or not fetched:
-            return None
+    def fetches(self, graph, key, fetched, step):
         if key not in self._dumpers:
-            self._dumpers[key] = [TensorDumper(self._feature, self._graph_name or key[0]), 0]
-        entry = self._dumpers[key]
-        dumper, step = entry
-        entry[1] += 1
-        wanted = dumper.fetches(graph, fetched) if dumper.selects(step) else {}
-        if not wanted:
-            return None
-        self._current = [dumper, step]
-        return SessionRunArgs(wanted)
+            self._dumpers[key] = TensorDumper(self._feature, self._graph_name or key[0])
+        dumper = self._dumpers[key]
+        return (dumper.fetches(graph, fetched) or None) if dumper.selects(step) else None
 
-    def after_run(self, run_context, run_values) -> None:
-        if self._current is not None:
-            dumper, step = self._current
-            dumper.write(step, run_values.results)
+    def fetched(self, key, step, values) -> None:
+        self._dumpers[key].write(step, values)
 
 
 class HostRegionsUnit(tf.compat.v1.train.SessionRunHook):
