@@ -16,6 +16,7 @@ import warnings
 from pathlib import Path
 from typing import Any, Sequence
 
+from npu_bridge_compat.compat import is_repeated, select_keras_2
 from npu_bridge_compat.errors import NpuConfigError
 from npu_bridge_compat.host import HostPlan, build_plan, detect_host
 from npu_bridge_compat.options import OPTIONS, Kind, options_from_kwargs
@@ -72,12 +73,12 @@ def _set_fields(message, prefix: str = ""):
     """(dotted field path, value) of every field set in a protobuf message, enum values by name."""
     for field, value in message.ListFields():
         path = prefix + field.name
-        if field.message_type is not None and field.label != field.LABEL_REPEATED:
+        if field.message_type is not None and not is_repeated(field):
             yield from _set_fields(value, path + ".")
         elif field.enum_type is not None:
             yield path, field.enum_type.values_by_number[value].name
         else:
-            yield path, value if field.label != field.LABEL_REPEATED else list(value)
+            yield path, list(value) if is_repeated(field) else value
 
 
 def explain(arguments: argparse.Namespace) -> int:
@@ -145,6 +146,7 @@ def run_script(arguments: argparse.Namespace) -> int:
     if not os.path.isfile(script):
         print(f"error: no such script: {arguments.script}", file=sys.stderr)
         return EXIT_INVALID
+    select_keras_2()  # before the script (or the aliases) imports TensorFlow
     try:
         install_aliases(tf1=arguments.tf1)
     except NpuConfigError as error:

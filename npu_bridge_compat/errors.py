@@ -43,6 +43,11 @@ def device_only(feature: str, alternative: str | None = None):
     return unavailable
 
 
+class TensorFlowVersionError(RuntimeError):
+    """A door or API that the installed TensorFlow lacks (the Estimator door from TensorFlow 2.16 on); the
+    message names the TensorFlow it needs and the doors that run here."""
+
+
 class NonFiniteValueError(RuntimeError):
     """A numeric check (enable_dump_debug, enable_exception_dump) found Inf or NaN in an op's output."""
 

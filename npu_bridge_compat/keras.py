@@ -20,7 +20,13 @@ import tensorflow as tf
 from tensorflow.core.protobuf import config_pb2
 from tensorflow.python.eager import context
 
-from npu_bridge_compat.errors import NpuOptionValueError
+from npu_bridge_compat.compat import (
+    keras_step_number,
+    keras_steps_per_execution,
+    remake_keras_function,
+    steps_per_execution_in_fit,
+)
+from npu_bridge_compat.errors import NpuCompatWarning, NpuOptionValueError, warn
 from npu_bridge_compat.host import HostPlan, build_plan
 from npu_bridge_compat.host.apply import applied_environment, apply_process_settings
 from npu_bridge_compat.host.features import (
@@ -43,8 +49,6 @@ KERAS_DOOR = Door("NPUCallback", (StepLoop, BatchNormWorkaround, ProfilerTrace, 
                                   RewriteSetting),
                   "Session settings cannot change once TensorFlow runs: set them with tf.config before anything "
                   "runs, or use the session door.")
-_FUNCTIONS = {"train": "make_train_function", "predict": "make_predict_function"}  # Keras looks these up per call
-_COUNTERS = {"train": "_train_counter", "test": "_test_counter", "predict": "_predict_counter"}
 
 
 class NPUCallback(tf.keras.callbacks.Callback):
@@ -118,6 +122,8 @@ class NPUCallback(tf.keras.callbacks.Callback):
             self._active.enter_context(_grappler_options(self.npu_plan))
             if self.npu_plan.feature(BatchNormWorkaround):
                 self._active.enter_context(batchnorm_workaround())
+            if self._probes and getattr(self.model, "jit_compile", False):
+                self._active.enter_context(_without_xla(self.model))
             if mode == "train":
                 self._active.enter_context(_steps_per_execution(self.model, self.steps_per_execution))
                 trace = self.npu_plan.feature(ProfilerTrace)
@@ -127,19 +133,17 @@ class NPUCallback(tf.keras.callbacks.Callback):
         if probes is not None:
             probes.start()
         # The model's step is wrapped while its function is traced (keep-dtype marks, dumps, checks), and the
-        # function is swapped for one built (and traced on first use) under these settings; it is kept for the
-        # next call with this callback and the model's own come back at the end. Evaluate calls the function it
-        # made before on_test_begin: that one is traced (on first use) with the wrapped step.
+        # function is swapped for one made (and traced on first use) under these settings; it is kept for the
+        # next call with this callback and the model's own come back at the end. Keras 2's evaluate calls the
+        # function it made before on_test_begin instead: that one is traced (on first use) with the wrapped step.
         step_attribute = f"{mode}_step"
         self._replaced.append((mode, getattr(self.model, f"{mode}_function"),
                                self.model.__dict__.get(step_attribute)))
         setattr(self.model, step_attribute, _ProbedStep(getattr(self.model, step_attribute), self.model, mode,
                                                         probes, self.npu_plan))
-        if mode == "test":
-            return
         cached = self._functions.get((id(self.model), mode))
         if cached is None or cached[0] is not self.model:
-            function = getattr(self.model, _FUNCTIONS[mode])(force=True)
+            function = remake_keras_function(self.model, mode)
             cached = (self.model, _GuardedFunction(function, self, probes))
             self._functions[(id(self.model), mode)] = cached
         setattr(self.model, f"{mode}_function", cached[1])
@@ -156,7 +160,8 @@ class NPUCallback(tf.keras.callbacks.Callback):
             self._active = None
 
     def _raise_evaluation_failure(self) -> None:
-        """Evaluate's checks are read when it ends (its function is Keras' own, not a guarded one)."""
+        """Evaluate's checks are read when it ends too (Keras 2 evaluates with its own function, not a guarded
+        one)."""
         probes = self._probes.get("test")
         if probes is None or probes.failure is None:
             return
@@ -189,7 +194,7 @@ class _ProbedStep:
         if self._probes is None and self._plan.mixed_precision is None:
             return self._step(data)
         graph = tf.compat.v1.get_default_graph()
-        step_number = getattr(self._model, _COUNTERS[self._mode]).read_value() if self._probes else None
+        step_number = keras_step_number(self._model, self._mode) if self._probes else None
         first_new_op = len(graph.get_operations())
         outputs = self._step(data)
         built = graph.get_operations()[first_new_op:]
@@ -226,19 +231,27 @@ class _GuardedFunction:
         return getattr(self._function, name)  # Keras and tools inspect the tf.function (concrete functions, ...)
 
 
-@contextlib.contextmanager
 def _steps_per_execution(model, steps: int):
     """The model runs `steps` steps per train-function call, as compile(steps_per_execution=steps) would."""
-    chosen = model._steps_per_execution.numpy().item()
+    chosen = keras_steps_per_execution(model)
     if chosen not in (1, steps):
         raise NpuOptionValueError(
             f"the model was compiled with steps_per_execution={chosen} but the NPU options set "
             f"iterations_per_loop={steps}; keep one of them (or make them equal).")
-    model._steps_per_execution.assign(steps)
+    return steps_per_execution_in_fit(model, steps)
+
+
+@contextlib.contextmanager
+def _without_xla(model):
+    """The model's functions made meanwhile run without XLA: dumps and the inputs of failing ops are written by
+    host callbacks (numpy_function), which XLA cannot compile. Keras 3 compiles with XLA by default on GPUs."""
+    warn("the model is compiled with jit_compile=True; XLA cannot compile the dumps and numeric checks the NPU "
+         "options ask for, so NPUCallback's functions run without XLA.", NpuCompatWarning)
+    model.jit_compile = False
     try:
         yield
     finally:
-        model._steps_per_execution.assign(chosen)
+        model.jit_compile = True
 
 
 @contextlib.contextmanager

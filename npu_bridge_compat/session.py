@@ -23,6 +23,7 @@ import tensorflow as tf
 from tensorflow.core.protobuf import config_pb2, rewriter_config_pb2
 from tensorflow.python.training import monitored_session
 
+from npu_bridge_compat.compat import estimator_class
 from npu_bridge_compat.errors import NpuOptionValueError
 from npu_bridge_compat.host import build_plan
 from npu_bridge_compat.host.features import BatchNormWorkaround
@@ -162,7 +163,7 @@ def npu_optimizer_options(optimizer_options=None) -> config_pb2.OptimizerOptions
 
 def npu_run_config_init(run_config=None):
     """The adapter's helper for a plain RunConfig: its session config's NPU options, translated for this host."""
-    run_config = tf.estimator.RunConfig() if run_config is None else run_config
+    run_config = estimator_class("RunConfig")() if run_config is None else run_config
     config = config_pb2.ConfigProto()
     if run_config.session_config is not None:
         config.CopyFrom(run_config.session_config)

@@ -87,6 +87,15 @@ def config_with(**values):
     return config
 
 
+def reads_rounded_inputs(partition_graphs, name: str) -> bool:
+    """Whether op `name` of the executed graphs reads an input through one of grappler's mixed-precision casts.
+    The float16 emulation pass on a CPU keeps ops in float32 and rounds their inputs through Cast pairs; an op it
+    spares reads its inputs as they are (from TensorFlow 2.16 its output may still be rounded for consumers that
+    run in float16, as on an NPU)."""
+    nodes = {node.name: node for graph in partition_graphs for node in graph.node}
+    return any("AutoMixedPrecision" in source.lstrip("^").split(":")[0] for source in nodes[name].input)
+
+
 def dumped_steps(dump_path: Path, graph: str = "train") -> dict[str, Path]:
     """The step directories of the only dump run under `dump_path` (`<dump_path>/<time>/<graph>/step_<n>`)."""
     runs = sorted(dump_path.glob(f"*/{graph}"))

@@ -22,6 +22,8 @@ from npu_bridge_compat.estimator import (
 )
 from npu_bridge_compat.host.features import NumericChecks
 
+pytestmark = pytest.mark.needs_estimator  # the whole door is tf.estimator
+
 FEATURES = np.random.RandomState(0).randn(512, 6).astype("float32")
 LABELS = (FEATURES[:, :3].sum(axis=1, keepdims=True) > 0).astype("float32")
 V3_OPS = {"FusedBatchNormV3", "FusedBatchNormGradV3"}

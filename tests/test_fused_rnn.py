@@ -8,6 +8,7 @@ import tensorflow as tf
 
 import fused_reference as ref
 from npu_bridge_compat import NpuOptionValueError
+from npu_bridge_compat.compat import tf1_keras_api
 from npu_bridge_compat.fused.rnn import (
     DynamicAUGRU,
     DynamicGRUV2,
@@ -267,7 +268,7 @@ def test_basic_lstm_cell_is_one_step_of_the_lstm_in_graphs_only():
 @pytest.mark.filterwarnings("ignore:`tf.nn.rnn_cell.BasicLSTMCell` is deprecated")
 def test_npu_dynamic_rnn_is_tensorflows_rnn_over_time_major_inputs():
     with tf.Graph().as_default(), v1.Session() as sess:
-        cell = v1.nn.rnn_cell.BasicLSTMCell(H)
+        cell = tf1_keras_api("nn.rnn_cell").BasicLSTMCell(H)
         outputs, state = npu_dynamic_rnn(cell, tf.constant(X), dtype=tf.float32, sequence_length=[T, 2, 4])
         reference, reference_state = v1.nn.dynamic_rnn(cell, tf.constant(X), dtype=tf.float32, time_major=True,
                                                        sequence_length=[T, 2, 4], scope="rnn")

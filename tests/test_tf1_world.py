@@ -56,6 +56,7 @@ def test_importing_the_package_installs_nothing():
     assert result.stdout.split() == ["False", "False"], result.stderr
 
 
+@pytest.mark.needs_estimator  # contrib.tpu's counterparts are tf.compat.v1.estimator.tpu
 def test_every_counterpart_the_table_names_exists():
     broken = []
     for path, spec in MODULES.items():
@@ -67,6 +68,7 @@ def test_every_counterpart_the_table_names_exists():
     assert broken == []
 
 
+@pytest.mark.needs_estimator  # contrib.tpu's counterparts are tf.compat.v1.estimator.tpu
 def test_the_most_used_contrib_names_resolve_to_working_objects():
     """>= 95% of the model-folder-weighted uses of the 120 most used names work; the status agrees everywhere."""
     rows = contrib_names()
@@ -84,7 +86,7 @@ def test_the_most_used_contrib_names_resolve_to_working_objects():
 @pytest.mark.parametrize("name, status, detail", [
     ("tensorflow.contrib.layers.xavier_initializer", "works", "tf_slim.layers"),
     ("tensorflow.contrib.tpu", "works", "tf.compat.v1.estimator.tpu"),
-    ("tensorflow.contrib.tpu.TPUEstimator", "differs", "use_tpu=False"),
+    pytest.param("tensorflow.contrib.tpu.TPUEstimator", "differs", "use_tpu=False", marks=pytest.mark.needs_estimator),
     ("tensorflow.contrib.slim.nets.resnet_v1.resnet_v1_50", "works", "tf_slim.nets.resnet_v1.resnet_v1_50"),
     ("tensorflow.contrib.learn.ModeKeys.INFER", "works", "ModeKeys"),
     ("tensorflow.contrib.offline_train.python.npu.npu_optimizer.NPUDistributedOptimizer", "works",
@@ -93,8 +95,9 @@ def test_the_most_used_contrib_names_resolve_to_working_objects():
     ("tensorflow.contrib.graph_editor", "missing", "graph editor"),
     ("tensorflow.contrib.rnn.LSTMBlockCell", "missing", "LSTMCell"),
     ("tensorflow.contrib.layers.xavier_initialiser", "unknown", "did you mean tensorflow.contrib.layers.xavier_init"),
-    ("tensorflow.python.keras.layers.LSTM", "works", "tf.compat.v1.keras.layers.LSTM"),
-    ("tensorflow.python.keras.engine.base_layer.Layer", "works", "keras.src.engine.base_layer.Layer"),
+    pytest.param("tensorflow.python.keras.layers.LSTM", "works", "tf.compat.v1.keras.layers.LSTM", marks=pytest.mark.needs_keras_2),
+    pytest.param("tensorflow.python.keras.engine.base_layer.Layer", "works", "keras.src.engine.base_layer.Layer",
+                 marks=pytest.mark.needs_keras_2),
     ("tensorflow.examples.tutorials.mnist.input_data", "works", "local MNIST files"),
     ("tensorflow.examples.tutorials.mnist.input_data.read_data_sets", "differs", "downloads nothing"),
     ("tensorflow.nn.relu", "unknown", "not in the TF 1.15 trees"),
@@ -107,6 +110,7 @@ def test_name_status(name, status, detail):
 
 # --- stand-ins and warnings ------------------------------------------------------------------------------------
 
+@pytest.mark.needs_keras_2  # contrib.rnn's cells are Keras 2's (tf_keras in-process)
 def test_names_without_counterpart_import_and_raise_when_used():
     from tensorflow.contrib.quantize import create_training_graph  # importing is fine
 
@@ -144,6 +148,7 @@ def test_a_differing_counterpart_warns_once(monkeypatch):
         distribute.AllReduceCrossTowerOps("ring")
 
 
+@pytest.mark.needs_estimator  # compares with tf.estimator.ModeKeys
 def test_old_adapter_paths_and_loss_scaling_map_onto_this_package():
     from npu_bridge.estimator.npu.npu_optimizer import NPUDistributedOptimizer
     from npu_bridge.hccl import hccl_ops
@@ -192,6 +197,7 @@ def test_slim_program_trains_checkpoints_and_runs_a_resnet(tmp_path):
         [2, 1, 1, 10], [2, 2, 2, 2048], True)
 
 
+@pytest.mark.needs_estimator  # TPUEstimator is an Estimator
 def test_tpu_estimator_program_with_the_old_adapter_path_trains_on_the_host(tmp_path):
     mnist = tmp_path / "mnist"
     write_mnist(mnist, train=72, test=16)
@@ -357,6 +363,7 @@ def test_lazy_adam_moves_only_the_looked_up_rows_and_adamw_decays():
     assert weights.numpy() == pytest.approx([1.5])
 
 
+@pytest.mark.needs_keras_2  # contrib.rnn's cells are Keras 2's (tf_keras in-process)
 def test_stacked_bidirectional_rnn_names_its_variables_as_tf115():
     with tf.Graph().as_default():
         inputs = v1.placeholder(tf.float32, [2, 5, 3])
@@ -370,6 +377,7 @@ def test_stacked_bidirectional_rnn_names_its_variables_as_tf115():
         v1.contrib.rnn.stack_bidirectional_dynamic_rnn(cells[0], cells[1][:1], inputs)
 
 
+@pytest.mark.needs_estimator  # contrib.tpu's counterparts are tf.compat.v1.estimator.tpu
 def test_contrib_data_batching_and_cross_shard_optimizer():
     batches = tf.data.Dataset.range(7).apply(v1.contrib.data.batch_and_drop_remainder(3))
     assert [batch.tolist() for batch in batches.as_numpy_iterator()] == [[0, 1, 2], [3, 4, 5]]

@@ -13,9 +13,9 @@ import enum
 import inspect
 from typing import Any
 
-import tensorflow as tf
 from absl import logging
 
+from npu_bridge_compat.compat import estimator_class
 from npu_bridge_compat.errors import NpuCompatWarning, NpuOptionTypeError, NpuOptionValueError, warn
 from npu_bridge_compat.host import build_plan
 from npu_bridge_compat.host.features import StepLoop
@@ -170,7 +170,7 @@ _AOE_ARGUMENTS = ("aoe_mode", "work_path", "distribute_config")  # written only 
 _NO_HOST_MEANING = ("distribute", "horovod_mode")
 
 
-class NPURunConfig(tf.estimator.RunConfig):
+class NPURunConfig(estimator_class("RunConfig")):
     """`tf.estimator.RunConfig` with the Ascend adapter's NPU arguments, defaults and checks."""
 
     def __init__(self, iterations_per_loop=1, profiling_config=None, model_dir=None, tf_random_seed=None,

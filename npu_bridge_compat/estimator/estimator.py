@@ -18,9 +18,8 @@ import json
 from typing import Any
 
 import tensorflow as tf
-from tensorflow_estimator.python.estimator import estimator as estimator_lib
-from tensorflow_estimator.python.estimator.mode_keys import ModeKeys
 
+from npu_bridge_compat.compat import estimator_class
 from npu_bridge_compat.errors import NpuCompatWarning, NpuOptionValueError, warn
 from npu_bridge_compat.estimator.config import NPURunConfig
 from npu_bridge_compat.host.features import BatchNormWorkaround
@@ -32,10 +31,12 @@ from npu_bridge_compat.runtime.units import LoopServingUnit, units_for
 ESTIMATOR_DOOR = Door("NPUEstimator", (*RUN_UNITS, *SESSION_SETTINGS))
 GRAPH_NAME = "train"  # the dumps' graph directory, as Ascend names the training graph
 
+ModeKeys = estimator_class("ModeKeys")
+
 install_horizon_gate()  # a script's own forward_compatibility_horizon(2019, 5, 1) works with this door too
 
 
-class NPUEstimatorSpec(tf.estimator.EstimatorSpec):
+class NPUEstimatorSpec(estimator_class("EstimatorSpec")):
     """`EstimatorSpec` with the adapter's `host_call=(fn, tensors)`: `fn(*tensors)` (or `fn(**tensors)`) runs on
     the host every step."""
 
@@ -88,7 +89,7 @@ def _run_host_call(spec) -> list:
     return [op for op in tf.nest.flatten(result) if op is not None]
 
 
-class NPUEstimator(tf.estimator.Estimator):
+class NPUEstimator(estimator_class("Estimator")):
     """The adapter's NPUEstimator on host TensorFlow (no JOB_ID or rank table needed)."""
 
     def __init__(self, model_fn, model_dir=None, config=None, params=None, job_start_file="",
@@ -127,7 +128,7 @@ class NPUEstimator(tf.estimator.Estimator):
 
     def train(self, input_fn, hooks=None, steps=None, max_steps=None, saving_listeners=None):
         if self._steps_per_run > 1 and (steps is not None) != (max_steps is not None):
-            start = estimator_lib._load_global_step_from_checkpoint_dir(self._model_dir)
+            start = _checkpointed_global_step(self._model_dir)
             self._last_step = max_steps if max_steps is not None else start + steps
             total = self._last_step - start
             if total > 0 and total % self._steps_per_run:
@@ -201,6 +202,14 @@ class _StopAtLastStepHook(tf.compat.v1.train.SessionRunHook):
     def after_run(self, run_context, run_values) -> None:
         if run_values.results >= self._last_step:
             run_context.request_stop()
+
+
+def _checkpointed_global_step(model_dir: str) -> int:
+    """The global step of the newest checkpoint in `model_dir` (0 without one), where training resumes."""
+    checkpoint = tf.train.latest_checkpoint(model_dir)
+    if checkpoint is None:
+        return 0
+    return int(tf.train.load_variable(checkpoint, tf.compat.v1.GraphKeys.GLOBAL_STEP))
 
 
 def _read_job_start_file(path: str) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """Ascend's fused recurrent layers on a host: DynamicRNN (LSTM), DynamicGRUV2, DynamicAUGRU, basic_lstm_cell and
 npu_rnn.npu_dynamic_rnn.
 
-The layers are `tf.compat.v1.layers.Layer`s with the adapter's class names, so their scopes (`dynamic_rnn`,
+The layers are `tf.compat.v1.layers.Layer`s (tf_keras' with Keras 3) with the adapter's class names, so their scopes (`dynamic_rnn`,
 `dynamic_gruv2`, `dynamic_augru`, numbered as usual) and variables are the adapter's:
 
     dynamic_rnn/dynamicrnn/w                  [input + hidden, 4 * hidden]  gate blocks i, j, f, o
@@ -39,6 +39,7 @@ from typing import NamedTuple
 
 import tensorflow as tf
 
+from npu_bridge_compat.compat import v1_layer_class
 from npu_bridge_compat.errors import NpuOptionValueError
 from npu_bridge_compat.fused.checks import check_choice, check_int, check_keep_prob, graph_mode_only
 
@@ -171,7 +172,7 @@ def _batch_major(tensor: tf.Tensor) -> tf.Tensor:
     return tf.transpose(tensor, perm)
 
 
-class _DynamicBasic(tf.compat.v1.layers.Layer):
+class _DynamicBasic(v1_layer_class()):
     """What the adapter's layers share: options, checks, the seq_length variable, the input layout."""
 
     _prefix = ""  # the variables' scope inside the layer's, e.g. "dynamicrnn"

@@ -118,13 +118,14 @@ def keeping_dtype(operations: Iterable) -> list:
             and any(t.dtype.is_floating for t in op.outputs)]
 
 
-def warn_kept_in_loop(kept: list, loop: str) -> None:
-    """Say that the keep_dtype_scope ops `kept` follow mixed precision inside `loop` (a loop of steps)."""
+def warn_kept_in_loop(kept: list, loop: str,
+                      remedy: str = "use iterations_per_loop=1 to keep them in float32") -> None:
+    """Say that the keep_dtype_scope ops `kept` follow mixed precision inside `loop` (a loop of steps, or a
+    function another one calls), and what keeps them in float32."""
     if kept:
         warn(f"keep_dtype_scope cannot keep {[op.name for op in kept]} in float32 inside {loop}: grappler's "
-             "mixed-precision pass spares only ops a session run fetches or a function returns, and ops in a loop "
-             "are neither. They follow mixed precision; use iterations_per_loop=1 to keep them in float32.",
-             NpuCompatWarning)
+             "mixed-precision pass spares only ops a session run fetches or the outermost function returns, and "
+             f"these are neither. They follow mixed precision; {remedy}.", NpuCompatWarning)
 
 
 def _keeps_dtype(op) -> bool:

@@ -57,11 +57,14 @@ class StepProbes:
         return [v for v in (self.failure, self._steps_done) if v is not None]
 
     def start(self) -> None:
-        """A new training call: dumps go to a new directory and no failure is recorded."""
+        """A new training call: dumps go to a new directory, no failure is recorded, the probes' own step count
+        starts again."""
         if self._dump is not None:
             self._dumper = TensorDumper(self._dump, self._graph_name)
         if self.failure is not None:
             self.failure.assign(_NO_FAILURE)
+        if self._steps_done is not None:
+            self._steps_done.assign(0)
 
     def attach(self, operations: list, step=None, imported_as: str = "") -> list:
         """The ops that dump and check `operations`, one step numbered `step` (None: the probes count), built in

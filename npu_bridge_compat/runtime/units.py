@@ -17,6 +17,7 @@ from typing import Any
 
 import tensorflow as tf
 from tensorflow.python.framework.func_graph import FuncGraph
+from tensorflow.python.ops.control_flow_v2_func_graphs import WhileBodyFuncGraph
 
 from npu_bridge_compat.host.features import HostRegions, NumericChecks, ProfilerTrace, TensorDump
 from npu_bridge_compat.runtime.dump import TensorDumper
@@ -109,12 +110,21 @@ class KeepDtypeUnit(_PerFetchStructureUnit):
 
 def keep_dtype_in_function(graph, operations: list) -> None:
     """The traced form: the step's marked ops become control outputs of the traced function, which grappler
-    spares too. Inside a loop of steps (a loop body traced inside the function) that cannot work: say so."""
+    spares too. Where the step is traced inside a loop of steps, or as a function that another function calls
+    (Keras 3 traces its step so), grappler optimizes the outer function with the step inlined, and sees only the
+    outer function's outputs: say so."""
     kept = keeping_dtype(operations)
     if not kept:
         return
-    if isinstance(getattr(graph, "outer_graph", None), FuncGraph):  # a loop body (steps_per_execution > 1)
-        warn_kept_in_loop(kept, "Keras' steps_per_execution loop")
+    outer = graph
+    while isinstance(outer, FuncGraph):
+        if isinstance(outer, WhileBodyFuncGraph):  # steps_per_execution > 1
+            warn_kept_in_loop(kept, "Keras' steps_per_execution loop")
+            return
+        outer = outer.outer_graph
+    if isinstance(getattr(graph, "outer_graph", None), FuncGraph):
+        warn_kept_in_loop(kept, "Keras 3's step function, which its train function calls",
+                          "Keras 2 (tf_keras, TF_USE_LEGACY_KERAS=1) or the session door keeps them in float32")
         return
     graph.control_outputs.extend(op for op in kept if op not in graph.control_outputs)
 

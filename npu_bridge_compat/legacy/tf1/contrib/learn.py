@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import tensorflow as tf
 
+class ModeKeys:
+    """TRAIN, EVAL and INFER ("infer", the value of tf.estimator.ModeKeys.PREDICT, which is here too). Plain
+    strings, as tf.estimator's: they serve where TensorFlow has no tf.estimator (2.16 and later) as well."""
 
-class ModeKeys(tf.estimator.ModeKeys):
-    """TRAIN, EVAL and INFER ("infer", the value of tf.estimator.ModeKeys.PREDICT)."""
-
-    INFER = tf.estimator.ModeKeys.PREDICT
+    TRAIN = "train"
+    EVAL = "eval"
+    PREDICT = INFER = "infer"
