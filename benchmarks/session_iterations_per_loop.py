@@ -13,6 +13,10 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+from npu_bridge_compat.compat import select_keras_2  # noqa: E402
+
+select_keras_2()  # tf.layers are Keras 2: tf_keras from TensorFlow 2.16, chosen before TensorFlow loads
+
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 

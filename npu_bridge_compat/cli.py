@@ -1,9 +1,11 @@
-"""`python -m npu_bridge_compat explain|options|run`.
+"""`python -m npu_bridge_compat explain|options|run|launch|scan`.
 
 explain   validate an NPU configuration and print what each option does on this host (exit 2 when invalid)
 options   print the option table (the source of docs/options.md)
 run       run a ported script unmodified: `npu_bridge` / `hccl` imports resolve to npu_bridge_compat
 launch    run N ranks of a ported script (`launch -n 2 train.py`), like torchrun
+scan      a porting report for files and folders, read without running them
+          (exit 0; 1 when --fail-on is given and a script reaches that status; 2 for a path that does not exist)
 """
 
 from __future__ import annotations
@@ -15,12 +17,14 @@ import warnings
 from pathlib import Path
 from typing import Any, Sequence
 
+from npu_bridge_compat.compat import is_repeated, select_keras_2
 from npu_bridge_compat.errors import NpuConfigError
 from npu_bridge_compat.host import HostPlan, build_plan, detect_host
 from npu_bridge_compat.options import OPTIONS, Kind, options_from_kwargs
 from npu_bridge_compat.options.readers import config_proto_values
 
 EXIT_INVALID = 2
+EXIT_FAILED_CHECK = 1  # scan --fail-on: a script reached the given status
 _BOOLEANS = {"true": True, "1": True, "false": False, "0": False}
 
 
@@ -58,12 +62,24 @@ def _read_config_file(path: str):
 def settings_text(plan: HostPlan) -> str:
     """The concrete host settings of a plan, for people (the report says why)."""
     lines = ["Host settings:"]
-    lines += [f"  ConfigProto {path} = {value}" for path, value in plan.config_edits.items()]
+    lines += [f"  ConfigProto {path} = {value}" for path, value in _set_fields(plan.host_config())]
     lines += [f"  environment {name}={value}" for name, value in plan.environment.items()]
     lines += [f"  feature {feature}" for feature in plan.features]
     if len(lines) == 1:
         lines.append("  none")
     return "\n".join(lines)
+
+
+def _set_fields(message, prefix: str = ""):
+    """(dotted field path, value) of every field set in a protobuf message, enum values by name."""
+    for field, value in message.ListFields():
+        path = prefix + field.name
+        if field.message_type is not None and not is_repeated(field):
+            yield from _set_fields(value, path + ".")
+        elif field.enum_type is not None:
+            yield path, field.enum_type.values_by_number[value].name
+        else:
+            yield path, list(value) if is_repeated(field) else value
 
 
 def explain(arguments: argparse.Namespace) -> int:
@@ -125,18 +141,22 @@ def run_script(arguments: argparse.Namespace) -> int:
     import runpy
 
     from npu_bridge_compat.legacy import install_aliases, install_tf1_imports
+    from npu_bridge_compat.logs import quiet_library_deprecations
 
     script = os.path.abspath(arguments.script)
     if not os.path.isfile(script):
         print(f"error: no such script: {arguments.script}", file=sys.stderr)
         return EXIT_INVALID
+    select_keras_2()  # before the script (or the aliases) imports TensorFlow
     try:
-        install_aliases()
+        install_aliases(tf1=arguments.tf1)
     except NpuConfigError as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_INVALID
     if arguments.tf1:
-        install_tf1_imports(os.path.dirname(script))
+        install_tf1_imports()
+    if not arguments.show_deprecations:  # (TensorFlow's messages are never printed twice: see logs.py)
+        quiet_library_deprecations()
     sys.argv = [arguments.script, *arguments.script_arguments]
     sys.path.insert(0, os.path.dirname(script))
     runpy.run_path(script, run_name="__main__")  # exceptions and SystemExit propagate as with `python SCRIPT`
@@ -159,6 +179,29 @@ def launch_ranks(arguments: argparse.Namespace) -> int:
         return EXIT_INVALID
 
 
+def scan_paths(arguments: argparse.Namespace) -> int:
+    from npu_bridge_compat.scan import ScanPathError, Severity, render_json, render_text, scan
+    from npu_bridge_compat.scan.progress import ProgressBar
+
+    host = detect_host()
+    if arguments.host:
+        host = host.with_device(arguments.host)
+    bar = ProgressBar(sys.stderr)
+    try:
+        report = scan(arguments.paths, host=host, progress=bar)
+    except ScanPathError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_INVALID
+    finally:
+        bar.close()
+    print(render_json(report) if arguments.format == "json" else render_text(report))
+    if arguments.fail_on:
+        threshold = Severity.BLOCKED if arguments.fail_on == "blocked" else Severity.WARNING
+        if any(script.status >= threshold for script in report.scripts):
+            return EXIT_FAILED_CHECK
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m npu_bridge_compat", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -173,7 +216,11 @@ def build_parser() -> argparse.ArgumentParser:
     options_parser.set_defaults(run=options_table)
     run_parser = commands.add_parser("run", help="run a ported script with the npu_bridge/hccl imports aliased")
     run_parser.add_argument("--tf1", action="store_true",
-                            help="the script is written for TF 1.15: its `import tensorflow` gives tf.compat.v1")
+                            help="the program is written for TF 1.15: `import tensorflow` in its modules (not in "
+                                 "installed libraries) gives tf.compat.v1, and tensorflow.contrib is importable")
+    run_parser.add_argument("--show-deprecations", action="store_true",
+                            help="print the deprecation notices of TensorFlow and other libraries (hidden by "
+                                 "default; PYTHONWARNINGS or -W also brings them back)")
     run_parser.add_argument("script", help="the Python script to run")
     run_parser.add_argument("script_arguments", nargs=argparse.REMAINDER, help="its arguments")
     run_parser.set_defaults(run=run_script)
@@ -185,6 +232,20 @@ def build_parser() -> argparse.ArgumentParser:
     launch_parser.add_argument("script", help="the Python script to run")
     launch_parser.add_argument("script_arguments", nargs=argparse.REMAINDER, help="its arguments")
     launch_parser.set_defaults(run=launch_ranks)
+    scan_parser = commands.add_parser(
+        "scan", help="report what each ported script under PATH becomes on this host, without running it",
+        description="Read every Python file under the paths (never executing it) and report, per script, what its "
+                    "adapter imports, NPU options, TF 1.15 names and third-party imports become on this host. Exit "
+                    f"status: 0; {EXIT_FAILED_CHECK} when --fail-on is given and a script reaches that status; "
+                    f"{EXIT_INVALID} when a path does not exist.")
+    scan_parser.add_argument("paths", nargs="+", metavar="PATH", help="Python files or folders (read recursively)")
+    scan_parser.add_argument("--format", choices=("text", "json"), default="text",
+                             help="text for people (default), json for tools")
+    scan_parser.add_argument("--fail-on", choices=("blocked", "warning"),
+                             help=f"exit {EXIT_FAILED_CHECK} when a script is blocked (or, with 'warning', has "
+                                  "warnings or is blocked): for CI")
+    scan_parser.add_argument("--host", choices=("cpu", "gpu"), help="plan for a CPU or GPU host instead of this one")
+    scan_parser.set_defaults(run=scan_paths)
     return parser
 
 

@@ -4,6 +4,8 @@ Every configuration problem is an `NpuConfigError`; the concrete classes are als
 `TypeError`, so code written against the adapter's plain exceptions keeps working.
 """
 
+from __future__ import annotations
+
 import os
 import sys
 import warnings
@@ -22,19 +24,28 @@ class NpuOptionTypeError(NpuConfigError, TypeError):
 
 
 class DeviceOnlyFeatureError(NpuConfigError, RuntimeError):
-    """A feature that exists only on Ascend hardware (RDMA, embedding service, device memory helpers)."""
+    """A feature that needs an Ascend device or its runtime (RDMA pools, shared device memory, variable addresses,
+    the embedding service, saturation mode): nothing on a host can stand in for it."""
 
 
-def device_only(feature: str):
-    """A stand-in for an Ascend-only function: importable, and a clear error when called."""
+def device_only(feature: str, alternative: str | None = None):
+    """A stand-in for an Ascend-only function: importable, and a clear error when called, naming the host
+    alternative where there is one."""
+    message = f"{feature} needs Ascend hardware and its runtime; a host cannot run it."
+    if alternative:
+        message += f" On a host, {alternative}."
 
     def unavailable(*args, **kwargs):
-        raise DeviceOnlyFeatureError(f"{feature} needs Ascend hardware; it has no host equivalent in "
-                                     "npu_bridge_compat.")
+        raise DeviceOnlyFeatureError(message)
 
     unavailable.__name__ = feature.rsplit(".", 1)[-1]
-    unavailable.__doc__ = f"{feature}: Ascend-only; raises DeviceOnlyFeatureError on a host."
+    unavailable.__doc__ = f"{feature}: Ascend-only; raises DeviceOnlyFeatureError on a host. {message}"
     return unavailable
+
+
+class TensorFlowVersionError(RuntimeError):
+    """A door or API that the installed TensorFlow lacks (the Estimator door from TensorFlow 2.16 on); the
+    message names the TensorFlow it needs and the doors that run here."""
 
 
 class NonFiniteValueError(RuntimeError):
@@ -46,7 +57,7 @@ class NpuCompatWarning(UserWarning):
 
 
 class UnknownOptionWarning(NpuCompatWarning):
-    """An option name the adapter does not read (a typo, most often); it is ignored."""
+    """An option name the option table lacks (a typo, most often); it is not validated and has no host effect."""
 
 
 class IgnoredOptionWarning(NpuCompatWarning):

@@ -17,10 +17,15 @@ from __future__ import annotations
 import contextlib
 
 import tensorflow as tf
-from tensorflow.core.protobuf import config_pb2, rewriter_config_pb2
+from tensorflow.core.protobuf import config_pb2
 from tensorflow.python.eager import context
-from tensorflow.python.framework.func_graph import FuncGraph
 
+from npu_bridge_compat.compat import (
+    keras_step_number,
+    keras_steps_per_execution,
+    remake_keras_function,
+    steps_per_execution_in_fit,
+)
 from npu_bridge_compat.distributed import (  # noqa: F401 - the adapter's Keras helpers for several ranks
     KerasDistributeOptimizer,
     NPUBroadcastGlobalVariablesCallback,
@@ -28,29 +33,28 @@ from npu_bridge_compat.distributed import (  # noqa: F401 - the adapter's Keras 
     npu_keras_optimizer,
 )
 from npu_bridge_compat.errors import NpuCompatWarning, NpuOptionValueError, warn
-from npu_bridge_compat.host import HostPlan, build_plan, log_once
-from npu_bridge_compat.host.apply import (
-    PROCESS_FEATURES,
-    applied_environment,
-    apply_process_settings,
-    warn_unapplied,
-)
-from npu_bridge_compat.host.batchnorm import batchnorm_workaround
+from npu_bridge_compat.host import HostPlan, build_plan
+from npu_bridge_compat.host.apply import applied_environment, apply_process_settings
 from npu_bridge_compat.host.features import (
     BatchNormWorkaround,
     NumericChecks,
     ProfilerTrace,
+    RewriteSetting,
     StepLoop,
     TensorDump,
 )
-from npu_bridge_compat.host.profiling import profiler_trace
-from npu_bridge_compat.host.step_probes import StepProbes
-from npu_bridge_compat.host.subgraph import ancestors_among, fetched_operations, keeping_dtype, warn_kept_in_loop
 from npu_bridge_compat.options import NpuOptions, options_from_config_proto, options_from_kwargs
+from npu_bridge_compat.runtime.batchnorm import batchnorm_workaround
+from npu_bridge_compat.runtime.doors import Door, enter_plan
+from npu_bridge_compat.runtime.graph import ancestors_among, fetched_operations
+from npu_bridge_compat.runtime.probes import StepProbes
+from npu_bridge_compat.runtime.profiling import profiler_trace
+from npu_bridge_compat.runtime.units import keep_dtype_in_function
 
-REWRITE_PREFIX = "graph_options.rewrite_options."
-_FUNCTIONS = {"train": "make_train_function", "predict": "make_predict_function"}  # Keras looks these up per call
-_COUNTERS = {"train": "_train_counter", "test": "_test_counter", "predict": "_predict_counter"}
+KERAS_DOOR = Door("NPUCallback", (StepLoop, BatchNormWorkaround, ProfilerTrace, TensorDump, NumericChecks,
+                                  RewriteSetting),
+                  "Session settings cannot change once TensorFlow runs: set them with tf.config before anything "
+                  "runs, or use the session door.")
 
 
 class NPUCallback(tf.keras.callbacks.Callback):
@@ -69,18 +73,8 @@ class NPUCallback(tf.keras.callbacks.Callback):
         else:
             npu_options = options_from_kwargs(options, source="NPUCallback")
         self.npu_plan = build_plan(npu_options)
-        self._rewrite_options = {path[len(REWRITE_PREFIX):]: value == "ON"
-                                 for path, value in self.npu_plan.config_edits.items()
-                                 if path.startswith(REWRITE_PREFIX)}
         self._check_keras_policy()
-        log_once(self.npu_plan.report)
-        session_only = {path: value for path, value in self.npu_plan.config_edits.items()
-                        if not path.startswith(REWRITE_PREFIX)}
-        if session_only:
-            warn(f"NPUCallback cannot apply session settings {session_only} once TensorFlow has started; set them "
-                 "with tf.config before anything runs, or use the session door.", NpuCompatWarning)
-        warn_unapplied(self.npu_plan, "NPUCallback",
-                       (StepLoop, BatchNormWorkaround, ProfilerTrace, TensorDump, NumericChecks, *PROCESS_FEATURES))
+        enter_plan(self.npu_plan, KERAS_DOOR, process=False)  # the process-wide part applies while Keras runs
         self._probes = _step_probes(self.npu_plan)
         self._active: contextlib.ExitStack | None = None
         self._replaced: list[tuple[str, object, object]] = []  # (mode, model's function, its own step), innermost last
@@ -92,8 +86,7 @@ class NPUCallback(tf.keras.callbacks.Callback):
         return loop.iterations if loop else 1
 
     def _check_keras_policy(self) -> None:
-        if self._rewrite_options.get("auto_mixed_precision") or any(
-                name.startswith("auto_mixed_precision_") and on for name, on in self._rewrite_options.items()):
+        if self.npu_plan.mixed_precision is not None:
             policy = tf.keras.mixed_precision.global_policy().name
             if policy.startswith("mixed"):
                 raise NpuOptionValueError(
@@ -132,9 +125,11 @@ class NPUCallback(tf.keras.callbacks.Callback):
             self._active = contextlib.ExitStack()
             self._active.enter_context(applied_environment(self.npu_plan))
             apply_process_settings(self.npu_plan)  # process-wide switches, as on the other doors
-            self._active.enter_context(_grappler_options(self._rewrite_options))
+            self._active.enter_context(_grappler_options(self.npu_plan))
             if self.npu_plan.feature(BatchNormWorkaround):
                 self._active.enter_context(batchnorm_workaround())
+            if self._probes and getattr(self.model, "jit_compile", False):
+                self._active.enter_context(_without_xla(self.model))
             if mode == "train":
                 self._active.enter_context(_steps_per_execution(self.model, self.steps_per_execution))
                 trace = self.npu_plan.feature(ProfilerTrace)
@@ -144,19 +139,17 @@ class NPUCallback(tf.keras.callbacks.Callback):
         if probes is not None:
             probes.start()
         # The model's step is wrapped while its function is traced (keep-dtype marks, dumps, checks), and the
-        # function is swapped for one built (and traced on first use) under these settings; it is kept for the
-        # next call with this callback and the model's own come back at the end. Evaluate calls the function it
-        # made before on_test_begin: that one is traced (on first use) with the wrapped step.
+        # function is swapped for one made (and traced on first use) under these settings; it is kept for the
+        # next call with this callback and the model's own come back at the end. Keras 2's evaluate calls the
+        # function it made before on_test_begin instead: that one is traced (on first use) with the wrapped step.
         step_attribute = f"{mode}_step"
         self._replaced.append((mode, getattr(self.model, f"{mode}_function"),
                                self.model.__dict__.get(step_attribute)))
         setattr(self.model, step_attribute, _ProbedStep(getattr(self.model, step_attribute), self.model, mode,
                                                         probes, self.npu_plan))
-        if mode == "test":
-            return
         cached = self._functions.get((id(self.model), mode))
         if cached is None or cached[0] is not self.model:
-            function = getattr(self.model, _FUNCTIONS[mode])(force=True)
+            function = remake_keras_function(self.model, mode)
             cached = (self.model, _GuardedFunction(function, self, probes))
             self._functions[(id(self.model), mode)] = cached
         setattr(self.model, f"{mode}_function", cached[1])
@@ -173,7 +166,8 @@ class NPUCallback(tf.keras.callbacks.Callback):
             self._active = None
 
     def _raise_evaluation_failure(self) -> None:
-        """Evaluate's checks are read when it ends (its function is Keras' own, not a guarded one)."""
+        """Evaluate's checks are read when it ends too (Keras 2 evaluates with its own function, not a guarded
+        one)."""
         probes = self._probes.get("test")
         if probes is None or probes.failure is None:
             return
@@ -203,29 +197,21 @@ class _ProbedStep:
         self._step, self._model, self._mode, self._probes, self._plan = step, model, mode, probes, plan
 
     def __call__(self, data):
-        if self._probes is None and not self._plan.uses_mixed_precision:
+        if self._probes is None and self._plan.mixed_precision is None:
             return self._step(data)
         graph = tf.compat.v1.get_default_graph()
-        step_number = getattr(self._model, _COUNTERS[self._mode]).read_value() if self._probes else None
+        step_number = keras_step_number(self._model, self._mode) if self._probes else None
         first_new_op = len(graph.get_operations())
         outputs = self._step(data)
         built = graph.get_operations()[first_new_op:]
         ran = ancestors_among(fetched_operations(outputs) + [op for op in built if op._is_stateful], built)
-        if self._plan.uses_mixed_precision:
-            self._keep_dtype(graph, keeping_dtype(ran))
+        if self._plan.mixed_precision is not None:
+            keep_dtype_in_function(graph, ran)
         probes = self._probes.attach(ran, step_number) if self._probes is not None else []
         if not probes:
             return outputs
         with tf.control_dependencies(probes):
             return tf.nest.map_structure(lambda t: tf.identity(t) if isinstance(t, tf.Tensor) else t, outputs)
-
-    def _keep_dtype(self, graph, kept: list) -> None:
-        if not kept:
-            return
-        if isinstance(getattr(graph, "outer_graph", None), FuncGraph):  # a loop body (steps_per_execution > 1)
-            warn_kept_in_loop(kept, "Keras' steps_per_execution loop")
-            return
-        graph.control_outputs.extend(op for op in kept if op not in graph.control_outputs)
 
 
 class _GuardedFunction:
@@ -251,70 +237,42 @@ class _GuardedFunction:
         return getattr(self._function, name)  # Keras and tools inspect the tf.function (concrete functions, ...)
 
 
-@contextlib.contextmanager
 def _steps_per_execution(model, steps: int):
     """The model runs `steps` steps per train-function call, as compile(steps_per_execution=steps) would."""
-    chosen = model._steps_per_execution.numpy().item()
+    chosen = keras_steps_per_execution(model)
     if chosen not in (1, steps):
         raise NpuOptionValueError(
             f"the model was compiled with steps_per_execution={chosen} but the NPU options set "
             f"iterations_per_loop={steps}; keep one of them (or make them equal).")
-    model._steps_per_execution.assign(steps)
-    try:
-        yield
-    finally:
-        model._steps_per_execution.assign(chosen)
+    return steps_per_execution_in_fit(model, steps)
 
 
 @contextlib.contextmanager
-def _grappler_options(options: dict[str, bool]):
-    """Grappler rewrite options for the functions this thread calls meanwhile (Keras runs its steps in the thread
-    that called fit). They travel in the config that function calls carry: the eager context's own switches
-    (`tf.config.optimizer`) lack some passes, such as the float16 emulation `auto_mixed_precision_cpu`."""
+def _without_xla(model):
+    """The model's functions made meanwhile run without XLA: dumps and the inputs of failing ops are written by
+    host callbacks (numpy_function), which XLA cannot compile. Keras 3 compiles with XLA by default on GPUs."""
+    warn("the model is compiled with jit_compile=True; XLA cannot compile the dumps and numeric checks the NPU "
+         "options ask for, so NPUCallback's functions run without XLA.", NpuCompatWarning)
+    model.jit_compile = False
+    try:
+        yield
+    finally:
+        model.jit_compile = True
+
+
+@contextlib.contextmanager
+def _grappler_options(plan: HostPlan):
+    """The plan's grappler rewrite settings for the functions this thread calls meanwhile (Keras runs its steps
+    in the thread that called fit). They travel in the config that function calls carry: the eager context's own
+    switches (`tf.config.optimizer`) lack some passes, such as the float16 emulation `auto_mixed_precision_cpu`."""
     eager = context.context()
     saved = eager._thread_local_data.function_call_options  # None: derived from the context's config when read
     current = eager.function_call_options
     config = config_pb2.ConfigProto.FromString(current.config_proto_serialized)
-    for name, on in options.items():
-        setattr(config.graph_options.rewrite_options, name,
-                rewriter_config_pb2.RewriterConfig.ON if on else rewriter_config_pb2.RewriterConfig.OFF)
+    plan.rewrite_options(config.graph_options.rewrite_options)
     eager.function_call_options = context.FunctionCallOptions(executor_type=current.executor_type,
                                                               config_proto=config)
     try:
         yield
     finally:
         eager.function_call_options = saved
-
-
-# --- the adapter's Keras helpers ----------------------------------------------------------------------------
-
-def set_keras_session_npu_config(config=None):
-    """Graph-mode Keras (eager disabled): a session for the NPU config, made Keras' session; returns it."""
-    from npu_bridge_compat.session import NPUSession
-
-    session = NPUSession(config=config)
-    tf.compat.v1.keras.backend.set_session(session)
-    return session
-
-
-def npu_clear_session(config=None):
-    """Clear Keras' graph and session, then set a new session for the NPU config."""
-    tf.compat.v1.keras.backend.clear_session()
-    return set_keras_session_npu_config(config)
-
-
-def model_to_npu_estimator(keras_model=None, keras_model_path=None, custom_objects=None, model_dir=None,
-                           checkpoint_format="saver", config=None, job_start_file=""):
-    """A Keras model as an NPUEstimator with its NPURunConfig (so iterations_per_loop runs N steps per run)."""
-    from npu_bridge_compat.estimator import NPUEstimator, NPURunConfig
-
-    if (keras_model is None) == (keras_model_path is None):
-        raise NpuOptionValueError("give exactly one of keras_model and keras_model_path")
-    config = config or NPURunConfig(model_dir=model_dir)
-    model_dir = model_dir or config.model_dir
-    estimator = tf.keras.estimator.model_to_estimator(
-        keras_model=keras_model, keras_model_path=keras_model_path, custom_objects=custom_objects,
-        model_dir=model_dir, checkpoint_format=checkpoint_format,
-        config=tf.estimator.RunConfig(model_dir=model_dir))
-    return NPUEstimator(estimator._model_fn, model_dir=estimator.model_dir, config=config,
-                        job_start_file=job_start_file, warm_start_from=estimator._warm_start_settings)

@@ -1,28 +1,25 @@
-"""The adapter's op modules (npu_ops, npu_unary_ops, npu_aicore_ops, ...) in terms of TensorFlow ops.
+"""The adapter's op modules (npu_ops, npu_unary_ops, npu_aicore_ops, npu_vector_ops, npu_cube_ops, npu_cpu_ops)
+in terms of TensorFlow ops.
 
-Ops with a TensorFlow equivalent are that op; Ascend-only fused kernels import fine and raise a clear error when
-called.
+Ops with a TensorFlow equivalent are that op; the fused kernels are computed with their Ascend formulas by
+`npu_bridge_compat.fused`. Only what needs the embedding service stays device-only.
 """
 
 from __future__ import annotations
 
 import tensorflow as tf
 
-from npu_bridge_compat.errors import NpuOptionValueError, device_only
-
-
-def dropout(x, keep_prob, noise_shape=None, seed=None, name=None):
-    """npu_ops.dropout: `tf.nn.dropout` with the NPU's keep_prob argument (0 < keep_prob <= 1)."""
-    if isinstance(keep_prob, (int, float)) and not 0 < keep_prob <= 1:
-        raise NpuOptionValueError(f"keep_prob must be a scalar tensor or a float in the range (0, 1], got "
-                                  f"{keep_prob}")
-    with tf.name_scope(name or "npu_dropout"):
-        x = tf.convert_to_tensor(x)
-        if not x.dtype.is_floating:
-            raise NpuOptionValueError(f"npu_ops.dropout works on float tensors, got {x.dtype.name}")
-        if isinstance(keep_prob, (int, float)) and keep_prob == 1:
-            return tf.identity(x)
-        return tf.nn.dropout(x, rate=1 - keep_prob, noise_shape=noise_shape, seed=seed)
+from npu_bridge_compat.errors import device_only
+from npu_bridge_compat.fused.nn import deformable_conv2d, dropout, dropout_v3, randomchoicewithmask  # noqa: F401
+from npu_bridge_compat.fused.optimizers import (  # noqa: F401
+    LARS,
+    LARSV2,
+    adam_apply_one_assign,
+    adam_apply_one_with_decay_assign,
+    lamb_apply_optimizer_assign,
+    lamb_apply_weight_assign,
+)
+from npu_bridge_compat.fused.rnn import basic_lstm_cell  # noqa: F401
 
 
 def initialize_system(name=None):
@@ -59,19 +56,11 @@ class _UnaryOps:
 
 class _AicoreOps:
     fast_gelu = staticmethod(fast_gelu)
-    dropout_v3 = staticmethod(device_only("npu_aicore_ops.dropout_v3"))
+    dropout_v3 = staticmethod(dropout_v3)
 
 
 npu_unary_ops = _UnaryOps()
 npu_aicore_ops = _AicoreOps()
 
-LARS = device_only("npu_ops.LARS")
-LARSV2 = device_only("npu_ops.LARSV2")
-basic_lstm_cell = device_only("npu_ops.basic_lstm_cell")
-adam_apply_one_assign = device_only("npu_ops.adam_apply_one_assign")
-adam_apply_one_with_decay_assign = device_only("npu_ops.adam_apply_one_with_decay_assign")
-lamb_apply_optimizer_assign = device_only("npu_vector_ops.lamb_apply_optimizer_assign")
-lamb_apply_weight_assign = device_only("npu_vector_ops.lamb_apply_weight_assign")
-deformable_conv2d = device_only("npu_cube_ops.deformable_conv2d")
-embeddingrankid = device_only("npu_cpu_ops.embeddingrankid")
-randomchoicewithmask = device_only("npu_cpu_ops.randomchoicewithmask")
+embeddingrankid = device_only("npu_cpu_ops.embeddingrankid",
+                              "keep the embedding table in a variable and read it with tf.nn.embedding_lookup")

@@ -2,9 +2,10 @@
 sets, so graphs carry the same information as on Ascend; in eager code they do nothing.
 
 `without_npu_compile_scope` keeps its ops on the host (CPU placement where there is an accelerator, out of XLA
-clusters); `keep_dtype_scope` (`_keep_dtype`) keeps its ops in float32 under mixed precision (the doors make them
-run targets, or outputs of Keras' traced function, which grappler never converts; inside an iterations_per_loop
-loop they cannot, and say so); the other scopes have no host effect.
+clusters); `keep_dtype_scope` (`_keep_dtype`), and `keep_tensors_dtypes` for ops already built, keep their ops in
+float32 under mixed precision (the doors make them run targets, or outputs of Keras' traced function, which
+grappler never converts; inside an iterations_per_loop loop they cannot, and say so); the other scopes have no
+host effect.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from typing import Iterator
 import tensorflow as tf
 from tensorflow.core.framework import attr_value_pb2
 
-from npu_bridge_compat.host.placement_graph import HOST_DEVICE, HOST_ONLY_ATTRIBUTES
+from npu_bridge_compat.errors import NpuOptionValueError
+from npu_bridge_compat.runtime.host_regions import HOST_DEVICE, HOST_ONLY_ATTRIBUTES
 from npu_bridge_compat.host.platform import detect_host
 
 
@@ -45,9 +47,33 @@ def without_npu_compile_scope() -> Iterator[None]:
         yield
 
 
+KEEP_DTYPE = "_keep_dtype"  # the adapter's node attribute for ops that keep their dtype under mixed precision
+
+
 def keep_dtype_scope() -> contextlib.AbstractContextManager:
     """Ops built here keep their dtype under mixed precision (attribute `_keep_dtype`)."""
-    return _attr_scope({"_keep_dtype": _int(1)})
+    return _attr_scope({KEEP_DTYPE: _int(1)})
+
+
+def keep_tensors_dtypes(graph: tf.Graph, input_tensors: tuple[str, ...] | list[str]) -> None:
+    """Mark the ops producing the tensors named in `input_tensors` (e.g. ("dense/MatMul:0",)) as
+    `keep_dtype_scope` marks the ops built inside it, for a graph that is already built (one imported from a
+    GraphDef, say): under mixed precision they stay float32, through every door."""
+    if not isinstance(graph, tf.Graph):  # ValueError, as the adapter raises
+        raise NpuOptionValueError(f"graph param must be ops.Graph class. (got {type(graph).__name__})")
+    if not isinstance(input_tensors, (tuple, list)):
+        raise NpuOptionValueError(f"input_tensors must be list or tuple. (got {type(input_tensors).__name__} "
+                                  f"{input_tensors!r})")
+    operations = []
+    for name in input_tensors:
+        try:
+            operations.append(graph.get_tensor_by_name(name).op)
+        except (KeyError, ValueError, TypeError) as error:
+            reason = error.args[0] if error.args else error
+            raise NpuOptionValueError(
+                f"keep_tensors_dtypes: {name!r} names no tensor of the graph ({reason})") from None
+    for op in operations:
+        op._set_attr(KEEP_DTYPE, _int(1))
 
 
 def npu_variable_scope(placement=None) -> contextlib.AbstractContextManager:
@@ -94,9 +120,12 @@ def npu_optimizer_scope(optimizer_name: str = "") -> contextlib.AbstractContextM
     return _attr_scope({"_optimizer_name": _text(optimizer_name)})
 
 
-def npu_recompute_scope() -> contextlib.AbstractContextManager:
-    """Ascend recomputation region (a name scope); no host effect."""
-    return tf.name_scope("recompute")
+@contextlib.contextmanager
+def npu_recompute_scope() -> Iterator[None]:
+    """Ascend's recomputation region (name scope NpuRecompute). Its ops carry grappler's `_recompute_hint`, which
+    its memory optimizer recomputes in GraphMemoryOptimizeConfig(recompute='manual') mode."""
+    with tf.name_scope("NpuRecompute"), _attr_scope({"_recompute_hint": _int(1)}):
+        yield
 
 
 def npu_graph_slice_scope(slice_num: int = 1) -> contextlib.AbstractContextManager:

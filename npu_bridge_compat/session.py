@@ -15,59 +15,37 @@ For MonitoredTrainingSession and InteractiveSession, `host_session_config(config
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 from typing import Any
 
 import tensorflow as tf
 from tensorflow.core.protobuf import config_pb2, rewriter_config_pb2
+from tensorflow.python.training import monitored_session
 
+from npu_bridge_compat.compat import estimator_class
 from npu_bridge_compat.distributed import get_local_rank_id, get_local_rank_size, get_rank_id, get_rank_size
 from npu_bridge_compat.distributed.doors import rank_session
 from npu_bridge_compat.errors import NpuOptionValueError
-from npu_bridge_compat.host import build_plan, log_once
-from npu_bridge_compat.host.apply import (
-    PROCESS_FEATURES,
-    apply_environment,
-    apply_process_settings,
-    warn_unapplied,
-)
-from npu_bridge_compat.host.batchnorm import install_horizon_gate
-from npu_bridge_compat.host.dump import TensorDumper
-from npu_bridge_compat.host.features import (
-    BatchNormWorkaround,
-    HostRegions,
-    NumericChecks,
-    ProfilerTrace,
-    StepLoop,
-    TensorDump,
-)
-from npu_bridge_compat.host.numeric import numeric_check
-from npu_bridge_compat.host.placement_graph import host_region_ops, keep_on_host
-from npu_bridge_compat.host.profiling import profiler_trace
-from npu_bridge_compat.host.step_probes import StepProbes
-from npu_bridge_compat.host.subgraph import (
-    fetched_operations,
-    kept_dtype_operations,
-    keeping_dtype,
-    step_operations,
-    warn_kept_in_loop,
-)
+from npu_bridge_compat.host import build_plan
+from npu_bridge_compat.host.features import BatchNormWorkaround
 from npu_bridge_compat.options import options_from_config_proto
 from npu_bridge_compat.options.readers import NPU_OPTIMIZER
-from npu_bridge_compat.util import looped_train_ops
+from npu_bridge_compat.runtime.batchnorm import install_horizon_gate
+from npu_bridge_compat.runtime.doors import RUN_UNITS, SESSION_SETTINGS, Door, enter_plan
+from npu_bridge_compat.runtime.loop import LoopServer
+from npu_bridge_compat.runtime.probes import StepProbes
+from npu_bridge_compat.runtime.units import units_for
 
 install_horizon_gate()  # graphs built under forward_compatibility_horizon(2019, 5, 1) get the pre-V3 batch norm
 
+SESSION_DOOR = Door("NPUSession", (*RUN_UNITS, *SESSION_SETTINGS))
 V3_BATCH_NORM_OPS = frozenset({"FusedBatchNormV3", "FusedBatchNormGradV3"})
 
 
-def _plan_for(config, source: str):
+def _plan_for(config, source: str, door: Door | None = None):
     options = options_from_config_proto(config or config_pb2.ConfigProto(), source=source)
     plan = build_plan(options, config=config)
-    log_once(plan.report)
-    apply_environment(plan)
-    apply_process_settings(plan)
+    enter_plan(plan, door)
     return plan
 
 
@@ -78,45 +56,36 @@ def host_session_config(config=None) -> config_pb2.ConfigProto:
 
 
 class NPUSession(tf.compat.v1.Session):
-    """`tf.compat.v1.Session` that honours the NpuOptimizer options of its config."""
+    """`tf.compat.v1.Session` that honours the NpuOptimizer options of its config.
+
+    Its runs go through the plan's run-time units (as hooks, driven the way MonitoredSession drives hooks; their
+    `begin` comes before the first run, when the graph is built) and through the loop server, which answers
+    fetches made together with a looped train op from the loop.
+    """
 
     def __init__(self, target: str = "", graph=None, config=None) -> None:
         self._session = None  # what Session.__del__ looks at, should the options be refused below
-        self.npu_plan = _plan_for(config, "Session config")
+        self.npu_plan = _plan_for(config, "Session config", SESSION_DOOR)
         self.npu_options = self.npu_plan.options
         self._graph_version_checked = -1
         self._ops_checked = 0
-        self._loops: list = []
-        self._loop_probes: dict[str, StepProbes | None] = {}  # train op name -> probes built into its loop
-        self._initialised: set = set()  # refs of the probes' variables this session initialised
-        warn_unapplied(self.npu_plan, "NPUSession",
-                       (StepLoop, BatchNormWorkaround, HostRegions, ProfilerTrace, TensorDump, NumericChecks,
-                        *PROCESS_FEATURES))
-        dump = self.npu_plan.feature(TensorDump)
-        # What adds fetches to each run, in the order their results are handled: keep_dtype_scope under mixed
-        # precision, numeric checks (which stop a failing step before its dump is written, as before), dumps.
-        self._extensions = ([_KeepDtype()] if self.npu_plan.uses_mixed_precision else []) + \
-            ([_NumericChecks(self.npu_options.dump_path or None)] if self.npu_plan.feature(NumericChecks) else []) + \
-            ([_Dumps(dump)] if dump is not None else [])
-        trace = self.npu_plan.feature(ProfilerTrace)
-        self._profiler = contextlib.ExitStack()
+        self._begun = False
         host_config = self.npu_plan.host_config(config)
-        if self.npu_plan.feature(StepLoop) and not host_config.session_inter_op_thread_pool:
-            # Configured pools let a run choose the caller's thread (see _served_by_loop); pool 0 is the pool
-            # the session would have had.
-            host_config.session_inter_op_thread_pool.add(num_threads=host_config.inter_op_parallelism_threads)
         target, host_config = rank_session(target, host_config)  # several ranks: this rank's server
-        self._caller_thread_allowed = bool(host_config.session_inter_op_thread_pool)
+        self._caller_thread_allowed = bool(host_config.session_inter_op_thread_pool)  # see runtime/loop.py
         super().__init__(target, graph, host_config)
-        if trace is not None:
-            self._profiler.enter_context(profiler_trace(trace.output))
+        self._loops = LoopServer(self.graph, self._probes_for)
+        self._units = units_for(self.npu_plan)
+        self._hooked = monitored_session._HookedSession(_PlainRuns(self), self._units) if self._units else None
+        for unit in self._units:
+            unit.after_create_session(self, None)
 
     def _prepare_new_ops(self) -> None:
-        """Check and place the ops added since the last run; TensorFlow has not seen them yet, so they can still
-        be changed."""
+        """Check the ops added since the last run, and begin the units before the first run; TensorFlow has not
+        seen the new ops yet, so they can still be changed."""
         operations = self.graph.get_operations()
-        new_ops, first = operations[self._ops_checked:], self._ops_checked == 0
-        self._ops_checked, self._graph_version_checked = len(operations), self.graph.version
+        new_ops, self._ops_checked = operations[self._ops_checked:], len(operations)
+        self._graph_version_checked = self.graph.version
         if self.npu_plan.feature(BatchNormWorkaround):
             v3 = [op.name for op in new_ops if op.type in V3_BATCH_NORM_OPS]
             if v3:
@@ -125,147 +94,41 @@ class NPUSession(tf.compat.v1.Session):
                     f"{', ...' if len(v3) > 3 else ''}), which mixed compute cannot run on the NPU. Build the model "
                     "inside `with tf.compat.forward_compatibility_horizon(2019, 5, 1):` (as Ascend's mixed-compute "
                     "guide says) so that batch norm uses FusedBatchNorm / FusedBatchNormV2.")
-        regions = self.npu_plan.feature(HostRegions)
-        if regions is not None and first:
-            keep_on_host(host_region_ops(self.graph, regions), self.npu_plan.host)
-        self._loops = looped_train_ops(self.graph)  # a new loop adds ops, so this stays current
-        if self.npu_plan.uses_mixed_precision:
-            for looped in self._loops:
-                if looped.loop_op in new_ops:  # the loop runs a copy of the step, which no run fetches
-                    warn_kept_in_loop(keeping_dtype(step_operations(self.graph, [looped.train_op])),
-                                      "the set_iteration_per_loop loop")
+        if not self._begun:
+            self._begun = True
+            with self.graph.as_default():
+                for unit in self._units:
+                    unit.begin()
 
     def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
         if self._graph.version != self._graph_version_checked:
             self._prepare_new_ops()
-        looped = None
-        if self._loops:
-            fetches, looped, probes = _served_by_loop(fetches, self._loops, self._probes_for)
-            if looped is not None and looped.is_simple and self._caller_thread_allowed:
-                options = _in_caller_thread(options)
-            if probes is not None:  # the loop dumps and checks its own iterations
-                self._initialise(probes.variables)
-                results = super().run(fetches, feed_dict, options, run_metadata)
-                if probes.failure is not None:
-                    probes.raise_if_failed(super().run(probes.failure))
-                return results
-        if not self._extensions or looped is not None:
+        if self._hooked is not None:
+            return self._hooked.run(fetches, feed_dict, options, run_metadata)
+        if not self._loops.serves_any:  # the common case, kept short: a plain run
             return super().run(fetches, feed_dict, options, run_metadata)
-        fetched = fetched_operations(fetches)
-        key = tuple(op.name for op in fetched)  # one fetch structure: one graph on Ascend, one cache entry here
-        extras = [(extension, extension.extra_fetches(self.graph, key, fetched)) for extension in self._extensions]
-        extras = [(extension, extra) for extension, extra in extras if extra is not None]
-        if not extras:
-            return super().run(fetches, feed_dict, options, run_metadata)
-        results, values = super().run((fetches, [extra for _, extra in extras]), feed_dict, options, run_metadata)
-        for (extension, _), value in zip(extras, values):
-            extension.after_run(key, value)
-        return results
+        return self._plain_run(fetches, feed_dict, options, run_metadata)
+
+    def _plain_run(self, fetches, feed_dict=None, options=None, run_metadata=None):
+        """A run with the loop server, without the units."""
+        return self._loops.run(super().run, fetches, feed_dict, options, run_metadata, self._caller_thread_allowed)
 
     def _probes_for(self, looped) -> StepProbes | None:
-        """The dumps and checks built into the iterations of a looped train op (one set per loop, named after
-        its train op), if the options ask for any."""
-        name = looped.train_op.name
-        if name not in self._loop_probes:
-            with self.graph.as_default():
-                self._loop_probes[name] = StepProbes.for_plan(self.npu_plan, graph_name=name)
-        return self._loop_probes[name]
-
-    def _initialise(self, variables: list) -> None:
-        """Initialise variables this session made after the script ran its initialisers."""
-        new = [v for v in variables if v.ref() not in self._initialised]
-        if new:
-            super().run([v.initializer for v in new])
-            self._initialised.update(v.ref() for v in new)
+        """The dumps and checks built into the iterations of a looped train op (named after its train op)."""
+        return StepProbes.for_plan(self.npu_plan, graph_name=looped.train_op.name)
 
     def close(self) -> None:
-        self._profiler.close()  # the trace is written when the session ends
+        for unit in self._units:
+            unit.end(self)  # the profiler writes its trace now
         super().close()
 
 
-class _KeepDtype:
-    """Ops under keep_dtype_scope stay float32: they become targets of the runs that compute them, and grappler's
-    mixed-precision pass never converts a node a run must preserve. Targets return nothing, so this costs no
-    copy; only ops the run computes anyway are named, so nothing extra runs."""
+class _PlainRuns:
+    """What the hook driver wraps: the session's runs, served by the loop server."""
 
-    def __init__(self) -> None:
-        self._kept: dict[tuple, list] = {}
-
-    def extra_fetches(self, graph, key, fetched):
-        if key not in self._kept:
-            self._kept[key] = kept_dtype_operations(graph, fetched) if fetched else []
-        return self._kept[key] or None
-
-    def after_run(self, key, value) -> None:
-        """Targets return nothing."""
-
-
-class _NumericChecks:
-    """Finiteness flags over the tensors each fetch structure computes; a non-finite output stops the step."""
-
-    def __init__(self, dump_path: str | None) -> None:
-        self._dump_path = dump_path  # where a failing op's inputs are saved
-        self._checks: dict[tuple, Any] = {}
-
-    def extra_fetches(self, graph, key, fetched):
-        if key not in self._checks:
-            self._checks[key] = numeric_check(graph, fetched, self._dump_path) if fetched else None
-        return self._checks[key].flags if self._checks[key] is not None else None
-
-    def after_run(self, key, flags) -> None:
-        self._checks[key].raise_if_non_finite(flags)
-
-
-class _Dumps:
-    """Dumps the selected steps of each distinct fetch structure (each is its own graph on Ascend, with its own
-    iteration count); the directory is named after the first fetch."""
-
-    def __init__(self, feature) -> None:
-        self._feature = feature
-        self._dumpers: dict[tuple, list] = {}  # fetch names -> [dumper, steps run so far]
-
-    def extra_fetches(self, graph, key, fetched):
-        if key not in self._dumpers:
-            self._dumpers[key] = [TensorDumper(self._feature, key[0] if key else "run"), 0]
-        dumper, step = self._dumpers[key]
-        self._dumpers[key][1] += 1
-        wanted = dumper.fetches(graph, fetched) if fetched and dumper.selects(step) else {}
-        return wanted or None
-
-    def after_run(self, key, values) -> None:
-        dumper, steps = self._dumpers[key]
-        dumper.write(steps - 1, values)
-
-
-def _served_by_loop(fetches, loops, probes_for):
-    """Fetches that include a looped train op, with the other tensors taken from the loop's last iteration and
-    the loop built with the probes `probes_for(looped)` gives; the looped train op the run executes (or None)
-    and those probes (or None)."""
-    by_op = {looped.loop_op: looped for looped in loops}
-    flat = tf.nest.flatten(fetches)
-    looped = next((by_op[f] for f in flat if isinstance(f, tf.Operation) and f in by_op), None)
-    if looped is None:
-        return fetches, None, None
-    tensors = [f for f in flat if isinstance(f, tf.Tensor)]
-    probes = probes_for(looped)
-    if not tensors and probes is None:
-        return fetches, looped, None
-    loop_op, carried = looped.loop_fetching(tensors, probes)
-    replacement = {tensor.ref(): value for tensor, value in zip(tensors, carried)}
-    rewritten = [loop_op if f is looped.loop_op else replacement[f.ref()] if isinstance(f, tf.Tensor) else f
-                 for f in flat]
-    return tf.nest.pack_sequence_as(fetches, rewritten), looped, probes
-
-
-def _in_caller_thread(options):
-    """Run options that execute the run in the calling thread. A loop runs its iterations one after another
-    anyway; without a thread hand-off per op a small step runs several times faster on a few cores
-    (benchmarks/session_iterations_per_loop.py)."""
-    chosen = config_pb2.RunOptions()
-    if options is not None:
-        chosen.CopyFrom(options)
-    chosen.inter_op_thread_pool = -1  # TensorFlow's value for "the caller's thread"
-    return chosen
+    def __init__(self, session: NPUSession) -> None:
+        self.graph = session.graph
+        self.run = session._plain_run
 
 
 # --- the adapter's ConfigProto helpers ----------------------------------------------------------------------
@@ -302,7 +165,7 @@ def npu_optimizer_options(optimizer_options=None) -> config_pb2.OptimizerOptions
 
 def npu_run_config_init(run_config=None):
     """The adapter's helper for a plain RunConfig: its session config's NPU options, translated for this host."""
-    run_config = tf.estimator.RunConfig() if run_config is None else run_config
+    run_config = estimator_class("RunConfig")() if run_config is None else run_config
     config = config_pb2.ConfigProto()
     if run_config.session_config is not None:
         config.CopyFrom(run_config.session_config)

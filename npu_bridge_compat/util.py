@@ -20,10 +20,8 @@ from __future__ import annotations
 import tensorflow as tf
 
 from npu_bridge_compat.errors import NpuCompatWarning, NpuOptionTypeError, NpuOptionValueError, warn
-from npu_bridge_compat.host.session_loop import LoopedTrainOp, build_loop
 from npu_bridge_compat.options import options_from_config_proto
-
-LOOPS_COLLECTION = "npu_bridge_compat_looped_train_ops"
+from npu_bridge_compat.runtime.loop import loop_train_op
 
 
 def _check_train_op(train_op) -> None:
@@ -67,10 +65,8 @@ class IterationPerLoop:
             iterations = tf.compat.v1.Variable(1, dtype=tf.int64, trainable=False, use_resource=True,
                                                name="iterations_per_loop",
                                                collections=[tf.compat.v1.GraphKeys.LOCAL_VARIABLES])
-        loop_op, _ = build_loop(train_op, iterations, [])
-        self._looped = LoopedTrainOp(train_op=train_op, iterations=iterations, loop_op=loop_op)
-        graph.add_to_collection(LOOPS_COLLECTION, self._looped)
-        return loop_op
+        self._looped = loop_train_op(train_op, iterations)
+        return self._looped.loop_op
 
     def load_iteration_per_loop_var(self, sess, iterations_per_loop: int) -> None:
         _check_iterations(iterations_per_loop)
@@ -92,7 +88,3 @@ def set_iteration_per_loop(sess, train_op, iterations_per_loop: int):
     loop_op = loop.create_iteration_per_loop_var(train_op)
     loop.load_iteration_per_loop_var(sess, iterations_per_loop)
     return loop_op
-
-
-def looped_train_ops(graph) -> list[LoopedTrainOp]:
-    return graph.get_collection(LOOPS_COLLECTION)

@@ -70,6 +70,8 @@ def context_for(key: str, workdir: Path) -> dict[str, Any]:
         "input_shape": {"dynamic_dims": "20,20;40,40", "dynamic_node_type": 0},
         "dynamic_dims": {"input_shape": "data:1,-1;label:-1", "dynamic_node_type": 0},
         "dynamic_node_type": {"input_shape": "data:1,-1", "dynamic_dims": "20;40"},
+        "compile_hybrid_mode": {"input_shape": "data:1,-1", "dynamic_dims": "20;40", "dynamic_node_type": 1},
+        "shape_generalization_mode": {"jit_compile": "true"},
     }
     return companions.get(key, {})
 
@@ -85,8 +87,44 @@ def config_with(**values):
     return config
 
 
+def reads_rounded_inputs(partition_graphs, name: str) -> bool:
+    """Whether op `name` of the executed graphs reads an input through one of grappler's mixed-precision casts.
+    The float16 emulation pass on a CPU keeps ops in float32 and rounds their inputs through Cast pairs; an op it
+    spares reads its inputs as they are (from TensorFlow 2.16 its output may still be rounded for consumers that
+    run in float16, as on an NPU)."""
+    nodes = {node.name: node for graph in partition_graphs for node in graph.node}
+    return any("AutoMixedPrecision" in source.lstrip("^").split(":")[0] for source in nodes[name].input)
+
+
 def dumped_steps(dump_path: Path, graph: str = "train") -> dict[str, Path]:
     """The step directories of the only dump run under `dump_path` (`<dump_path>/<time>/<graph>/step_<n>`)."""
     runs = sorted(dump_path.glob(f"*/{graph}"))
     assert len(runs) == 1, f"expected one dump run of {graph} under {dump_path}, found {runs}"
     return {p.name: p for p in sorted(runs[0].iterdir())}
+
+
+def node_dtypes(graphs) -> dict[str, str]:
+    """The dtype each node of executed (partition) graphs computes in: its attribute T (a Cast: DstT)."""
+    import tensorflow as tf
+
+    dtypes = {}
+    for graph in graphs:
+        for node in graph.node:
+            attr = "DstT" if node.op == "Cast" else "T"
+            if attr in node.attr and node.attr[attr].WhichOneof("value") == "type":
+                dtypes[node.name] = tf.dtypes.as_dtype(node.attr[attr].type).name
+    return dtypes
+
+
+def keras_executed_dtypes(fit) -> dict[str, str]:
+    """`node_dtypes` of the functions that `fit()` (a Keras call) executed."""
+    from tensorflow.python.eager import context
+
+    context.enable_run_metadata()
+    context.export_run_metadata()  # drop what earlier functions of this process left there
+    try:
+        fit()
+        metadata = context.export_run_metadata()
+    finally:
+        context.disable_run_metadata()
+    return node_dtypes(graph for function in metadata.function_graphs for graph in function.partition_graphs)

@@ -7,10 +7,22 @@ import numpy as np
 import pytest
 import tensorflow as tf
 from helpers import npu_config
+from tensorflow.core.protobuf import rewriter_config_pb2
 
 from npu_bridge_compat import NpuOptionTypeError, NpuOptionValueError, scope
 from npu_bridge_compat.errors import NpuCompatWarning
-from npu_bridge_compat.estimator import DumpConfig, NPUEstimator, NPUEstimatorSpec, NPURunConfig, ProfilingConfig
+from npu_bridge_compat.estimator import (
+    DumpConfig,
+    ExperimentalConfig,
+    GraphMemoryOptimizeConfig,
+    NPUEstimator,
+    NPUEstimatorSpec,
+    NPURunConfig,
+    ProfilingConfig,
+)
+from npu_bridge_compat.host.features import NumericChecks
+
+pytestmark = pytest.mark.needs_estimator  # the whole door is tf.estimator
 
 FEATURES = np.random.RandomState(0).randn(512, 6).astype("float32")
 LABELS = (FEATURES[:, :3].sum(axis=1, keepdims=True) > 0).astype("float32")
@@ -98,7 +110,7 @@ def test_npurunconfig_translates_its_arguments_and_holders(tmp_path):
         "iterations_per_loop": 10, "precision_mode": "allow_mix_precision", "enable_dump": True,
         "dump_path": str(tmp_path), "dump_step": "0|5", "profiling_mode": True,
         "profiling_options": f'{{"output": "{tmp_path}"}}', "hcom_parallel": False}
-    with pytest.warns(NpuCompatWarning, match="takes effect only with NPUEstimator"):
+    with pytest.warns(NpuCompatWarning, match="take effect only with NPUEstimator"):
         assert config.session_config.graph_options.rewrite_options.custom_optimizers == []
 
 
@@ -129,9 +141,47 @@ def test_npurunconfig_errors_surface_at_construction(arguments, error, message):
         NPURunConfig(**arguments)
 
 
+def test_replace_reads_and_plans_a_new_session_config_without_warning():
+    config = NPURunConfig(precision_mode="allow_mix_precision", iterations_per_loop=5)
+    new_entries = npu_config({"enable_exception_dump": 1, "precision_mode": "force_fp32"})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", NpuCompatWarning)  # replacing never warns
+        replaced = config.replace(session_config=new_entries)
+        rerooted = tf.estimator.RunConfig.replace(replaced, model_dir="elsewhere")  # as Estimator calls it
+    for result in (replaced, rerooted):
+        assert result.npu_options.enable_exception_dump == 1  # read from the new session config
+        assert result.npu_options.precision_mode == "allow_mix_precision"  # NPURunConfig's own argument wins
+        assert result.npu_plan.feature(NumericChecks) is not None
+        assert result.npu_plan.mixed_precision == config.npu_plan.mixed_precision
+        rewrite = result._session_config.graph_options.rewrite_options
+        assert list(rewrite.custom_optimizers) == []  # the NpuOptimizer entry is gone from the host config
+        mixed = config.npu_plan.mixed_precision
+        if mixed is not None:
+            assert getattr(rewrite, mixed.grappler_pass) == 1  # ON
+    assert rerooted.model_dir == "elsewhere" and not config.npu_options.is_set("enable_exception_dump")
+    with pytest.warns(NpuCompatWarning, match="StepLoop.*take effect only with NPUEstimator"):
+        replaced.session_config  # a plain Estimator reading the replaced config is still told
+
+
+def test_recompute_becomes_grapplers_memory_optimizer():
+    experimental = ExperimentalConfig(graph_memory_optimize_config=GraphMemoryOptimizeConfig(recompute="manual"))
+    config = NPURunConfig(experimental_config=experimental)
+    assert config._session_config.graph_options.rewrite_options.memory_optimization == \
+        rewriter_config_pb2.RewriterConfig.MANUAL
+    assert any("recompute='manual'" in note and "_recompute_hint" in note for note in config.npu_plan.report.notes)
+    with tf.Graph().as_default():
+        with scope.npu_recompute_scope():
+            marked = tf.square(tf.ones([2]), name="square")
+        assert marked.op.name == "NpuRecompute/square" and marked.op.get_attr("_recompute_hint") == 1
+    auto = NPURunConfig(experimental_config=ExperimentalConfig(
+        graph_memory_optimize_config=GraphMemoryOptimizeConfig(recompute="auto")))
+    assert auto._session_config.graph_options.rewrite_options.memory_optimization == \
+        rewriter_config_pb2.RewriterConfig.RECOMPUTATION_HEURISTICS
+
+
 def test_plain_estimator_trains_with_the_host_config_and_warns_once_about_iterations(tmp_path):
     config = NPURunConfig(model_dir=str(tmp_path), iterations_per_loop=5)
-    with pytest.warns(NpuCompatWarning, match="takes effect only with NPUEstimator") as record:
+    with pytest.warns(NpuCompatWarning, match="take effect only with NPUEstimator") as record:
         estimator = tf.estimator.Estimator(dense_model_fn, config=config)
         estimator.train(input_fn, max_steps=6)
     assert len([w for w in record if "only with NPUEstimator" in str(w.message)]) == 1
@@ -148,26 +198,69 @@ def test_each_run_advances_global_step_by_n_and_the_last_loop_is_shortened(tmp_p
     assert estimator.get_variable_value("global_step") == 25
 
 
-def test_tf1_reference_variables_in_a_loop_get_a_clear_error(tmp_path):
-    def model_fn(features, labels, mode):
-        weight = tf.compat.v1.get_variable("weight", [2, 1], use_resource=False)  # a TF1 reference variable
-        loss = tf.reduce_mean(tf.square(tf.matmul(features, weight) - labels))
-        train_op = tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(
-            loss, global_step=tf.compat.v1.train.get_global_step())
-        return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+def named_tensors_model_fn(features, labels, mode, params):
+    """The official-models layout: learning_rate, cross_entropy and train_accuracy named in model_fn (the
+    accuracy is not needed by the train op), with resource or TF1 reference variables (`params["resource"]`)."""
+    global_step = tf.compat.v1.train.get_global_step()
+    kernel = tf.compat.v1.get_variable("kernel", [6, 1], initializer=tf.compat.v1.constant_initializer(0.1),
+                                       use_resource=params["resource"])
+    logits = tf.matmul(features, kernel)
+    cross_entropy = tf.identity(tf.compat.v1.losses.sigmoid_cross_entropy(labels, logits), name="cross_entropy")
+    learning_rate = tf.identity(tf.compat.v1.train.exponential_decay(0.5, global_step, 1, 0.9),
+                                name="learning_rate")
+    accuracy = tf.reduce_mean(tf.cast(tf.equal(tf.cast(logits > 0, tf.float32), labels), tf.float32),
+                              name="train_accuracy")
+    del accuracy  # fetched by name only, as the official models' logging hooks do
+    train_op = tf.compat.v1.train.GradientDescentOptimizer(learning_rate).minimize(cross_entropy,
+                                                                                  global_step=global_step)
+    return tf.estimator.EstimatorSpec(mode, loss=cross_entropy, train_op=train_op)
 
-    data = np.ones([8, 2], np.float32)
-    estimator = NPUEstimator(model_fn, config=NPURunConfig(model_dir=str(tmp_path), iterations_per_loop=2))
-    with pytest.raises(NpuOptionValueError, match=r"iterations_per_loop=2 .* TF1 reference variables \(weight:0\) "
-                                                  r"cannot enter .* --tf1"):
-        estimator.train(lambda: tf.data.Dataset.from_tensor_slices((data, data[:, :1])).repeat().batch(4),
-                        max_steps=2)
+
+class ByNameHook(tf.compat.v1.train.SessionRunHook):
+    """A train(hooks=[...]) hook that fetches a tensor by its name every run."""
+
+    def __init__(self, name):
+        self.name, self.values = name, []
+
+    def before_run(self, run_context):
+        return tf.compat.v1.train.SessionRunArgs(self.name)
+
+    def after_run(self, run_context, run_values):
+        self.values.append(run_values.results)
 
 
-def test_loop_graph_pulls_input_inside_the_loop(tmp_path):
+def train_with_named_hooks(model_dir, iterations_per_loop, resource):
+    seen = []
+    logging_hook = tf.compat.v1.train.LoggingTensorHook(
+        {"lr": "learning_rate", "ce": "cross_entropy", "acc": "train_accuracy"}, every_n_iter=1,
+        formatter=lambda values: seen.append(dict(values)) or "")
+    by_name = ByNameHook("cross_entropy:0")
+    estimator = NPUEstimator(named_tensors_model_fn, params={"resource": resource},
+                             config=NPURunConfig(model_dir=str(model_dir), iterations_per_loop=iterations_per_loop))
+    estimator.train(input_fn, max_steps=8, hooks=[by_name], saving_listeners=None)
+    estimator.train(input_fn, max_steps=16, hooks=[logging_hook])
+    return estimator, seen, by_name.values
+
+
+@pytest.mark.parametrize("resource", [True, False], ids=["resource variables", "TF1 reference variables"])
+def test_hooks_fetching_tensors_named_in_model_fn_see_the_last_iteration(tmp_path, resource):
+    single, single_seen, single_by_name = train_with_named_hooks(tmp_path / "single", 1, resource)
+    looped, looped_seen, looped_by_name = train_with_named_hooks(tmp_path / "looped", 2, resource)
+    assert looped.get_variable_value("global_step") == 16
+    assert len(single_seen) == 8 and len(looped_seen) == 4  # one log per run
+    for run, values in enumerate(looped_seen):
+        last = single_seen[2 * run + 1]  # the second of the run's two steps
+        for name in ("lr", "ce", "acc"):
+            np.testing.assert_allclose(values[name], last[name], rtol=1e-6, err_msg=f"{name}, run {run}")
+    assert looped_seen[0]["lr"] != looped_seen[1]["lr"]  # each run's own last step, not a constant
+    np.testing.assert_allclose(looped_by_name, single_by_name[1::2], rtol=1e-6)
+    np.testing.assert_allclose(looped.get_variable_value("kernel"), single.get_variable_value("kernel"), rtol=1e-6)
+
+
+def test_loop_graph_runs_copies_of_the_built_step(tmp_path):
     _, recorder = train(tmp_path, iterations_per_loop=4, max_steps=8)
-    assert "While" in recorder.graph_op_types and "IteratorGetNext" not in recorder.graph_op_types
-    assert "IteratorGetNext" in recorder.function_op_types  # pulled by the loop body, every iteration
+    assert {"Enter", "Exit", "NextIteration", "IteratorGetNext"} <= recorder.graph_op_types
+    assert "While" not in recorder.graph_op_types  # a v1 loop over an imported copy of the step
 
 
 def test_n_step_training_matches_single_step_training(tmp_path):
@@ -346,3 +439,11 @@ def test_in_out_pair_regions_are_kept_on_the_host_in_the_training_graph(tmp_path
         model_dir=str(tmp_path), mix_compile_mode=True, session_config=session_config))
     estimator.train(input_fn, max_steps=2, hooks=[recorder])
     assert recorder.kept is True
+
+
+def test_npurunconfig_takes_the_older_adapters_auto_tune_mode():
+    config = NPURunConfig(auto_tune_mode="RL,GA")  # scripts written for adapter 1.x pass it
+    entry = config.npu_plan.report.entry("auto_tune_mode")
+    assert entry.value == "RL,GA" and "use aoe_mode" in entry.how
+    with pytest.raises(NpuOptionValueError, match='"auto_tune_mode"'):
+        NPURunConfig(auto_tune_mode="fastest")

@@ -4,6 +4,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).parent.parent
 
 
@@ -14,6 +16,7 @@ def run(script: str, *arguments: str) -> str:
     return result.stdout
 
 
+@pytest.mark.needs_estimator
 def test_estimator_example_trains_and_reports_throughput(tmp_path):
     out = run("examples/estimator/train.py", "--max_steps=40", "--iterations_per_loop=10",
               f"--model_dir={tmp_path}", "--precision_mode=allow_mix_precision")

@@ -6,15 +6,17 @@ import re
 import numpy as np
 import pytest
 import tensorflow as tf
-from helpers import dumped_steps
+from helpers import dumped_steps, keras_executed_dtypes
 from tensorflow.python.eager import context
 
 from npu_bridge_compat import NpuOptionValueError, scope
+from npu_bridge_compat.compat import keras_steps_per_execution
 from npu_bridge_compat.errors import NonFiniteValueError, NpuCompatWarning
 from npu_bridge_compat.host import detect_host
 from npu_bridge_compat import keras as npu_keras
 from npu_bridge_compat.estimator import NPURunConfig
 from npu_bridge_compat.keras import NPUCallback
+from npu_bridge_compat.legacy import keras_helpers
 
 FEATURES = np.random.RandomState(0).randn(320, 6).astype(np.float32)
 TARGETS = FEATURES[:, :1] * 0.5
@@ -32,12 +34,13 @@ def model(batch_norm=False, steps_per_execution=None):
                    tf.keras.layers.Flatten()]
     layers.append(tf.keras.layers.Dense(1, kernel_initializer=tf.keras.initializers.GlorotUniform(2)))
     net = tf.keras.Sequential(layers)
-    net.compile(tf.keras.optimizers.SGD(0.05), "mse", steps_per_execution=steps_per_execution)
+    net.compile(tf.keras.optimizers.SGD(0.05), "mse", steps_per_execution=steps_per_execution or 1)
     return net
 
 
 class Recorder(tf.keras.callbacks.Callback):
-    """Counts train-function calls per epoch and collects the op types of the traced train function."""
+    """Counts train-function calls per epoch; keeps the train function the fit called and the grappler options
+    its calls carried."""
 
     def on_epoch_begin(self, epoch, logs=None):
         self.calls = 0
@@ -46,12 +49,17 @@ class Recorder(tf.keras.callbacks.Callback):
         self.calls += 1
 
     def on_train_end(self, logs=None):
-        self.op_types = set()
-        for concrete in self.model.train_function._list_all_concrete_functions():
-            self.op_types |= {op.type for op in concrete.graph.get_operations()}
-            self.op_types |= {node.op for f in concrete.graph._functions.values()
-                              for node in f.definition.node_def}
+        self.train_function = self.model.train_function
         self.rewrite_options = function_rewrite_options()
+
+    @property
+    def op_types(self) -> set:
+        """The op types of the traced train function (Keras 2, whose train function is a tf.function)."""
+        types = set()
+        for concrete in self.train_function._list_all_concrete_functions():
+            types |= {op.type for op in concrete.graph.get_operations()}
+            types |= {node.op for f in concrete.graph._functions.values() for node in f.definition.node_def}
+        return types
 
 
 def fit(net, *callbacks, steps=20, epochs=1):
@@ -63,8 +71,8 @@ def fit(net, *callbacks, steps=20, epochs=1):
 def test_iterations_per_loop_runs_n_steps_per_train_function_call():
     net = model()
     recorder = fit(net, NPUCallback(iterations_per_loop=10), steps=30)
-    assert recorder.calls == 3 and net._train_counter.numpy() == 30
-    assert net._steps_per_execution.numpy() == 1  # restored
+    assert recorder.calls == 3 and net.optimizer.iterations.numpy() == 30
+    assert keras_steps_per_execution(net) == 1  # restored
     assert fit(net, steps=30).calls == 30  # a later fit without the callback is back to one step per call
 
 
@@ -91,6 +99,7 @@ def test_options_are_validated_at_construction():
     assert NPUCallback(npu_config({"iterations_per_loop": 3})).steps_per_execution == 3
 
 
+@pytest.mark.needs_keras_2  # Keras 3's BatchNormalization builds no fused batch norm
 def test_mixed_compute_traces_pre_v3_batch_norm():
     mixed = fit(model(batch_norm=True), NPUCallback(mix_compile_mode=True), steps=3)
     assert {"FusedBatchNorm", "FusedBatchNormGrad"} <= mixed.op_types and not mixed.op_types & V3_OPS
@@ -153,24 +162,26 @@ def test_graph_mode_keras_is_pointed_to_the_session_helper():
             net.fit(FEATURES, TARGETS, batch_size=16, verbose=0, callbacks=[NPUCallback(iterations_per_loop=1)])
 
 
+@pytest.mark.needs_keras_2
 def test_graph_mode_keras_session_helpers():
     from helpers import npu_config
 
-    session = npu_keras.set_keras_session_npu_config(npu_config({"precision_mode": "allow_mix_precision"}))
+    session = keras_helpers.set_keras_session_npu_config(npu_config({"precision_mode": "allow_mix_precision"}))
     assert tf.compat.v1.keras.backend.get_session() is session
     assert session._config.graph_options.rewrite_options.custom_optimizers == []
-    cleared = npu_keras.npu_clear_session(npu_config({}))
+    cleared = keras_helpers.npu_clear_session(npu_config({}))
     assert cleared is not session and tf.compat.v1.keras.backend.get_session() is cleared
     cleared.close()
     session.close()
     tf.keras.backend.clear_session()
 
 
+@pytest.mark.needs_estimator
 def test_model_to_npu_estimator_runs_n_steps_per_run(tmp_path):
     inputs = tf.keras.Input([6])
     net = tf.keras.Model(inputs, tf.keras.layers.Dense(1)(inputs))
     net.compile(tf.keras.optimizers.SGD(0.05), "mse")
-    estimator = npu_keras.model_to_npu_estimator(
+    estimator = keras_helpers.model_to_npu_estimator(
         keras_model=net, config=NPURunConfig(model_dir=str(tmp_path), iterations_per_loop=5))
     estimator.train(lambda: dataset(), max_steps=10)
     assert estimator.get_variable_value("global_step") == 10
@@ -179,7 +190,8 @@ def test_model_to_npu_estimator_runs_n_steps_per_run(tmp_path):
 def test_session_settings_the_callback_cannot_apply_are_reported():
     from npu_bridge_compat.errors import NpuCompatWarning
 
-    with pytest.warns(NpuCompatWarning, match="cannot apply session settings .*inter_op_parallelism_threads"):
+    with pytest.warns(NpuCompatWarning, match=r"NPUCallback does not carry out InterOpThreads\(count=4\).*"
+                                              "Session settings cannot change once TensorFlow runs"):
         NPUCallback(stream_max_parallel_num="DNN_VM_AICPU:4")
 
 
@@ -196,7 +208,7 @@ def test_overflow_detection_stops_fit_at_the_op_producing_nan_and_saves_its_inpu
     [saved] = (tmp_path / "exception").glob("*/*shifted_log/input.0.npy")
     np.testing.assert_allclose(np.load(saved), FEATURES[:16] - 10.0)  # the failing step's own input
     # Keras calls no end hook after a failure: the callback undid its changes itself.
-    assert "train_step" not in net.__dict__ and net._steps_per_execution.numpy() == 1
+    assert "train_step" not in net.__dict__ and keras_steps_per_execution(net) == 1
     assert tf.config.optimizer.get_experimental_options() == grappler
     fit(net, steps=1)  # without the callback, nothing checks
     for run in (net.evaluate, net.predict):  # evaluate and predict are checked too
@@ -207,13 +219,13 @@ def test_overflow_detection_stops_fit_at_the_op_producing_nan_and_saves_its_inpu
 def test_numeric_checks_pass_a_finite_batch_norm_model():
     net = model(batch_norm=True)  # batch norm's gradient has empty outputs of another runtime rank
     fit(net, NPUCallback(iterations_per_loop=2, enable_exception_dump=1), steps=4)
-    assert net._train_counter.numpy() == 4
+    assert net.optimizer.iterations.numpy() == 4
 
 
 def test_dumps_the_selected_steps_from_inside_the_train_function(tmp_path):
     def batch_inputs(step_directory):
         index = json.loads((step_directory / "index.json").read_text())
-        entry = next(e for e in index if re.fullmatch(r"(while/)?sequential(_\d+)?/dense(_\d+)?/MatMul", e["op"])
+        entry = next(e for e in index if re.fullmatch(r"(while/)?sequential(_\d+)*/dense(_\d+)*/MatMul", e["op"])
                      and e["kind"] == "input" and e["slot"] == 0 and e["shape"] == [16, 6])
         return np.load(step_directory / entry["file"])
 
@@ -229,9 +241,18 @@ def test_dumps_the_selected_steps_from_inside_the_train_function(tmp_path):
     assert not list(tmp_path.rglob("*.partial"))
 
 
+def test_dumps_turn_xla_off_for_the_callbacks_functions(tmp_path):
+    """Keras 3 compiles with XLA by default on GPUs; XLA cannot compile the host callbacks that write dumps."""
+    net = tf.keras.Sequential([tf.keras.Input([6]), tf.keras.layers.Dense(1)])
+    net.compile(tf.keras.optimizers.SGD(0.05), "mse", jit_compile=True)
+    with pytest.warns(NpuCompatWarning, match="jit_compile=True; XLA cannot compile the dumps"):
+        fit(net, NPUCallback(enable_dump=True, dump_path=str(tmp_path), dump_step="1"), steps=2)
+    assert list(dumped_steps(tmp_path)) == ["step_1"] and net.jit_compile  # the model's own setting is back
+
+
 class KeptMatMul(tf.keras.layers.Layer):
     def build(self, shape):
-        self.kernel = self.add_weight("kernel", [shape[-1], 4])
+        self.kernel = self.add_weight(name="kernel", shape=[shape[-1], 4])
 
     def call(self, x):
         with scope.keep_dtype_scope():
@@ -239,17 +260,11 @@ class KeptMatMul(tf.keras.layers.Layer):
 
 
 def executed_dtypes(net, callback) -> dict[str, str]:
-    """The dtype (attribute T) of each node of the functions fit executed."""
-    context.enable_run_metadata()
-    try:
-        fit(net, callback, steps=2)
-        metadata = context.export_run_metadata()
-    finally:
-        context.disable_run_metadata()
-    return {node.name: tf.dtypes.as_dtype(node.attr["T"].type).name for function in metadata.function_graphs
-            for graph in function.partition_graphs for node in graph.node if "T" in node.attr}
+    """The dtype of each node of the functions fit executed."""
+    return keras_executed_dtypes(lambda: fit(net, callback, steps=2))
 
 
+@pytest.mark.needs_keras_2  # Keras 3 traces its step as a function its train function calls: see the next test
 @pytest.mark.skipif(not detect_host().cpu_bfloat16, reason="bfloat16 on a CPU needs AVX-512")
 def test_keep_dtype_scope_keeps_its_ops_in_float32():
     inputs = tf.keras.Input([6])
@@ -262,3 +277,15 @@ def test_keep_dtype_scope_keeps_its_ops_in_float32():
     assert forward["kept_mat_mul/kept_matmul"] == "float32"  # the marked matmul not
     with pytest.warns(NpuCompatWarning, match=r"keep_dtype_scope cannot keep \[.*kept_matmul.*steps_per_execution"):
         fit(net, NPUCallback(precision_mode="allow_mix_precision", iterations_per_loop=2), steps=2)
+
+
+@pytest.mark.needs_keras_3
+@pytest.mark.skipif(not detect_host().cpu_bfloat16, reason="bfloat16 on a CPU needs AVX-512")
+def test_keras_3_says_keep_dtype_scope_cannot_reach_its_nested_step():
+    inputs = tf.keras.Input([6])
+    net = tf.keras.Model(inputs, tf.keras.layers.Dense(1, name="plain")(KeptMatMul()(inputs)))
+    net.compile(tf.keras.optimizers.SGD(0.01), "mse")
+    with pytest.warns(NpuCompatWarning, match=r"cannot keep \[.*kept_matmul.*Keras 3's step function.*tf_keras"):
+        dtypes = executed_dtypes(net, NPUCallback(precision_mode="allow_mix_precision"))
+    [kept] = [dtype for name, dtype in dtypes.items() if name.endswith("/kept_matmul")]
+    assert kept == "bfloat16"  # as the warning says

@@ -100,7 +100,7 @@ def test_npu_init_star_surface():
 # --- run ---------------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("script, flags, expected", [
-    ("estimator_port.py", [], "global_step 40"),
+    pytest.param("estimator_port.py", [], "global_step 40", marks=pytest.mark.needs_estimator),
     ("session_port.py", [], "global_step 20"),
     ("keras_port.py", [], "epochs 2"),
     ("tf1_port.py", ["--tf1"], "global_step 5 ops ['FusedBatchNorm', 'FusedBatchNormGrad']"),
@@ -111,6 +111,7 @@ def test_ported_scripts_run_unmodified(script, flags, expected, tmp_path):
     assert expected in result.stdout
 
 
+@pytest.mark.needs_estimator
 def test_dump_configured_script_runs_and_dumps_the_selected_steps(tmp_path):
     dumps = tmp_path / "dumps"
     dumps.mkdir()

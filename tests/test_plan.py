@@ -12,8 +12,8 @@ from npu_bridge_compat.host import features as f
 from npu_bridge_compat.host.report import IGNORED
 from npu_bridge_compat.options import Effect, options_from_config_proto, options_from_kwargs
 
-AMP = "graph_options.rewrite_options."
 LISTS = "TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_"
+ON, OFF = 1, 2  # RewriterConfig.Toggle
 
 
 def plan(host, **values):
@@ -22,25 +22,26 @@ def plan(host, **values):
 
 def test_mixed_float16_is_grappler_amp_on_a_gpu(gpu_host):
     result = plan(gpu_host, precision_mode="allow_mix_precision")
-    assert dict(result.config_edits) == {AMP + "auto_mixed_precision": "ON"}
+    assert result.mixed_precision == f.MixedPrecision("auto_mixed_precision")
+    assert result.host_config().graph_options.rewrite_options.auto_mixed_precision == ON
     assert result.report.entry("precision_mode").effect == Effect.TRANSLATED.value
 
 
 def test_mixed_float16_becomes_bfloat16_on_a_cpu_unless_float16_emulation_is_asked(cpu_host):
     result = plan(cpu_host, precision_mode_v2="mixed_float16")
-    assert dict(result.config_edits) == {AMP + "auto_mixed_precision_onednn_bfloat16": "ON"}
+    assert result.mixed_precision == f.MixedPrecision("auto_mixed_precision_onednn_bfloat16")
     entry = result.report.entry("precision_mode_v2")
     assert entry.effect == Effect.APPROXIMATED.value and "bfloat16 instead of float16" in entry.how
     with pytest.warns(NpuCompatWarning, match="float16-emulation pass .* segmentation fault"):
         emulating = plan(dataclasses.replace(cpu_host, cpu_float16_emulation=True), precision_mode_v2="mixed_float16")
-    assert dict(emulating.config_edits) == {AMP + "auto_mixed_precision_cpu": "ON"}
+    assert emulating.mixed_precision == f.MixedPrecision("auto_mixed_precision_cpu")
 
 
 def test_mixed_bfloat16(cpu_host, gpu_host):
-    assert dict(plan(cpu_host, precision_mode="allow_mix_precision_bf16").config_edits) == {
-        AMP + "auto_mixed_precision_onednn_bfloat16": "ON"}
+    assert plan(cpu_host, precision_mode="allow_mix_precision_bf16").mixed_precision == f.MixedPrecision(
+        "auto_mixed_precision_onednn_bfloat16")
     on_gpu = plan(gpu_host, precision_mode_v2="mixed_bfloat16")
-    assert dict(on_gpu.config_edits) == {}
+    assert on_gpu.mixed_precision is None
     assert on_gpu.report.entry("precision_mode_v2").effect == Effect.NO_EQUIVALENT.value
 
 
@@ -48,13 +49,13 @@ def test_mixed_bfloat16(cpu_host, gpu_host):
 def test_float32_modes_keep_float32_and_turn_tf32_off(gpu_host, mode):
     result = plan(gpu_host, precision_mode=mode)
     assert result.feature(f.TensorFloat32) == f.TensorFloat32(enabled=False)
-    assert dict(result.config_edits) == {}
+    assert result.mixed_precision is None
 
 
 def test_force_fp16_forces_amp_on_gpu_only(gpu_host, cpu_host):
     on_gpu = plan(gpu_host, precision_mode="force_fp16")
     assert on_gpu.environment[LISTS + "LEVEL"] == "UNSAFE_FORCE_ALL"
-    assert on_gpu.config_edits[AMP + "auto_mixed_precision"] == "ON"
+    assert on_gpu.mixed_precision == f.MixedPrecision("auto_mixed_precision", force_all=True)
     on_cpu = plan(cpu_host, precision_mode="force_fp16")
     assert on_cpu.report.entry("precision_mode").effect == Effect.NO_EQUIVALENT.value
     assert dict(on_cpu.environment) == {}
@@ -114,7 +115,7 @@ def test_dump_profiling_and_numeric_checks(cpu_host, tmp_path):
     profiled = plan(cpu_host, profiling_mode=True, profiling_options=f'{{"output": "{tmp_path}/prof"}}')
     assert profiled.feature(f.ProfilerTrace).output == f"{tmp_path}/prof"
     checked = plan(cpu_host, enable_dump_debug=True, dump_path=str(tmp_path))
-    assert checked.feature(f.NumericChecks) == f.NumericChecks()
+    assert checked.feature(f.NumericChecks) == f.NumericChecks(str(tmp_path))
     assert plan(cpu_host, enable_exception_dump=1).feature(f.NumericChecks) == f.NumericChecks()
     assert plan(cpu_host, enable_exception_dump=0).feature(f.NumericChecks) is None
 
@@ -131,20 +132,20 @@ def test_device_choice_follows_the_adapter_priority(monkeypatch, gpu_host):
     two_gpus = gpu_host.__class__("2.15.1", 2)
     monkeypatch.setenv("DEVICE_ID", "0")
     monkeypatch.setenv("ASCEND_DEVICE_ID", "1")
-    assert plan(two_gpus).config_edits["gpu_options.visible_device_list"] == "1"
-    assert plan(two_gpus, session_device_id=0).config_edits["gpu_options.visible_device_list"] == "0"
+    assert plan(two_gpus).feature(f.VisibleDevice) == f.VisibleDevice(1)
+    assert plan(two_gpus, session_device_id=0).host_config().gpu_options.visible_device_list == "0"
     monkeypatch.delenv("ASCEND_DEVICE_ID")
-    assert plan(two_gpus).config_edits["gpu_options.visible_device_list"] == "0"
+    assert plan(two_gpus).feature(f.VisibleDevice) == f.VisibleDevice(0)
     too_high = plan(two_gpus, session_device_id=5)
-    assert "gpu_options.visible_device_list" not in too_high.config_edits
+    assert too_high.feature(f.VisibleDevice) is None
     assert "this host has 2 GPU(s)" in too_high.report.entry("session_device_id").how
 
 
 def test_runtime_settings(cpu_host, tmp_path):
     result = plan(cpu_host, stream_max_parallel_num="DNN_VM_AICPU:10,AIcoreEngine:1", graph_exec_timeout=5000,
                   deterministic=1, op_compiler_cache_mode="enable", op_compiler_cache_dir=str(tmp_path))
-    assert result.config_edits["inter_op_parallelism_threads"] == 10
-    assert result.config_edits["operation_timeout_in_ms"] == 5000
+    host = result.host_config()
+    assert host.inter_op_parallelism_threads == 10 and host.operation_timeout_in_ms == 5000
     assert result.feature(f.OpDeterminism) == f.OpDeterminism()
     assert result.environment["TF_XLA_FLAGS"] == f"--tf_xla_persistent_cache_directory={tmp_path}"
 
@@ -153,7 +154,8 @@ def test_fusion_switch_all_off_turns_the_remapper_off(cpu_host, tmp_path):
     path = tmp_path / "fusion_switch.cfg"
     path.write_text('{"Switch": {"GraphFusion": {"ALL": "off"}}}')
     result = plan(cpu_host, fusion_switch_file=str(path))
-    assert result.config_edits[AMP + "remapping"] == "OFF"
+    assert result.feature(f.GrapplerSwitch) == f.GrapplerSwitch("remapping", on=False)
+    assert result.host_config().graph_options.rewrite_options.remapping == OFF
 
 
 def test_host_config_strips_npu_entries_and_the_optimizer_list(gpu_host):
@@ -205,3 +207,17 @@ def test_gpu_memory_limit_becomes_one_virtual_gpu_of_that_size(gpu_host):
 def test_profiling_without_options_uses_the_adapters_default(cpu_host):
     trace = plan(cpu_host, profiling_mode=True).feature(f.ProfilerTrace)
     assert trace.output == "./" and trace.options["training_trace"] == "on"
+
+
+def test_hifloat8_modes_are_accepted_and_run_float32(cpu_host, tmp_path):
+    mixlist = tmp_path / "ops_info.json"
+    mixlist.write_text('{"black-list": {"to-add": ["MatMulV2"]}}')
+    for mode in ("mixed_hif8", "cube_hif8"):
+        result = plan(cpu_host, precision_mode_v2=mode)
+        assert result.mixed_precision is None
+        entry = result.report.entry("precision_mode_v2")
+        assert entry.effect == Effect.NO_EQUIVALENT.value and "HiFloat8" in entry.how
+    plan(cpu_host, precision_mode_v2="mixed_hif8", modify_mixlist=str(mixlist))  # a mixed mode: lists allowed
+    with pytest.raises(ValueError, match="precision_mode_v2 is assigned to 'mixed_float16' or 'mixed_bfloat16' or "
+                                         "'mixed_hif8'"):
+        plan(cpu_host, precision_mode_v2="cube_hif8", modify_mixlist=str(mixlist))

@@ -6,11 +6,13 @@ import tensorflow as tf
 from helpers import config_with, npu_config
 
 from npu_bridge_compat import NpuOptionValueError, scope, session, util
+from npu_bridge_compat.compat import tf1_keras_api
 from npu_bridge_compat.errors import NpuCompatWarning
 from npu_bridge_compat.host import HostFacts
 from npu_bridge_compat.session import NPUSession, host_session_config, npu_config_proto
 
 v1 = tf.compat.v1
+v1_layers = tf1_keras_api("layers")  # Keras 2: tf_keras with Keras 3
 FEATURES = np.arange(64 * 4, dtype=np.float32).reshape(64, 4) / 100.0
 LABELS = FEATURES.sum(axis=1, keepdims=True)
 
@@ -101,6 +103,7 @@ def test_npu_config_proto_helpers_match_the_adapter():
     assert session.npu_optimizer_options().global_jit_level == -1
 
 
+@pytest.mark.needs_estimator
 def test_npu_run_config_init_translates_a_plain_run_config():
     run_config = tf.estimator.RunConfig(session_config=npu_config({"precision_mode": "allow_mix_precision"}))
     converted = session.npu_run_config_init(run_config)
@@ -212,7 +215,7 @@ def test_fed_graphs_repeat_the_fed_batch_and_say_so():
 
 def batch_norm_graph():
     x = v1.placeholder(tf.float32, [2, 2, 2, 3])
-    y = v1.layers.batch_normalization(x, fused=True, training=True)
+    y = v1_layers.batch_normalization(x, fused=True, training=True)
     v1.train.GradientDescentOptimizer(0.1).minimize(tf.reduce_sum(y))
     return x
 

@@ -4,7 +4,9 @@
     python examples/estimator/train.py --mix_compile_mode --iterations_per_loop=1    # BN workaround path
 
 Written as Ascend ports are (NPURunConfig replacing RunConfig, NPUEstimator replacing Estimator); on a host the
-NPU options go through npu_bridge_compat's translator, and the run prints its loss and steps per second.
+NPU options go through npu_bridge_compat's translator. The run prints the translation report once, its progress
+every 100 steps, then its loss and steps per second. Library deprecation notices are hidden, as under
+`python -m npu_bridge_compat run`; PYTHONWARNINGS=default brings them back.
 """
 
 import os
@@ -18,6 +20,7 @@ import tensorflow as tf  # noqa: E402
 from absl import app, flags  # noqa: E402
 
 from npu_bridge_compat.estimator import DumpConfig, NPUEstimator, NPURunConfig, ProfilingConfig  # noqa: E402
+from npu_bridge_compat.logs import quiet_library_deprecations  # noqa: E402
 
 FLAGS = flags.FLAGS
 flags.DEFINE_integer("iterations_per_loop", 10, "Training steps per session run.")
@@ -52,12 +55,26 @@ def model_fn(features, labels, mode, params):
     return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
 
 
-class Throughput(tf.compat.v1.train.SessionRunHook):
+class Progress(tf.compat.v1.train.SessionRunHook):
+    """Prints the step and the training speed every `every` steps (at session-run boundaries, where N-step runs
+    end), and keeps the overall speed."""
+
+    def __init__(self, every):
+        self.every = every
+
     def begin(self):
         self._global_step = tf.compat.v1.train.get_global_step()
 
     def after_create_session(self, session, coord):
         self.start_step, self.start_time = session.run(self._global_step), time.perf_counter()
+        self._shown = (self.start_step, self.start_time)
+
+    def after_run(self, run_context, run_values):
+        step = run_context.session.run(self._global_step)
+        if step // self.every > self._shown[0] // self.every:
+            now = time.perf_counter()
+            print(f"step {step}: {(step - self._shown[0]) / (now - self._shown[1]):.0f} steps/s", flush=True)
+            self._shown = (step, now)
 
     def end(self, session):
         self.steps = session.run(self._global_step) - self.start_step
@@ -66,6 +83,7 @@ class Throughput(tf.compat.v1.train.SessionRunHook):
 
 def main(_):
     tf.compat.v1.logging.set_verbosity(tf.compat.v1.logging.WARN)
+    quiet_library_deprecations()
     dump = DumpConfig(enable_dump=True, dump_path=FLAGS.dump_path, dump_step="0|5") if FLAGS.dump_path else None
     profiling = (ProfilingConfig(enable_profiling=True, profiling_options=f'{{"output": "{FLAGS.profiling_dir}"}}')
                  if FLAGS.profiling_dir else None)
@@ -80,11 +98,11 @@ def main(_):
         profiling_config=profiling,
     )
     estimator = NPUEstimator(model_fn, config=config, params={"batch_size": FLAGS.batch_size})
-    throughput = Throughput()
-    estimator.train(input_fn, max_steps=FLAGS.max_steps, hooks=[throughput])
+    progress = Progress(every=100)
+    estimator.train(input_fn, max_steps=FLAGS.max_steps, hooks=[progress])
     metrics = estimator.evaluate(input_fn, steps=10)
     print(f"trained to step {metrics['global_step']}, eval loss {metrics['loss']:.4f}, "
-          f"{throughput.steps / throughput.seconds:.0f} steps/s")
+          f"{progress.steps / progress.seconds:.0f} steps/s")
 
 
 if __name__ == "__main__":

@@ -9,6 +9,10 @@ import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+from npu_bridge_compat.compat import select_keras_2  # noqa: E402
+
+select_keras_2()  # tf.layers are Keras 2: tf_keras from TensorFlow 2.16, chosen before TensorFlow loads
+
 import numpy as np  # noqa: E402
 import tensorflow.compat.v1 as tf  # noqa: E402
 from tensorflow.core.protobuf.rewriter_config_pb2 import RewriterConfig  # noqa: E402

@@ -2,24 +2,31 @@
 
 `NPURunConfig` validates every NPU option at construction (through `options_from_kwargs`, merged over the
 NpuOptimizer entries of `session_config`, which NPURunConfig's own arguments override as in the adapter), and
-hands the Estimator the host `session_config` of the plan.
+hands the Estimator the host `session_config` of the plan. A session config given later (`replace`, which
+TensorFlow's Estimator calls itself) is read and planned the same way.
 """
 
 from __future__ import annotations
 
+import copy
 import enum
 import inspect
 from typing import Any
 
-import tensorflow as tf
 from absl import logging
 
+from npu_bridge_compat.compat import estimator_class
 from npu_bridge_compat.errors import NpuCompatWarning, NpuOptionTypeError, NpuOptionValueError, warn
-from npu_bridge_compat.host import build_plan, log_once
-from npu_bridge_compat.host.apply import apply_environment, apply_process_settings
+from npu_bridge_compat.host import build_plan
 from npu_bridge_compat.host.features import StepLoop
 from npu_bridge_compat.options import OPTIONS, options_from_kwargs
 from npu_bridge_compat.options.readers import config_proto_values
+from npu_bridge_compat.runtime.doors import SESSION_SETTINGS, Door, enter_plan, unapplied
+
+# A plain tf.estimator.Estimator given an NPURunConfig applies only what its session config carries.
+PLAIN_ESTIMATOR = Door("tf.estimator.Estimator", SESSION_SETTINGS,
+                       "The NPU options' iterations_per_loop, dumps, numeric checks, profiling and host regions take "
+                       "effect only with NPUEstimator, as on Ascend; this Estimator runs one step per session run.")
 
 
 class ProfilingConfig:
@@ -58,32 +65,41 @@ class DumpConfig:
 
 
 class DynamicInputConfig:
-    """Gear-mode dynamic shapes: input_shape, dynamic_dims and dynamic_node_type, all three required."""
+    """Gear-mode dynamic shapes: input_shape, dynamic_dims and dynamic_node_type, all three required, and the
+    newest adapter's compile_hybrid_mode (optional here, so scripts written for older adapters keep working)."""
 
-    def __init__(self, input_shape: str, dynamic_dims: str, dynamic_node_type: int) -> None:
+    def __init__(self, input_shape: str, dynamic_dims: str, dynamic_node_type: int,
+                 compile_hybrid_mode: int | None = None) -> None:
         self._input_shape = input_shape
         self._dynamic_dims = dynamic_dims
         self._dynamic_node_type = dynamic_node_type
+        self._compile_hybrid_mode = compile_hybrid_mode
 
     def npu_options(self) -> dict[str, Any]:
         values = {"input_shape": self._input_shape, "dynamic_dims": self._dynamic_dims,
                   "dynamic_node_type": self._dynamic_node_type}
-        return values if all(value is not None for value in values.values()) else {}
+        if any(value is None for value in values.values()):
+            return {}
+        if self._compile_hybrid_mode is not None:
+            values["compile_hybrid_mode"] = self._compile_hybrid_mode
+        return values
 
 
 class MemoryConfig:
     """Graph Engine memory policies."""
 
     def __init__(self, atomic_clean_policy: int = 0, static_memory_policy: int = 0,
-                 memory_optimization_policy: str | None = None) -> None:
+                 memory_optimization_policy: str | None = None, variable_use_1g_huge_page: int = 0) -> None:
         self._atomic_clean_policy = atomic_clean_policy
         self._static_memory_policy = static_memory_policy
         self._memory_optimization_policy = memory_optimization_policy
+        self._variable_use_1g_huge_page = variable_use_1g_huge_page
 
     def npu_options(self) -> dict[str, Any]:
         return _changed({"atomic_clean_policy": self._atomic_clean_policy,
                          "static_memory_policy": self._static_memory_policy,
-                         "memory_optimization_policy": self._memory_optimization_policy})
+                         "memory_optimization_policy": self._memory_optimization_policy,
+                         "variable_use_1g_huge_page": self._variable_use_1g_huge_page})
 
 
 class GraphMemoryOptimizeConfig:
@@ -93,7 +109,7 @@ class GraphMemoryOptimizeConfig:
         for name, value in (("recompute", recompute), ("graph_slice", graph_slice)):
             if value is not None and value not in ("auto", "manual"):
                 raise NpuOptionValueError(f"{name} should be in ['auto', 'manual'] (got {value!r})")
-        self._recompute = recompute
+        self.recompute = recompute
         self._graph_slice = graph_slice
 
 
@@ -110,6 +126,8 @@ class ExperimentalConfig:
                                                                        GraphMemoryOptimizeConfig):
             raise NpuOptionValueError("graph_memory_optimize_config type must be GraphMemoryOptimizeConfig "
                                       f"(got {type(graph_memory_optimize_config).__name__})")
+        # Reaches the adapter's graph as an attribute, not as a session option; NPURunConfig plans it.
+        self.recompute = graph_memory_optimize_config.recompute if graph_memory_optimize_config else None
         self._values = {
             "experimental_logical_device_cluster_deploy_mode": logical_device_cluster_deploy_mode,
             "experimental_logical_device_id": logical_device_id,
@@ -149,10 +167,10 @@ _HOLDERS = {"profiling_config": ProfilingConfig, "dump_config": DumpConfig,
             "dynamic_input_config": DynamicInputConfig, "memory_config": MemoryConfig,
             "experimental_config": ExperimentalConfig}
 _AOE_ARGUMENTS = ("aoe_mode", "work_path", "distribute_config")  # written only when aoe_mode is set
-_NO_HOST_MEANING = ("distribute", "horovod_mode", "quant_dumpable")
+_NO_HOST_MEANING = ("distribute", "horovod_mode")
 
 
-class NPURunConfig(tf.estimator.RunConfig):
+class NPURunConfig(estimator_class("RunConfig")):
     """`tf.estimator.RunConfig` with the Ascend adapter's NPU arguments, defaults and checks."""
 
     def __init__(self, iterations_per_loop=1, profiling_config=None, model_dir=None, tf_random_seed=None,
@@ -176,35 +194,31 @@ class NPURunConfig(tf.estimator.RunConfig):
                  memory_config=None, experimental_config=None, topo_sorting_mode=None, aoe_config_file=None,
                  insert_op_file=None, stream_sync_timeout=-1, event_sync_timeout=-1, external_weight=False,
                  deterministic=0, frozen_variable=False, variable_placement="Device", jit_compile="auto",
-                 precision_mode_v2=None, ac_parallel_enable=None, quant_dumpable=None):
+                 precision_mode_v2=None, ac_parallel_enable=None, quant_dumpable=None, input_fusion_size=131072,
+                 compile_dynamic_mode=None, graph_max_parallel_model_num=1, export_compile_stat=1, aicore_num=None,
+                 oo_constant_folding=True, input_batch_cpy=False, shape_generalization_mode="STRICT",
+                 all_tensor_not_empty=False, auto_multistream_parallel_mode=None, oo_level="O3",
+                 optimization_switch=None, auto_tune_mode=None):  # auto_tune_mode: adapter 1.x, before aoe_mode
         arguments = {name: value for name, value in locals().items() if name not in ("self", "__class__")}
         self._check_holders(arguments)
-        npu_values = self._npu_values(arguments)
-        if session_config is not None:  # its NpuOptimizer entries, under NPURunConfig's own arguments
-            npu_values = {**config_proto_values(session_config, source="NPURunConfig(session_config=...)"),
-                          **npu_values}
-        self.npu_options = options_from_kwargs(npu_values, source="NPURunConfig")
-        self.npu_plan = build_plan(self.npu_options, config=session_config)
-        log_once(self.npu_plan.report)
-        apply_environment(self.npu_plan)
-        apply_process_settings(self.npu_plan)
+        self._argument_values = self._npu_values(arguments)
+        self._recompute = experimental_config.recompute if experimental_config is not None else None
         for name in _NO_HOST_MEANING:
             if arguments[name] not in (None, False):
                 logging.warning("NPURunConfig(%s=%r) has no host equivalent; it is ignored.", name, arguments[name])
         self.iterations_per_loop = iterations_per_loop
         self.mix_compile_mode = mix_compile_mode
         self.horovod_mode = horovod_mode
-        # Warn once if a plain Estimator reads the session config (NPUEstimator clears this on its copy).
-        self.warn_single_step_estimator = False
+        self.warn_plain_estimator = False  # see session_config; NPUEstimator keeps it off on its own copy
         if save_checkpoints_steps is None and save_checkpoints_secs is None:
             save_checkpoints_steps = 100  # the adapter's default, where RunConfig saves every 600 seconds
         super().__init__(
             model_dir=model_dir, tf_random_seed=tf_random_seed, save_summary_steps=save_summary_steps,
             save_checkpoints_steps=save_checkpoints_steps, save_checkpoints_secs=save_checkpoints_secs,
-            session_config=self.npu_plan.host_config(session_config), keep_checkpoint_max=keep_checkpoint_max,
+            session_config=session_config, keep_checkpoint_max=keep_checkpoint_max,
             keep_checkpoint_every_n_hours=keep_checkpoint_every_n_hours, log_step_count_steps=log_step_count_steps,
             train_distribute=train_distribute, eval_distribute=eval_distribute)
-        self.warn_single_step_estimator = iterations_per_loop > 1
+        self.warn_plain_estimator = True
 
     @staticmethod
     def _check_holders(arguments: dict[str, Any]) -> None:
@@ -235,12 +249,45 @@ class NPURunConfig(tf.estimator.RunConfig):
         return values
 
     @property
+    def _session_config(self):
+        return self.__dict__.get("_host_session_config")
+
+    @_session_config.setter
+    def _session_config(self, session_config) -> None:
+        """RunConfig stores its session config here, in __init__ and in replace(): its NpuOptimizer entries are
+        read under this config's own arguments and planned, and the host copy is kept."""
+        values = self._argument_values
+        if session_config is not None:
+            values = {**config_proto_values(session_config, source="NPURunConfig(session_config=...)"), **values}
+        self.npu_options = options_from_kwargs(values, source="NPURunConfig")
+        self.npu_plan = build_plan(self.npu_options, config=session_config, recompute=self._recompute)
+        enter_plan(self.npu_plan)
+        self.__dict__["_host_session_config"] = self.npu_plan.host_config(session_config)
+
+    @property
     def session_config(self):
-        if self.warn_single_step_estimator:
-            self.warn_single_step_estimator = False
-            warn(f"iterations_per_loop={self.iterations_per_loop} takes effect only with NPUEstimator, as on "
-                 "Ascend; this Estimator runs one step per session run.", NpuCompatWarning)
+        if self.warn_plain_estimator:  # read by a plain Estimator (NPUEstimator turns this off on its copy)
+            self.warn_plain_estimator = False
+            features = unapplied(self.npu_plan, PLAIN_ESTIMATOR)
+            if features:
+                warn(f"{PLAIN_ESTIMATOR.name} does not carry out {', '.join(map(str, features))}. "
+                     f"{PLAIN_ESTIMATOR.hint}", NpuCompatWarning)
         return self._session_config
+
+    def __deepcopy__(self, memo: dict) -> NPURunConfig:
+        """RunConfig.replace deep-copies, then validates the copy by reading its properties: the copy must not
+        warn about a plain Estimator (replace() below passes the flag on)."""
+        copied = type(self).__new__(type(self))
+        memo[id(self)] = copied
+        copied.__dict__.update({name: copy.deepcopy(value, memo) for name, value in self.__dict__.items()})
+        copied.warn_plain_estimator = False
+        return copied
+
+    def replace(self, **kwargs) -> NPURunConfig:
+        """RunConfig.replace; a new session_config is read and planned, and replacing never warns."""
+        replaced = super().replace(**kwargs)
+        replaced.warn_plain_estimator = self.warn_plain_estimator
+        return replaced
 
     @property
     def steps_per_run(self) -> int:

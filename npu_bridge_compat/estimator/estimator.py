@@ -1,9 +1,12 @@
 """NPUEstimator and NPUEstimatorSpec: the adapter's Estimator, with its training semantics, on a host.
 
-With `iterations_per_loop=N` a TRAIN session run executes N steps with the input pulled inside the loop, so
+`model_fn` is built in the ordinary graph, as on the NPU. With `iterations_per_loop=N` a TRAIN session run
+executes N copies of that step (the shared N-step loop, runtime/loop.py), each pulling its own batch, so
 `global_step` advances by N per run; `train(max_steps=M)` shortens the last loop to end exactly at M. Hooks,
-summaries, logging and checkpoints fire at run boundaries, as on the NPU. EVAL and PREDICT run one step per run.
-With mixed compute, `model_fn` is built under the FusedBatchNormV3 workaround in every mode.
+summaries, logging and checkpoints fire at run boundaries, as on the NPU, and every tensor they fetch holds its
+last iteration's value. EVAL and PREDICT run one step per run. With mixed compute, `model_fn` is built under the
+FusedBatchNormV3 workaround in every mode. Dumps, numeric checks, keep-dtype, host regions and profiling are the
+shared run-time units (runtime/units.py).
 """
 
 from __future__ import annotations
@@ -15,44 +18,26 @@ import json
 from typing import Any
 
 import tensorflow as tf
-from tensorflow.python.ops.ref_variable import RefVariable
-from tensorflow.python.training import training_util
-from tensorflow_estimator.python.estimator import estimator as estimator_lib
-from tensorflow_estimator.python.estimator import util as estimator_util
-from tensorflow_estimator.python.estimator.mode_keys import ModeKeys
 
+from npu_bridge_compat.compat import estimator_class
 from npu_bridge_compat.distributed.doors import rank_estimator
 from npu_bridge_compat.errors import NpuCompatWarning, NpuOptionValueError, warn
 from npu_bridge_compat.estimator.config import NPURunConfig
-from npu_bridge_compat.host.batchnorm import batchnorm_workaround, install_horizon_gate
-from npu_bridge_compat.host.apply import PROCESS_FEATURES, warn_unapplied
-from npu_bridge_compat.host.dump import TensorDumpHook
-from npu_bridge_compat.host.features import (
-    BatchNormWorkaround,
-    HostRegions,
-    NumericChecks,
-    ProfilerTrace,
-    StepLoop,
-    TensorDump,
-)
-from npu_bridge_compat.host.loop import training_loop
-from npu_bridge_compat.host.numeric import numeric_check
-from npu_bridge_compat.host.placement_graph import host_region_ops, keep_on_host
-from npu_bridge_compat.host.profiling import ProfilerHook
-from npu_bridge_compat.host.step_probes import StepProbes
-from npu_bridge_compat.host.subgraph import (
-    ancestors_among,
-    fetched_operations,
-    kept_dtype_operations,
-    keeping_dtype,
-    live_operations,
-    warn_kept_in_loop,
-)
+from npu_bridge_compat.host.features import BatchNormWorkaround
+from npu_bridge_compat.runtime.batchnorm import batchnorm_workaround, install_horizon_gate
+from npu_bridge_compat.runtime.doors import RUN_UNITS, SESSION_SETTINGS, Door, enter_plan
+from npu_bridge_compat.runtime.loop import loop_train_op
+from npu_bridge_compat.runtime.units import LoopServingUnit, units_for
+
+ESTIMATOR_DOOR = Door("NPUEstimator", (*RUN_UNITS, *SESSION_SETTINGS))
+GRAPH_NAME = "train"  # the dumps' graph directory, as Ascend names the training graph
+
+ModeKeys = estimator_class("ModeKeys")
 
 install_horizon_gate()  # a script's own forward_compatibility_horizon(2019, 5, 1) works with this door too
 
 
-class NPUEstimatorSpec(tf.estimator.EstimatorSpec):
+class NPUEstimatorSpec(estimator_class("EstimatorSpec")):
     """`EstimatorSpec` with the adapter's `host_call=(fn, tensors)`: `fn(*tensors)` (or `fn(**tensors)`) runs on
     the host every step."""
 
@@ -105,9 +90,9 @@ def _run_host_call(spec) -> list:
     return [op for op in tf.nest.flatten(result) if op is not None]
 
 
-class NPUEstimator(tf.estimator.Estimator):
-    """The adapter's NPUEstimator on host TensorFlow (no JOB_ID needed; several ranks as in
-    npu_bridge_compat.distributed)."""
+class NPUEstimator(estimator_class("Estimator")):
+    """The adapter's NPUEstimator on host TensorFlow (no JOB_ID needed; several ranks
+    as in npu_bridge_compat.distributed)."""
 
     def __init__(self, model_fn, model_dir=None, config=None, params=None, job_start_file="",
                  warm_start_from=None):
@@ -122,15 +107,12 @@ class NPUEstimator(tf.estimator.Estimator):
         if job_start_file:
             _read_job_start_file(job_start_file)
         config = copy.copy(config)  # our own copy: the flag below must not leak into the caller's config
-        config.warn_single_step_estimator = False
+        config.warn_plain_estimator = False
         self._steps_per_run = config.steps_per_run
         self._build_with_batchnorm_workaround = config.npu_plan.feature(BatchNormWorkaround) is not None
         self._last_step: int | None = None
         self._check_run_boundaries(config)
-        warn_unapplied(config.npu_plan, "NPUEstimator",
-                       (StepLoop, BatchNormWorkaround, HostRegions, ProfilerTrace, TensorDump, NumericChecks,
-                        *PROCESS_FEATURES))
-        self._plan_hooks = _plan_hooks(config.npu_plan, looped=self._steps_per_run > 1)
+        enter_plan(config.npu_plan, ESTIMATOR_DOOR, process=False)  # NPURunConfig applied the process-wide part
         config, self._rank_hooks = rank_estimator(config)  # several ranks: as the adapter's NPUEstimator
         super().__init__(model_fn=model_fn, model_dir=model_dir, config=config, params=params,
                          warm_start_from=warm_start_from)
@@ -149,7 +131,7 @@ class NPUEstimator(tf.estimator.Estimator):
 
     def train(self, input_fn, hooks=None, steps=None, max_steps=None, saving_listeners=None):
         if self._steps_per_run > 1 and (steps is not None) != (max_steps is not None):
-            start = estimator_lib._load_global_step_from_checkpoint_dir(self._model_dir)
+            start = _checkpointed_global_step(self._model_dir)
             self._last_step = max_steps if max_steps is not None else start + steps
             total = self._last_step - start
             if total > 0 and total % self._steps_per_run:
@@ -158,7 +140,10 @@ class NPUEstimator(tf.estimator.Estimator):
                      f"{self._last_step} (the NPU would overshoot).", NpuCompatWarning)
         else:
             self._last_step = None
-        hooks = list(hooks or []) + [hook() for hook in self._plan_hooks] + self._rank_hooks
+        plan = self.config.npu_plan
+        hooks = list(hooks or []) + units_for(plan, GRAPH_NAME) + self._rank_hooks
+        if self._steps_per_run > 1:
+            hooks.append(LoopServingUnit(plan, GRAPH_NAME))
         return super().train(input_fn, hooks=hooks, steps=steps, max_steps=max_steps,
                              saving_listeners=saving_listeners)
 
@@ -167,171 +152,46 @@ class NPUEstimator(tf.estimator.Estimator):
             return super()._convert_train_steps_to_hooks(steps, max_steps)
         return [_StopAtLastStepHook(self._last_step)]
 
+    def _call_input_fn(self, input_fn, mode, input_context=None):
+        result = super()._call_input_fn(input_fn, mode, input_context)
+        if mode == ModeKeys.TRAIN and self._steps_per_run > 1 and not isinstance(result, tf.data.Dataset):
+            raise NpuOptionValueError(
+                f"iterations_per_loop={self._steps_per_run} needs an input_fn that returns a tf.data.Dataset, so "
+                "that every iteration pulls its own batch (the NPU's loop sink needs one too); got tensors (a "
+                "one-shot iterator's get_next(), say). Return the dataset, or set iterations_per_loop=1.")
+        return result
+
     def _call_model_fn(self, features, labels, mode, config):
         scope = batchnorm_workaround() if self._build_with_batchnorm_workaround else contextlib.nullcontext()
         with scope:
             spec = super()._call_model_fn(features, labels, mode, config)
-        if mode == ModeKeys.TRAIN and self._steps_per_run == 1:
+        if mode == ModeKeys.TRAIN and getattr(spec, "host_call", None) is not None:
+            if self._steps_per_run > 1:
+                raise NpuOptionValueError(
+                    f"host_call is not supported with iterations_per_loop={self._steps_per_run} on a host: the NPU "
+                    "runs it outside its loop of steps. Use iterations_per_loop=1 while it is needed.")
             host_ops = _run_host_call(spec)
             if host_ops:
                 spec = spec._replace(train_op=tf.group(spec.train_op, *host_ops))
         return spec
 
-    def _train_model_default(self, input_fn, hooks, saving_listeners):
-        if self._steps_per_run == 1:
-            return super()._train_model_default(input_fn, hooks, saving_listeners)
-        with tf.Graph().as_default() as graph, graph.device(self._device_fn):
-            tf.compat.v1.random.set_random_seed(self._config.tf_random_seed)
-            global_step = self._create_and_assert_global_step(graph)
-            training_util._get_or_create_global_step_read(graph)  # the read hooks fetch, as Estimator makes it
+    def _train_with_estimator_spec(self, estimator_spec, worker_hooks, hooks, global_step_tensor,
+                                   saving_listeners):
+        if self._steps_per_run > 1:  # the step model_fn built, N times per run
             iterations = tf.constant(self._steps_per_run, tf.int64)
             if self._last_step is not None:
-                iterations = tf.maximum(tf.minimum(iterations, self._last_step - global_step.read_value()), 0)
-            iterator, input_hook = self._loop_input(input_fn)
-            probes = StepProbes.for_plan(self.config.npu_plan)  # dumps and checks built into every step
-
-            def step():
-                body = tf.compat.v1.get_default_graph()  # the loop body's graph (control flow v2) or the graph (v1)
-                context = body._get_control_flow_context()  # None, or the v1 loop's
-                first_new_op = len(body.get_operations())
-                features, labels = estimator_util.parse_iterator_result(iterator.get_next())
-                try:
-                    spec = self._call_model_fn(features, labels, ModeKeys.TRAIN, self.config)
-                except TypeError as error:
-                    self._refuse_reference_variables(error)
-                    raise
-                if getattr(spec, "host_call", None) is not None:
-                    raise NpuOptionValueError(
-                        f"host_call is not supported with iterations_per_loop={self._steps_per_run} on a host: its "
-                        "tensors exist only inside the loop. Use iterations_per_loop=1 while it is needed.")
-                # The step's own level (a value inside a v1 cond cannot be used outside it), with values every run.
-                ran = [op for op in live_operations(ancestors_among(fetched_operations([spec.train_op, spec.loss]),
-                                                                    body.get_operations()[first_new_op:]))
-                       if op._control_flow_context is context]
-                if self.config.npu_plan.uses_mixed_precision:
-                    warn_kept_in_loop(keeping_dtype(ran), f"the iterations_per_loop={self._steps_per_run} loop")
-                if probes is None:
-                    return spec.train_op, spec.loss, spec
-                probe_ops = probes.attach(ran)  # steps counted from 0 in each train() call
-                return tf.group(spec.train_op, *probe_ops), spec.loss, spec
-
-            checked = probes is not None and probes.failure is not None
-            keep_going = (lambda: probes.failure[0] < 0) if checked else None
-            loop = training_loop(step, iterations, keep_going)
-            inner = loop.step_output  # its tensors live inside the loop; only what a TRAIN run needs is kept
-            spec = tf.estimator.EstimatorSpec(
-                ModeKeys.TRAIN, loss=loop.loss, train_op=loop.train_op, scaffold=inner.scaffold,
-                training_chief_hooks=inner.training_chief_hooks, training_hooks=inner.training_hooks)
-            worker_hooks = [input_hook]
-            if keep_going is not None:
-                with tf.control_dependencies([loop.train_op]):
-                    worker_hooks.append(_LoopFailureHook(probes, probes.failure.read_value()))
-            return self._train_with_estimator_spec(spec, worker_hooks, hooks, global_step, saving_listeners)
-
-    def _refuse_reference_variables(self, error: TypeError) -> None:
-        """The loop body is a TensorFlow 2 function, which TF1 reference variables cannot enter; say so plainly."""
-        references = [v.name for v in tf.compat.v1.global_variables() if isinstance(v, RefVariable)]
-        if references:
-            raise NpuOptionValueError(
-                f"iterations_per_loop={self._steps_per_run} builds the training step inside a TensorFlow 2 while "
-                f"loop, which TF1 reference variables ({', '.join(references[:3])}) cannot enter ({error}). Create "
-                "resource variables (use_resource=True, TensorFlow 2's default), run a TF1 script with "
-                "`python -m npu_bridge_compat run --tf1`, or set iterations_per_loop=1.") from None
-
-    def _loop_input(self, input_fn):
-        """An iterator the loop body pulls batches from, and the hook that initialises it (the NPU needs a
-        Dataset for its loop sink too)."""
-        result = self._call_input_fn(input_fn, ModeKeys.TRAIN)
-        if not isinstance(result, tf.data.Dataset):
-            raise NpuOptionValueError(
-                f"iterations_per_loop={self._steps_per_run} needs an input_fn that returns a tf.data.Dataset, so "
-                "that every iteration pulls its own batch; got tensors (a one-shot iterator's get_next(), say). "
-                "Return the dataset, or set iterations_per_loop=1.")
-        iterator = tf.compat.v1.data.make_initializable_iterator(result)
-        return iterator, estimator_util._DatasetInitializerHook(iterator)
-
-
-def _plan_hooks(plan, looped: bool) -> list:
-    """Factories of the training hooks that carry out the plan's host regions, profiling, dumps, numeric checks
-    and keep-dtype marks. With a loop (`looped`), dumps and checks are built into the loop body instead."""
-    hooks = []
-    regions = plan.feature(HostRegions)
-    if regions is not None:
-        hooks.append(lambda: _HostRegionsHook(regions, plan.host))
-    trace = plan.feature(ProfilerTrace)
-    if trace is not None:
-        hooks.append(lambda: ProfilerHook(trace.output))
-    if looped:
-        return hooks
-    dump = plan.feature(TensorDump)
-    if dump is not None:
-        hooks.append(lambda: TensorDumpHook(dump))
-    if plan.feature(NumericChecks) is not None:
-        hooks.append(lambda: _NumericChecksHook(plan.options.dump_path or None))
-    if plan.uses_mixed_precision:
-        hooks.append(_KeepDtypeHook)
-    return hooks
-
-
-class _LoopFailureHook(tf.compat.v1.train.SessionRunHook):
-    """Reads, after each loop, the first non-finite output its steps recorded, and stops training there."""
-
-    def __init__(self, probes: StepProbes, failure_after_loop) -> None:
-        self._probes, self._failure = probes, failure_after_loop
-
-    def before_run(self, run_context):
-        return tf.compat.v1.train.SessionRunArgs(self._failure)
-
-    def after_run(self, run_context, run_values) -> None:
-        self._probes.raise_if_failed(run_values.results)
-
-
-class _KeepDtypeHook(tf.compat.v1.train.SessionRunHook):
-    """Ops of the training step under keep_dtype_scope become run targets, which grappler's mixed-precision pass
-    leaves in float32."""
-
-    def begin(self) -> None:
-        graph = tf.compat.v1.get_default_graph()
-        self._kept = kept_dtype_operations(graph, fetched_operations(
-            graph.get_collection(tf.compat.v1.GraphKeys.TRAIN_OP)))
-
-    def before_run(self, run_context):
-        return tf.compat.v1.train.SessionRunArgs(self._kept) if self._kept else None
-
-
-class _NumericChecksHook(tf.compat.v1.train.SessionRunHook):
-    """Checks every floating-point tensor of the training step (built before the graph is finalised)."""
-
-    def __init__(self, dump_path: str | None) -> None:
-        self._dump_path = dump_path
-
-    def begin(self) -> None:
-        graph = tf.compat.v1.get_default_graph()
-        train_ops = fetched_operations(graph.get_collection(tf.compat.v1.GraphKeys.TRAIN_OP))
-        self._check = numeric_check(graph, train_ops, self._dump_path)
-
-    def before_run(self, run_context):
-        return tf.compat.v1.train.SessionRunArgs(self._check.flags) if self._check is not None else None
-
-    def after_run(self, run_context, run_values) -> None:
-        if self._check is not None:
-            self._check.raise_if_non_finite(run_values.results)
-
-
-class _HostRegionsHook(tf.compat.v1.train.SessionRunHook):
-    """Keeps the in_out_pair regions on the host once the training graph is built (before it is finalised)."""
-
-    def __init__(self, regions, host) -> None:
-        self._regions, self._host = regions, host
-
-    def begin(self) -> None:
-        graph = tf.compat.v1.get_default_graph()
-        keep_on_host(host_region_ops(graph, self._regions), self._host)
+                done = tf.cast(global_step_tensor, tf.int64)
+                iterations = tf.maximum(tf.minimum(iterations, self._last_step - done), 0)
+            looped = loop_train_op(estimator_spec.train_op, iterations)
+            estimator_spec = estimator_spec._replace(train_op=looped.loop_op)
+        return super()._train_with_estimator_spec(estimator_spec, worker_hooks, hooks, global_step_tensor,
+                                                  saving_listeners)
 
 
 class _StopAtLastStepHook(tf.compat.v1.train.SessionRunHook):
     """Stops once global_step reaches the last step. Estimator's StopAtStepHook assumes one step per run and
-    would ask for one more (empty) run after a loop that ended exactly there."""
+    would ask for one more (empty) run after a loop that ended exactly there. The step is fetched with each loop
+    (the loop server reads it after the loop), so stopping costs no run of its own."""
 
     def __init__(self, last_step: int) -> None:
         self._last_step = last_step
@@ -339,9 +199,20 @@ class _StopAtLastStepHook(tf.compat.v1.train.SessionRunHook):
     def begin(self) -> None:
         self._global_step = tf.compat.v1.train.get_global_step()
 
+    def before_run(self, run_context):
+        return tf.compat.v1.train.SessionRunArgs(self._global_step)
+
     def after_run(self, run_context, run_values) -> None:
-        if run_context.session.run(self._global_step) >= self._last_step:
+        if run_values.results >= self._last_step:
             run_context.request_stop()
+
+
+def _checkpointed_global_step(model_dir: str) -> int:
+    """The global step of the newest checkpoint in `model_dir` (0 without one), where training resumes."""
+    checkpoint = tf.train.latest_checkpoint(model_dir)
+    if checkpoint is None:
+        return 0
+    return int(tf.train.load_variable(checkpoint, tf.compat.v1.GraphKeys.GLOBAL_STEP))
 
 
 def _read_job_start_file(path: str) -> dict[str, Any]:

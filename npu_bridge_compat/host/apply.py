@@ -12,9 +12,8 @@ import os
 import threading
 from typing import Iterator
 
-from npu_bridge_compat.errors import NpuCompatWarning, NpuOptionValueError, warn
-from npu_bridge_compat.host.features import OpDeterminism, TensorFloat32
-from npu_bridge_compat.host.precision import AMP_ENV_PREFIX
+from npu_bridge_compat.errors import NpuOptionValueError
+from npu_bridge_compat.host.features import AMP_ENV_PREFIX, ProcessSetting
 
 # Variables holding space-separated flags: ours are added to what the user already set.
 FLAG_VARIABLES = ("TF_XLA_FLAGS", "XLA_FLAGS")
@@ -49,8 +48,7 @@ def _check_op_lists(plan) -> None:
     no lists set or exactly its own."""
     wanted = {n: v for n, v in plan.environment.items() if n.startswith(AMP_ENV_PREFIX)}
     current = {n: entry[0] for n, entry in _applied.items() if n.startswith(AMP_ENV_PREFIX)}
-    uses_amp = any(".auto_mixed_precision" in path for path in plan.config_edits)
-    if current and (wanted or uses_amp) and wanted != current:
+    if current and (wanted or plan.mixed_precision) and wanted != current:
         source = next(entry[1] for n, entry in _applied.items() if n.startswith(AMP_ENV_PREFIX))
         raise NpuOptionValueError(
             f"{plan.options.source} needs the mixed-precision op lists {wanted or 'unchanged'}, but {source} "
@@ -84,26 +82,5 @@ def applied_environment(plan) -> Iterator[None]:
 
 def apply_process_settings(plan) -> None:
     """Process-wide TensorFlow switches a plan asks for: op determinism, TF32 matmuls."""
-    import tensorflow as tf
-
-    if plan.feature(OpDeterminism):
-        tf.config.experimental.enable_op_determinism()
-    tf32 = plan.feature(TensorFloat32)
-    if tf32 is not None:
-        tf.config.experimental.enable_tensor_float_32_execution(tf32.enabled)
-
-
-PROCESS_FEATURES = (OpDeterminism, TensorFloat32)
-
-
-_warned_unapplied: set[tuple[str, str]] = set()
-
-
-def warn_unapplied(plan, door: str, applied: tuple[type, ...]) -> None:
-    """Say, once per door and feature kind, which planned host effects this door does not carry out yet."""
-    for feature in plan.features:
-        key = (door, type(feature).__name__)
-        if not isinstance(feature, applied) and key not in _warned_unapplied:
-            _warned_unapplied.add(key)
-            warn(f"{door} does not apply {type(feature).__name__} yet ({feature}); the report lists it as planned, "
-                 "but it has no effect through this door.", NpuCompatWarning)
+    for setting in plan.features_of(ProcessSetting):
+        setting.apply()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 from npu_bridge_compat.host.features import Feature
 from npu_bridge_compat.options.spec import Effect
@@ -11,8 +10,6 @@ from npu_bridge_compat.options.spec import Effect
 
 @dataclasses.dataclass
 class Contribution:
-    config: dict[str, Any] = dataclasses.field(default_factory=dict)  # dotted ConfigProto field -> value
-    environment: dict[str, str] = dataclasses.field(default_factory=dict)
     features: list[Feature] = dataclasses.field(default_factory=list)
     # What an option does on this host, where it differs from the table's general statement.
     entries: dict[str, tuple[Effect, str]] = dataclasses.field(default_factory=dict)

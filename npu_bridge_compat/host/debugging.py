@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from npu_bridge_compat.host.contribution import Contribution
-from npu_bridge_compat.host.features import NumericChecks, ProfilerTrace, TensorDump
+from npu_bridge_compat.host.features import GraphDumps, NumericChecks, ProfilerTrace, TensorDump
 from npu_bridge_compat.host.platform import HostFacts
 from npu_bridge_compat.options.grammars import ProfilingOptions
 from npu_bridge_compat.options.spec import Effect
@@ -32,7 +32,7 @@ def plan_debugging(options, host: HostFacts) -> Contribution:
     if options.is_set("enable_exception_dump") and options.enable_exception_dump > 0:
         checks_reason.append("enable_exception_dump")
     if checks_reason:
-        result.features.append(NumericChecks())
+        result.features.append(NumericChecks(options.dump_path or None))
         saved = (f"; the inputs of ops with Inf/NaN outputs are saved under {options.dump_path}/exception"
                  if options.dump_path else "")
         for key in checks_reason:
@@ -55,8 +55,7 @@ def plan_debugging(options, host: HostFacts) -> Contribution:
                        f"{', '.join(ascend_only)} have no host counterpart (the host trace records ops and steps)")
     if options.op_debug_level > 0 or options.debug_dir:
         directory = options.debug_dir or os.getcwd()
-        result.environment["TF_DUMP_GRAPH_PREFIX"] = directory
-        result.environment["XLA_FLAGS"] = f"--xla_dump_to={os.path.join(directory, 'xla')}"
+        result.features.append(GraphDumps(directory))
         how = f"TensorFlow graphs (TF_DUMP_GRAPH_PREFIX) and XLA HLO (--xla_dump_to) dumped under {directory}"
         for key in ("op_debug_level", "debug_dir"):
             if options.is_set(key):

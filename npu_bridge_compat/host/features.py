@@ -1,31 +1,82 @@
-"""Runtime features a plan asks the doors to provide (beyond ConfigProto edits and environment settings).
+"""The host plan's features: each one thing to do on this host, as a small typed value.
 
-Plain data: each door (Estimator, session, Keras) looks for the features it supports and applies them in one
-place.
+A feature says what it is for and, where it is a setting, applies itself in one place:
+- `SessionSetting`: a field of the session's ConfigProto (`apply_to`). `RewriteSetting`s are grappler rewrite
+  options, which also reach the functions Keras traces.
+- `ProcessSetting`: a process-wide TensorFlow switch or environment variable (`apply` / `environment`).
+- `RunUnitFeature`: carried out around training runs by a run-time unit (`npu_bridge_compat.runtime`).
+Which doors carry out which kinds is declared by the doors (`runtime/doors.py`); nothing here changes the process.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
 from typing import Mapping
 
 from npu_bridge_compat.options.grammars import InOutPair
 
+AMP_ENV_PREFIX = "TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_"  # grappler reads its mixed-precision lists here
+
+
+class Feature:
+    """Base of the plan's features."""
+
+    def environment(self) -> Mapping[str, str]:
+        """Environment variables this feature needs (read by TensorFlow process-wide)."""
+        return {}
+
+
+class SessionSetting(Feature):
+    """A setting of the session's ConfigProto."""
+
+    def apply_to(self, config) -> None:
+        raise NotImplementedError
+
+
+class RewriteSetting(SessionSetting):
+    """A grappler rewrite option: set in a session's config, or in the config Keras' function calls carry."""
+
+    def apply_to(self, config) -> None:
+        self.rewrite(config.graph_options.rewrite_options)
+
+    def rewrite(self, rewrite_options) -> None:
+        raise NotImplementedError
+
+
+class ProcessSetting(Feature):
+    """A process-wide switch, applied once when a door enters the plan."""
+
+    def apply(self) -> None:
+        """Switch it on (environment-only settings have nothing more to do)."""
+
+
+class RunUnitFeature(Feature):
+    """Carried out around training runs by a run-time unit of the door."""
+
+
+# --- run-time units -----------------------------------------------------------------------------------------
 
 @dataclasses.dataclass(frozen=True)
-class StepLoop:
+class StepLoop(RunUnitFeature, SessionSetting):
     """Run `iterations` training steps per session run / train-function call."""
 
     iterations: int
 
+    def apply_to(self, config) -> None:
+        # A configured inter-op pool lets a looped run of a small step choose the caller's thread (runtime/loop.py);
+        # pool 0 is the pool the session would have had.
+        if not config.session_inter_op_thread_pool:
+            config.session_inter_op_thread_pool.add(num_threads=config.inter_op_parallelism_threads)
+
 
 @dataclasses.dataclass(frozen=True)
-class BatchNormWorkaround:
+class BatchNormWorkaround(RunUnitFeature):
     """Build graphs with the pre-FusedBatchNormV3 ops (FusedBatchNorm / FusedBatchNormV2), for mixed compute."""
 
 
 @dataclasses.dataclass(frozen=True)
-class HostRegions:
+class HostRegions(RunUnitFeature):
     """Mixed-compute regions from in_out_pair; `on_host` is True when they stay on the host CPU."""
 
     pairs: tuple[InOutPair, ...]
@@ -33,7 +84,7 @@ class HostRegions:
 
 
 @dataclasses.dataclass(frozen=True)
-class ProfilerTrace:
+class ProfilerTrace(RunUnitFeature):
     """Trace the training steps with the TensorFlow profiler into `output`."""
 
     output: str
@@ -41,7 +92,7 @@ class ProfilerTrace:
 
 
 @dataclasses.dataclass(frozen=True)
-class TensorDump:
+class TensorDump(RunUnitFeature):
     """Write op tensors of the selected steps under `path` (`steps` empty: every step)."""
 
     path: str
@@ -52,28 +103,171 @@ class TensorDump:
 
 
 @dataclasses.dataclass(frozen=True)
-class NumericChecks:
-    """Stop training at the first op (in graph order) with an Inf/NaN output, naming it."""
+class NumericChecks(RunUnitFeature):
+    """Stop training at the first op (in graph order) with an Inf/NaN output, naming it; with `dump_path`, save
+    that op's inputs there."""
+
+    dump_path: str | None = None
+
+
+# --- session settings ---------------------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class MixedPrecision(RewriteSetting):
+    """A grappler mixed-precision pass (`grappler_pass`: its RewriterConfig field), its op-list edits
+    (`lists`: ALLOWLIST_ADD, DENYLIST_REMOVE, ... -> op types) and whether it converts every op it can."""
+
+    grappler_pass: str
+    lists: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    force_all: bool = False
+
+    def rewrite(self, rewrite_options) -> None:
+        setattr(rewrite_options, self.grappler_pass, _toggle(True))
+
+    def environment(self) -> Mapping[str, str]:
+        variables = {AMP_ENV_PREFIX + name: ",".join(ops) for name, ops in self.lists}
+        if self.force_all:
+            variables[AMP_ENV_PREFIX + "LEVEL"] = "UNSAFE_FORCE_ALL"
+        return variables
 
 
 @dataclasses.dataclass(frozen=True)
-class OpDeterminism:
+class GrapplerSwitch(RewriteSetting):
+    """Turn one grappler pass (a RewriterConfig toggle such as `remapping`) on or off."""
+
+    optimizer: str
+    on: bool
+
+    def rewrite(self, rewrite_options) -> None:
+        setattr(rewrite_options, self.optimizer, _toggle(self.on))
+
+
+@dataclasses.dataclass(frozen=True)
+class Recomputation(RewriteSetting):
+    """Grappler's memory optimizer recomputes activations instead of keeping them: `mode` is a
+    RewriterConfig.MemOptType name (RECOMPUTATION_HEURISTICS, MANUAL)."""
+
+    mode: str
+
+    def rewrite(self, rewrite_options) -> None:
+        from tensorflow.core.protobuf import rewriter_config_pb2
+
+        rewrite_options.memory_optimization = rewriter_config_pb2.RewriterConfig.MemOptType.Value(self.mode)
+
+
+@dataclasses.dataclass(frozen=True)
+class GpuMemoryLimit(SessionSetting):
+    """Cap the memory TensorFlow takes on the GPU: one virtual GPU of that size."""
+
+    megabytes: int
+
+    def apply_to(self, config) -> None:
+        config.gpu_options.experimental.ClearField("virtual_devices")
+        config.gpu_options.experimental.virtual_devices.add().memory_limit_mb.append(self.megabytes)
+
+
+@dataclasses.dataclass(frozen=True)
+class VisibleDevice(SessionSetting):
+    """Use only the GPU with this index."""
+
+    index: int
+
+    def apply_to(self, config) -> None:
+        config.gpu_options.visible_device_list = str(self.index)
+
+
+@dataclasses.dataclass(frozen=True)
+class InterOpThreads(SessionSetting):
+    """Threads that run independent ops of a step at once."""
+
+    count: int
+
+    def apply_to(self, config) -> None:
+        config.inter_op_parallelism_threads = self.count
+
+
+@dataclasses.dataclass(frozen=True)
+class IntraOpThreads(SessionSetting):
+    """Threads one op may use."""
+
+    count: int
+
+    def apply_to(self, config) -> None:
+        config.intra_op_parallelism_threads = self.count
+
+
+@dataclasses.dataclass(frozen=True)
+class GraphOptimizerLevel(SessionSetting):
+    """The graph optimizer TensorFlow runs on every partition: at level L0 it folds no constants (L1 always
+    does); common-subexpression elimination stays as chosen."""
+
+    level: str
+    common_subexpression_elimination: bool = True
+
+    def apply_to(self, config) -> None:
+        from tensorflow.core.protobuf import config_pb2
+
+        options = config.graph_options.optimizer_options
+        options.opt_level = config_pb2.OptimizerOptions.Level.Value(self.level)
+        options.do_common_subexpression_elimination = self.common_subexpression_elimination
+
+
+@dataclasses.dataclass(frozen=True)
+class OperationTimeout(SessionSetting):
+    """Fail a blocking operation that takes longer than this."""
+
+    milliseconds: int
+
+    def apply_to(self, config) -> None:
+        config.operation_timeout_in_ms = self.milliseconds
+
+
+# --- process settings ---------------------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class OpDeterminism(ProcessSetting):
     """Make TensorFlow ops deterministic."""
 
+    def apply(self) -> None:
+        import tensorflow as tf
+
+        tf.config.experimental.enable_op_determinism()
+
 
 @dataclasses.dataclass(frozen=True)
-class TensorFloat32:
+class TensorFloat32(ProcessSetting):
     """Allow (True) or forbid (False) TF32 matmuls and convolutions on GPUs that have them."""
 
     enabled: bool
 
+    def apply(self) -> None:
+        import tensorflow as tf
+
+        tf.config.experimental.enable_tensor_float_32_execution(self.enabled)
+
 
 @dataclasses.dataclass(frozen=True)
-class GpuMemoryLimit:
-    """Cap the memory TensorFlow takes on the GPU."""
+class XlaCompileCache(ProcessSetting):
+    """XLA's persistent compilation cache in `directory` (used where XLA compiles)."""
 
-    megabytes: int
+    directory: str
+
+    def environment(self) -> Mapping[str, str]:
+        return {"TF_XLA_FLAGS": f"--tf_xla_persistent_cache_directory={self.directory}"}
 
 
-Feature = (StepLoop | BatchNormWorkaround | HostRegions | ProfilerTrace | TensorDump | NumericChecks
-           | OpDeterminism | TensorFloat32 | GpuMemoryLimit)
+@dataclasses.dataclass(frozen=True)
+class GraphDumps(ProcessSetting):
+    """TensorFlow graphs and XLA HLO written under `directory`."""
+
+    directory: str
+
+    def environment(self) -> Mapping[str, str]:
+        return {"TF_DUMP_GRAPH_PREFIX": self.directory,
+                "XLA_FLAGS": f"--xla_dump_to={os.path.join(self.directory, 'xla')}"}
+
+
+def _toggle(on: bool) -> int:
+    from tensorflow.core.protobuf import rewriter_config_pb2  # planning alone needs no TensorFlow
+
+    return rewriter_config_pb2.RewriterConfig.ON if on else rewriter_config_pb2.RewriterConfig.OFF

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from npu_bridge_compat.distributed.ranks import device_id_source
 from npu_bridge_compat.host.contribution import Contribution
-from npu_bridge_compat.host.features import BatchNormWorkaround, HostRegions, StepLoop
+from npu_bridge_compat.host.features import BatchNormWorkaround, HostRegions, StepLoop, VisibleDevice
 from npu_bridge_compat.host.platform import HostFacts
 from npu_bridge_compat.options.spec import Effect
 
@@ -48,7 +48,7 @@ def _plan_device(options, host: HostFacts, result: Contribution) -> None:
         how = f"device {index} requested by {source}, but this host has {host.gpu_count} GPU(s): TensorFlow chooses"
         effect = Effect.NO_EQUIVALENT
     else:
-        result.config["gpu_options.visible_device_list"] = str(index)
+        result.features.append(VisibleDevice(index))
         how = f"GPU {index} (ConfigProto gpu_options.visible_device_list), chosen by {source}"
         effect = Effect.APPROXIMATED
     if source == "session_device_id":

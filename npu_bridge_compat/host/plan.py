@@ -1,8 +1,8 @@
-"""The host plan: what to do on this host for a validated `NpuOptions`, as plain data, with its report.
+"""The host plan: what to do on this host for a validated `NpuOptions`, as typed features, with its report.
 
-Each concern module contributes ConfigProto edits, environment settings, runtime features and report lines;
-`build_plan` merges them, and fills in the report from the option table for every other option that was set.
-The doors apply a plan; nothing here changes the process.
+Each concern module contributes features (host/features.py) and report lines; `build_plan` merges them, and
+fills in the report from the option table for every other option that was set. The doors apply a plan; nothing
+here changes the process.
 """
 
 from __future__ import annotations
@@ -11,46 +11,61 @@ import dataclasses
 from types import MappingProxyType
 from typing import Any, Mapping
 
+from npu_bridge_compat.host.compilation import plan_compilation
 from npu_bridge_compat.host.contribution import Contribution
 from npu_bridge_compat.host.debugging import plan_debugging
-from npu_bridge_compat.host.features import Feature, GpuMemoryLimit
+from npu_bridge_compat.host.features import Feature, MixedPrecision, RewriteSetting, SessionSetting
 from npu_bridge_compat.host.placement import plan_placement
 from npu_bridge_compat.host.platform import HostFacts, detect_host
 from npu_bridge_compat.host.precision import plan_precision
 from npu_bridge_compat.host.report import IGNORED, Report, ReportEntry
-from npu_bridge_compat.host.runtime import plan_runtime
+from npu_bridge_compat.host.settings import plan_recompute, plan_settings
 from npu_bridge_compat.options.readers import NPU_OPTIMIZER, npu_optimizer_entries
 from npu_bridge_compat.options.spec import Effect
 from npu_bridge_compat.options.table import OPTIONS
 
-PLANNERS = (plan_placement, plan_precision, plan_debugging, plan_runtime)
+PLANNERS = (plan_placement, plan_precision, plan_debugging, plan_settings, plan_compilation)
 
 
 @dataclasses.dataclass(frozen=True)
 class HostPlan:
     options: Any  # NpuOptions
     host: HostFacts
-    config_edits: Mapping[str, Any]  # dotted ConfigProto field -> value; enum values by name
-    environment: Mapping[str, str]
     features: tuple[Feature, ...]
     report: Report
 
     def __deepcopy__(self, memo: dict) -> "HostPlan":
         return self  # immutable; RunConfig.replace() deep-copies its attributes
 
-    @property
-    def uses_mixed_precision(self) -> bool:
-        """Whether a grappler mixed-precision pass runs (keep_dtype_scope then matters)."""
-        return any(path.rsplit(".", 1)[-1].startswith("auto_mixed_precision") and value == "ON"
-                   for path, value in self.config_edits.items())
-
     def feature(self, kind: type) -> Any:
         """The planned feature of that type, or None."""
         return next((f for f in self.features if isinstance(f, kind)), None)
 
+    def features_of(self, kind: type) -> tuple:
+        """The planned features of that type (or base type)."""
+        return tuple(f for f in self.features if isinstance(f, kind))
+
+    @property
+    def mixed_precision(self) -> MixedPrecision | None:
+        """The grappler mixed-precision pass that runs, if any (keep_dtype_scope then matters)."""
+        return self.feature(MixedPrecision)
+
+    @property
+    def environment(self) -> Mapping[str, str]:
+        """The environment variables the features need."""
+        merged: dict[str, str] = {}
+        for feature in self.features:
+            merged.update(feature.environment())
+        return MappingProxyType(merged)
+
+    def rewrite_options(self, rewrite_options) -> None:
+        """Apply the grappler rewrite settings to a RewriterConfig (the part of the plan Keras' functions take)."""
+        for feature in self.features_of(RewriteSetting):
+            feature.rewrite(rewrite_options)
+
     def host_config(self, config=None):
         """A copy of `config` for host TensorFlow: no NpuOptimizer entry, no explicit grappler optimizer list
-        (on stock TF it replaces the default pipeline and disables mixed precision), plus the plan's edits."""
+        (on stock TF it replaces the default pipeline and disables mixed precision), plus the plan's settings."""
         from tensorflow.core.protobuf import config_pb2
 
         result = config_pb2.ConfigProto()
@@ -61,34 +76,18 @@ class HostPlan:
         del rewrite.custom_optimizers[:]
         rewrite.custom_optimizers.extend(kept)
         del rewrite.optimizers[:]
-        for path, value in self.config_edits.items():
-            _set_field(result, path, value)
-        memory = self.feature(GpuMemoryLimit)
-        if memory is not None:  # one virtual GPU of that size: TensorFlow's memory cap for a session
-            result.gpu_options.experimental.ClearField("virtual_devices")
-            result.gpu_options.experimental.virtual_devices.add().memory_limit_mb.append(memory.megabytes)
+        for feature in self.features_of(SessionSetting):
+            feature.apply_to(result)
         return result
 
 
-def _set_field(message, dotted: str, value: Any) -> None:
-    *parents, name = dotted.split(".")
-    for parent in parents:
-        message = getattr(message, parent)
-    field = message.DESCRIPTOR.fields_by_name[name]
-    if field.enum_type is not None and isinstance(value, str):
-        value = field.enum_type.values_by_name[value].number
-    setattr(message, name, value)
-
-
-def build_plan(options, host: HostFacts | None = None, config=None) -> HostPlan:
+def build_plan(options, host: HostFacts | None = None, config=None, recompute: str | None = None) -> HostPlan:
     """Plan `options` for `host` (this host by default). `config`, the ConfigProto the options came from, lets
-    the report say what the host copy removes from it."""
+    the report say what the host copy removes from it. `recompute` is GraphMemoryOptimizeConfig's mode, which the
+    adapter hands the graph rather than the session."""
     host = host or detect_host()
     merged = Contribution()
-    for planner in PLANNERS:
-        part = planner(options, host)
-        merged.config.update(part.config)
-        merged.environment.update(part.environment)
+    for part in [planner(options, host) for planner in PLANNERS] + [plan_recompute(recompute)]:
         merged.features.extend(part.features)
         merged.entries.update(part.entries)
         merged.notes.extend(part.notes)
@@ -100,14 +99,7 @@ def build_plan(options, host: HostFacts | None = None, config=None) -> HostPlan:
         entries=tuple(_entry(options, key, merged) for key in OPTIONS if options.is_set(key)),
         notes=tuple(merged.notes),
     )
-    return HostPlan(
-        options=options,
-        host=host,
-        config_edits=MappingProxyType(dict(merged.config)),
-        environment=MappingProxyType(dict(merged.environment)),
-        features=tuple(merged.features),
-        report=report,
-    )
+    return HostPlan(options=options, host=host, features=tuple(merged.features), report=report)
 
 
 def _entry(options, key: str, merged: Contribution) -> ReportEntry:

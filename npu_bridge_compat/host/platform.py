@@ -1,4 +1,5 @@
-"""What this host offers: TensorFlow version and devices. Every version or device check lives here.
+"""What this host offers: TensorFlow version and devices. Every device check lives here (the differences
+between TensorFlow lines: npu_bridge_compat/compat.py).
 
 The plan takes a `HostFacts` value, so tests and `explain --host gpu` can plan for a host other than this one.
 """

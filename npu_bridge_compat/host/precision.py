@@ -7,18 +7,16 @@ emulation (`auto_mixed_precision_cpu`) as an opt-in for comparing numerics with 
 
 from __future__ import annotations
 
-import enum
 import functools
 
 from npu_bridge_compat.errors import NpuCompatWarning, UnknownOpTypeWarning, warn
 from npu_bridge_compat.host.contribution import Contribution
-from npu_bridge_compat.host.features import TensorFloat32
+from npu_bridge_compat.host.features import MixedPrecision, TensorFloat32
 from npu_bridge_compat.host.platform import CPU_FLOAT16_ENV, HostFacts
 from npu_bridge_compat.options.grammars import MixList
+from npu_bridge_compat.options.precision_modes import Intent, intent_of
 from npu_bridge_compat.options.spec import Effect
 
-AMP_ENV_PREFIX = "TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_"
-REWRITE = "graph_options.rewrite_options."
 FLOAT16_EMULATION_PASS = "auto_mixed_precision_cpu"
 FLOAT16_EMULATION_CRASHES = (
     f"{CPU_FLOAT16_ENV}=1: TensorFlow 2.15's float16-emulation pass (auto_mixed_precision_cpu) ends the process "
@@ -26,31 +24,6 @@ FLOAT16_EMULATION_CRASHES = (
     "Keras fit on batches of dynamic size). If the process dies without a Python error, unset the variable: "
     "bfloat16 (CPUs with AVX-512) or float32 runs instead.")
 
-
-class Intent(enum.Enum):
-    MIXED_FLOAT16 = "mixed float16"
-    MIXED_BFLOAT16 = "mixed bfloat16"
-    FLOAT32 = "float32"
-    FLOAT32_WHERE_SUPPORTED = "float32 where the op supports it"
-    FORCE_FLOAT16 = "float16 everywhere"
-    CUBE_FLOAT16 = "float16 matmul/conv inputs, float32 outputs"
-
-
-_INTENTS = {
-    "allow_mix_precision": Intent.MIXED_FLOAT16,
-    "allow_mix_precision_fp16": Intent.MIXED_FLOAT16,
-    "mixed_float16": Intent.MIXED_FLOAT16,
-    "allow_mix_precision_bf16": Intent.MIXED_BFLOAT16,
-    "mixed_bfloat16": Intent.MIXED_BFLOAT16,
-    "force_fp32": Intent.FLOAT32,
-    "must_keep_origin_dtype": Intent.FLOAT32,
-    "origin": Intent.FLOAT32,
-    "allow_fp32_to_fp16": Intent.FLOAT32_WHERE_SUPPORTED,
-    "allow_fp32_to_bf16": Intent.FLOAT32_WHERE_SUPPORTED,
-    "force_fp16": Intent.FORCE_FLOAT16,
-    "fp16": Intent.FORCE_FLOAT16,
-    "cube_fp16in_fp32out": Intent.CUBE_FLOAT16,
-}
 
 # Ascend IR operator types whose TensorFlow counterpart has another name.
 ASCEND_TO_TF_OP = {
@@ -98,11 +71,6 @@ def tf_op_type(ascend_op: str) -> str | None:
     return ops.get(ascend_op.lower())
 
 
-def intent_of(options) -> Intent | None:
-    mode = options.precision_mode or options.precision_mode_v2
-    return _INTENTS.get(mode) if mode else None
-
-
 def _pass_for(intent: Intent, host: HostFacts) -> tuple[str | None, Effect, str]:
     """The grappler pass (RewriterConfig field) for a mixed intent on this host, its effect and explanation."""
     if intent is Intent.MIXED_FLOAT16:
@@ -141,10 +109,6 @@ def plan_precision(options, host: HostFacts) -> Contribution:
     amp_pass = None
     if intent in (Intent.MIXED_FLOAT16, Intent.MIXED_BFLOAT16) or (intent is Intent.FORCE_FLOAT16 and host.has_gpu):
         amp_pass, effect, how = _pass_for(intent, host)
-        if amp_pass:
-            result.config[REWRITE + amp_pass] = "ON"
-        if intent is Intent.FORCE_FLOAT16:
-            result.environment[AMP_ENV_PREFIX + "LEVEL"] = "UNSAFE_FORCE_ALL"
         result.say(key, effect, how)
     elif intent is Intent.FLOAT32:
         result.features.append(TensorFloat32(enabled=False))
@@ -155,6 +119,9 @@ def plan_precision(options, host: HostFacts) -> Contribution:
     elif intent is Intent.FORCE_FLOAT16:
         result.say(key, Effect.NO_EQUIVALENT, "a CPU has no whole-graph float16 execution (grappler refuses "
                                               "UNSAFE_FORCE_ALL on the CPU passes)")
+    elif intent in (Intent.MIXED_HIFLOAT8, Intent.CUBE_HIFLOAT8):
+        result.say(key, Effect.NO_EQUIVALENT, "HiFloat8 is an Ascend 950 data type; no host kernel computes in it, "
+                                              "so float32 runs")
     elif intent is Intent.CUBE_FLOAT16:
         if host.has_gpu:
             result.features.append(TensorFloat32(enabled=True))
@@ -162,16 +129,18 @@ def plan_precision(options, host: HostFacts) -> Contribution:
                                                  "(GPUs with TF32)")
         else:
             result.say(key, Effect.NO_EQUIVALENT, "CPU matmuls have no reduced-precision-input mode")
-    if options.modify_mixlist:
-        _plan_mixlist(options.parsed_value("modify_mixlist"), amp_pass, result)
+    lists = _plan_mixlist(options.parsed_value("modify_mixlist"), amp_pass, result) if options.modify_mixlist else ()
+    if amp_pass:
+        result.features.append(MixedPrecision(amp_pass, lists, force_all=intent is Intent.FORCE_FLOAT16))
     return result
 
 
-def _plan_mixlist(mixlist: MixList, amp_pass: str | None, result: Contribution) -> None:
+def _plan_mixlist(mixlist: MixList, amp_pass: str | None, result: Contribution) -> tuple:
+    """The grappler list edits for Ascend's list edits: ((ALLOWLIST_ADD, (op, ...)), ...)."""
     if amp_pass is None:
         result.say("modify_mixlist", Effect.NO_EQUIVALENT,
                    "no mixed-precision pass runs on this host for the precision mode set, so the lists have no effect")
-        return
+        return ()
     lists: dict[str, list[str]] = {}
     unknown = []
     for list_name, action, ascend_op in mixlist.changes:
@@ -189,10 +158,9 @@ def _plan_mixlist(mixlist: MixList, amp_pass: str | None, result: Contribution) 
         warn(f"modify_mixlist names op types TensorFlow does not have: {', '.join(unknown)}; they are ignored "
              "on this host.", UnknownOpTypeWarning)
         result.notes.append(f"modify_mixlist: no TensorFlow op type for {', '.join(unknown)} (ignored)")
-    for variable, ops in lists.items():
-        result.environment[AMP_ENV_PREFIX + variable] = ",".join(ops)
     result.say("modify_mixlist", Effect.TRANSLATED,
                f"grappler {amp_pass} lists: " + "; ".join(f"{v}={','.join(ops)}" for v, ops in lists.items()))
+    return tuple((variable, tuple(ops)) for variable, ops in lists.items())
 
 
 def _list_moves(list_name: str, action: str) -> tuple[str, ...]:

@@ -1,7 +1,7 @@
 """The translation report: for every option a configuration set, what it does on this host.
 
 It is plain data (tools and tests read `entries`), prints as a readable table, and is logged once per distinct
-configuration through absl logging.
+configuration through absl logging (printed as a block on stderr where logging would not show it; see logs.py).
 """
 
 from __future__ import annotations
@@ -9,8 +9,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from absl import logging
-
+from npu_bridge_compat.logs import log_report
 from npu_bridge_compat.options.spec import Concern, Effect
 
 IGNORED = "ignored, as on the NPU"  # the effect label of an option whose prerequisite is off
@@ -67,5 +66,5 @@ def log_once(report: Report) -> bool:
     if text in _LOGGED:
         return False
     _LOGGED.add(text)
-    logging.info("npu_bridge_compat translation report\n%s", text)
+    log_report(text)
     return True

@@ -18,7 +18,7 @@ import re
 from pathlib import Path
 from typing import Any, Mapping
 
-from npu_bridge_compat.errors import UnknownOptionWarning, warn
+from npu_bridge_compat.errors import ConfigurationAdvice, UnknownOptionWarning, warn
 
 GIB = 1024**3
 
@@ -101,6 +101,80 @@ class Pattern(Check):
 
     def examples(self, workdir: Path) -> tuple[Any, Any]:
         return self.example, "?? not valid ??"
+
+
+@dataclasses.dataclass(frozen=True)
+class ClampedRange(Check):
+    """An integer the adapter clamps into [low, high] with a warning rather than refusing (input_fusion_size)."""
+
+    low: int
+    high: int
+    unit: str = ""
+
+    def parse(self, value: int) -> int:
+        clamped = min(max(value, self.low), self.high)
+        if clamped != value:
+            bound = "larger than" if value > self.high else "less than"
+            warn(f"the value {value} should not be {bound} {clamped}{self.unit}; the adapter uses {clamped}",
+                 ConfigurationAdvice)
+        return clamped
+
+    def describe(self) -> str:
+        return f"[{self.low}, {self.high}]{self.unit} (values outside are clamped, with a warning)"
+
+    def examples(self, workdir: Path) -> tuple[Any, Any]:
+        return self.high, str(self.high)  # a text value is of the wrong kind
+
+
+@dataclasses.dataclass(frozen=True)
+class CoreCounts(Check):
+    """`aicore_num`: 'cube|vector', the most Cube and Vector cores operators may use, both positive."""
+
+    def parse(self, value: str) -> tuple[int, int]:
+        match = re.fullmatch(r"(\d+)\|(\d+)", value.strip())
+        if not match:
+            raise GrammarError("it must be 'Integer1|Integer2' (Cube cores|Vector cores), e.g. '2|4'")
+        cube, vector = int(match.group(1)), int(match.group(2))
+        if cube == 0 or vector == 0:
+            raise GrammarError("both core counts must be greater than 0")
+        return cube, vector
+
+    def describe(self) -> str:
+        return "'cube|vector' core counts, both > 0, e.g. '2|4'"
+
+    def examples(self, workdir: Path) -> tuple[Any, Any]:
+        return "2|4", "2,4"
+
+
+@dataclasses.dataclass(frozen=True)
+class MultistreamMode(Check):
+    """`auto_multistream_parallel_mode`: 'cv', or 'LoadBalance:n' / 'MainStream:n' with n streams in [1, 64].
+
+    Parses to (mode, streams); 'cv' has no stream count, a bare 'LoadBalance' means 8 streams.
+    """
+
+    MAX_STREAMS = 64
+
+    def parse(self, value: str) -> tuple[str, int | None]:
+        if value == "cv":
+            return value, None
+        if value == "LoadBalance":
+            return value, 8
+        match = re.fullmatch(r"(LoadBalance|MainStream):(\d+)", value)
+        if not match:
+            close = difflib.get_close_matches(value.partition(":")[0], ("cv", "LoadBalance", "MainStream"), n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            raise GrammarError(f"it must be 'cv', 'LoadBalance:n' or 'MainStream:n', e.g. 'MainStream:4'{hint}")
+        streams = int(match.group(2))
+        if not 1 <= streams <= self.MAX_STREAMS:
+            raise GrammarError(f"the stream count n must be in [1, {self.MAX_STREAMS}], got {streams}")
+        return match.group(1), streams
+
+    def describe(self) -> str:
+        return f"cv | LoadBalance:n | MainStream:n (n in [1, {self.MAX_STREAMS}])"
+
+    def examples(self, workdir: Path) -> tuple[Any, Any]:
+        return "MainStream:4", "MainStream:65"
 
 
 @dataclasses.dataclass(frozen=True)

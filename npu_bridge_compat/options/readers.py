@@ -4,8 +4,8 @@
   `NPURunConfig(session_config=...)`); later entries win key by key, as in the adapter.
 - `options_from_kwargs`: Python keyword values (what `NPURunConfig` and `NPUCallback` pass); None means unset.
 
-Both check kinds, then each option's grammar, then the cross-option rules. Unknown keys are warned about with
-the closest known key and otherwise ignored, as the adapter ignores them.
+Both check kinds, then each option's grammar, then the cross-option rules. A key the option table lacks is
+warned about with the closest known key and otherwise ignored: it is not validated and has no host effect.
 """
 
 from __future__ import annotations
@@ -42,7 +42,8 @@ def _warn_unknown(key: str, source: str) -> None:
     suggestion = closest_option(key)
     hint = f" Did you mean '{suggestion}'?" if suggestion else ""
     warn(
-        f"Unknown NPU option '{key}' ({source}) is ignored, as the adapter ignores it.{hint}",
+        f"Unknown NPU option '{key}' ({source}): npu_bridge_compat's option table does not have it, so it is "
+        f"not validated and has no effect on this host.{hint}",
         UnknownOptionWarning,
     )
 

@@ -1,7 +1,7 @@
 """Cross-option rules of the adapter (options-spec §1i), checked on every configuration before anything runs.
 
 Where the adapter fails (a Python error, a session error or a process abort) the rule raises; where its
-documentation only advises, the rule warns. Messages start with the adapter's own wording, so an Ascend user
+documentation only advises (or it only logs a warning), the rule warns. Messages start with the adapter's own wording, so an Ascend user
 recognises them, and add the values given.
 """
 
@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from npu_bridge_compat.errors import ConfigurationAdvice, NpuOptionValueError, warn
+from npu_bridge_compat.errors import ConfigurationAdvice, IgnoredOptionWarning, NpuOptionValueError, warn
 from npu_bridge_compat.options.grammars import GIB
+from npu_bridge_compat.options.precision_modes import MIXED_PRECISION_MODES, MIXED_PRECISION_MODES_V2
 
 GRAPH_MEMORY_DEFAULT = 26 * GIB  # what the Graph Engine assumes when the key is absent
 VARIABLE_MEMORY_DEFAULT = 5 * GIB
 ASCEND_910_MEMORY = 31 * GIB
-MIXED_PRECISION_MODES = ("allow_mix_precision", "allow_mix_precision_fp16", "allow_mix_precision_bf16")
-MIXED_PRECISION_MODES_V2 = ("mixed_float16", "mixed_bfloat16")
+GEAR_KEYS = ("input_shape", "dynamic_dims", "dynamic_node_type")  # gear-mode dynamic shapes, set together
 
 Rule = Callable[[Any], None]  # takes an NpuOptions
 RULES: list[Rule] = []
@@ -128,10 +128,9 @@ def op_precision_mode_wins(options) -> None:
 
 @rule
 def gear_options_together(options) -> None:
-    gear_keys = ("input_shape", "dynamic_dims", "dynamic_node_type")
-    present = [key for key in gear_keys if options.is_set(key)]
-    if present and len(present) < len(gear_keys):
-        missing = [key for key in gear_keys if key not in present]
+    present = [key for key in GEAR_KEYS if options.is_set(key)]
+    if present and len(present) < len(GEAR_KEYS):
+        missing = [key for key in GEAR_KEYS if key not in present]
         raise NpuOptionValueError(
             "input_shape, dynamic_dims and dynamic_node_type should use together. "
             f"(set: {', '.join(present)}; missing: {', '.join(missing)})"
@@ -151,6 +150,49 @@ def gear_options_together(options) -> None:
                 f"dynamic_dims gear {','.join(map(str, gear))} has {len(gear)} sizes, but input_shape "
                 f"{options.input_shape!r} has {dynamic_dims} dynamic (-1) dimensions"
             )
+
+
+@rule
+def hybrid_compile_needs_placeholder_gears(options) -> None:
+    if options.compile_hybrid_mode != 1:
+        return
+    if not any(options.is_set(key) for key in GEAR_KEYS):
+        raise NpuOptionValueError(
+            "input_shape, dynamic_dims and dynamic_node_type should be set when compile_hybrid_mode is 1 "
+            "(none of them is set)"
+        )
+    if options.dynamic_node_type != 1:
+        raise NpuOptionValueError(
+            "When compile_hybrid_mode set, dynamic_node_type should be 1. "
+            f"(got dynamic_node_type={options.dynamic_node_type}; hybrid compilation supports placeholder inputs "
+            "only)"
+        )
+
+
+@rule
+def dynamic_compile_apart_from_other_dynamic_shapes(options) -> None:
+    if not options.compile_dynamic_mode:
+        return
+    if options.dynamic_input:
+        raise NpuOptionValueError("Option compile_dynamic_mode cannot set when set dynamic_input to 1. "
+                                  "(compile_dynamic_mode=True and dynamic_input=True; keep one)")
+    if any(options.is_set(key) for key in GEAR_KEYS):
+        raise NpuOptionValueError("Option compile_dynamic_mode cannot set when set input_shape, dynamic_dims and "
+                                  "dynamic_node_type. (compile_dynamic_mode=True with gear options; keep one)")
+
+
+@rule
+def shape_generalization_needs_online_compilation(options) -> None:
+    mode = options.shape_generalization_mode
+    if mode == "STRICT":
+        return
+    if options.compile_dynamic_mode:
+        warn(f"compile_dynamic_mode is true, so shape_generalization_mode[{mode}] will be ignore, please set "
+             "compile_dynamic_mode=false.", IgnoredOptionWarning)
+    elif options.jit_compile != "true":
+        warn(f"jit_compile is not true, so shape_generalization_mode[{mode}] will be ignore, please set "
+             f"jit_compile=true and shape_generalization_mode={mode}. (jit_compile={options.jit_compile!r})",
+             IgnoredOptionWarning)
 
 
 @rule

@@ -11,6 +11,7 @@ from types import MappingProxyType
 from typing import Mapping
 
 from npu_bridge_compat.options import grammars as g
+from npu_bridge_compat.options.precision_modes import PRECISION_MODES, PRECISION_MODES_V2
 from npu_bridge_compat.options.spec import (
     Concern as C,
     Kind as K,
@@ -26,6 +27,9 @@ _GE = "an Ascend Graph Engine setting with no counterpart in TensorFlow's runtim
 _AOE = "Ascend operator/graph auto-tuning (AOE) has no host counterpart"
 _DYNAMIC = "TensorFlow runs dynamic shapes natively; the value is still validated"
 _KERNEL = "chooses between Ascend kernel implementations; host kernels have no such switch"
+_SHAPES = ("TensorFlow kernels take any input shape at run time: a host session compiles nothing per shape, and "
+           "Keras traces its steps with reduce_retracing, which relaxes the dimensions that change")
+_INPUT_COPY = "Ascend's host-to-device input copies; TensorFlow moves inputs to a GPU itself, with no such switch"
 
 _SPECS = (
     # --- placement, loop, data -----------------------------------------------------------------------------
@@ -70,6 +74,10 @@ _SPECS = (
                not_needed("selects Ascend's online-inference (0) or training (1) compilation; a host runs the same "
                           "graph either way"),
                "0: online inference, 1: training.", g.Choice((0, 1))),
+    OptionSpec("graph_max_parallel_model_num", K.INT, 1, C.RUNTIME,
+               not_needed("a TensorFlow session runs concurrent session.run calls in parallel itself; the threads "
+                          "are the caller's"),
+               "Online inference: threads that execute the graph in parallel.", g.IntRange(1, 2**31 - 1)),
     OptionSpec("session_device_id", K.INT, -1, C.PLACEMENT,
                approximated("picks the GPU index (visible device list); priority session_device_id > "
                             "ASCEND_DEVICE_ID > DEVICE_ID, as on Ascend"),
@@ -85,6 +93,10 @@ _SPECS = (
                not_needed("selects Ascend static or dynamic-shape compilation, not XLA; host XLA stays off"),
                "Ascend compile mode: true (static shapes), false (dynamic), auto.",
                g.Choice(("true", "false", "auto"))),
+    OptionSpec("shape_generalization_mode", K.STRING, "STRICT", C.COMPILE, not_needed(_SHAPES),
+               "With jit_compile='true', how shapes that change between steps are generalised: STRICT (not at "
+               "all), FULL (every axis to -1), ADAPTIVE (the changed axes to -1).",
+               g.Choice(("STRICT", "FULL", "ADAPTIVE"))),
     OptionSpec("topo_sorting_mode", K.INT, 0, C.COMPILE, no_equivalent(_GE),
                "Graph Engine topological sort order.", g.Choice((0, 1))),
     OptionSpec("insert_op_file", K.STRING, "", C.COMPILE,
@@ -101,14 +113,12 @@ _SPECS = (
                translated("mixed modes become grappler auto mixed precision (float16 on a GPU, bfloat16 on a "
                           "CPU); float32 modes keep float32 (TF32 off)"),
                "Operator precision mode.",
-               g.Choice(("force_fp32", "allow_fp32_to_fp16", "force_fp16", "must_keep_origin_dtype",
-                         "allow_mix_precision", "cube_fp16in_fp32out", "allow_mix_precision_fp16",
-                         "allow_mix_precision_bf16", "allow_fp32_to_bf16"))),
+               g.Choice(tuple(PRECISION_MODES))),
     OptionSpec("precision_mode_v2", K.STRING, None, C.PRECISION,
                translated("as precision_mode: mixed_float16 / mixed_bfloat16 become grappler auto mixed "
                           "precision, origin keeps float32"),
                "Operator precision mode, newer names.",
-               g.Choice(("fp16", "origin", "cube_fp16in_fp32out", "mixed_float16", "mixed_bfloat16"))),
+               g.Choice(tuple(PRECISION_MODES_V2))),
     OptionSpec("modify_mixlist", K.STRING, "", C.PRECISION,
                translated("the black/white/gray edits become grappler's mixed-precision deny/allow/infer lists "
                           "(TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_* variables)"),
@@ -147,7 +157,18 @@ _SPECS = (
     OptionSpec("atomic_clean_policy", K.INT, 0, C.MEMORY, no_equivalent(_GE),
                "0: clean atomic outputs collectively, 1: per operator.", g.Choice((0, 1))),
     OptionSpec("static_memory_policy", K.INT, 0, C.MEMORY, no_equivalent(_GE),
-               "Graph Engine static memory allocation policy.", g.Choice((0, 2))),
+               "Graph Engine memory allocation: 0 dynamic, 2 / 3 / 4 expanding for static / dynamic / both shapes "
+               "(1 reads as 2).", g.Choice((0, 1, 2, 3, 4))),
+    OptionSpec("variable_use_1g_huge_page", K.INT, 0, C.MEMORY,
+               no_equivalent("1 GB huge pages for device memory of variables and constants; TensorFlow's allocators "
+                             "have no page-size switch"),
+               "Variables and constants on 1 GB huge pages: 0 off, 1 on (fail if none), 2 on (fall back to 2 MB).",
+               g.Choice((0, 1, 2))),
+    OptionSpec("input_fusion_size", K.INT, 131072, C.DATA, no_equivalent(_INPUT_COPY),
+               "Inputs up to this many bytes are fused into one host-to-device copy (0: off).",
+               g.ClampedRange(0, 32 * 1024 * 1024, " bytes")),
+    OptionSpec("input_batch_cpy", K.BOOL, False, C.DATA, no_equivalent(_INPUT_COPY),
+               "Copy several inputs to the device in one batch."),
     OptionSpec("memory_optimization_policy", K.STRING, "", C.MEMORY, no_equivalent(_GE),
                "Graph Engine memory optimisation policy, e.g. MemoryPriority."),
     OptionSpec("graph_slice", K.STRING, "", C.MEMORY, no_equivalent(_GE),
@@ -193,6 +214,11 @@ _SPECS = (
     OptionSpec("dump_layer", K.STRING, "", C.DUMP,
                translated("restricts dumps to ops with these names"), "Space-separated op names to dump.",
                requires=("enable_dump",)),
+    OptionSpec("quant_dumpable", K.STRING, "0", C.DUMP,
+               not_needed("host dumps read the graph as built, so tensors before quantisation nodes are never "
+                          "optimised away"),
+               "Online inference of AMCT-quantised graphs: keep the tensors before quantisation dumpable (1).",
+               g.Choice(("0", "1"))),
     OptionSpec("enable_exception_dump", K.INT, 2, C.DUMP,
                approximated("1 and 2 stop training at the first op with an Inf/NaN output and name it; with "
                             "dump_path set, its inputs are saved there"),
@@ -227,6 +253,15 @@ _SPECS = (
                "Gears: sizes of the -1 dimensions of input_shape.", g.DynamicDims()),
     OptionSpec("dynamic_node_type", K.INT, -1, C.DYNAMIC_SHAPE, not_needed(_DYNAMIC),
                "Dynamic input kind: 0 dataset, 1 placeholder.", g.Choice((0, 1))),
+    OptionSpec("compile_hybrid_mode", K.INT, 0, C.DYNAMIC_SHAPE, not_needed(_DYNAMIC),
+               "Online inference: compile the gears and a dynamic-shape graph, run the gear graph when the shape "
+               "fits (needs the gear options, dynamic_node_type 1).", g.Choice((0, 1))),
+    OptionSpec("compile_dynamic_mode", K.BOOL, False, C.DYNAMIC_SHAPE, not_needed(_SHAPES),
+               "Generalise every input shape to -1, compiling static-shape graphs as dynamic ones."),
+    OptionSpec("all_tensor_not_empty", K.BOOL, False, C.DYNAMIC_SHAPE,
+               not_needed("host kernels handle empty tensors themselves; there are no empty-tensor check nodes to "
+                          "remove"),
+               "Remove the empty-tensor check nodes of dynamic-shape graphs (no tensor is ever empty)."),
     OptionSpec("dynamic_input", K.BOOL, False, C.DYNAMIC_SHAPE, not_needed(_DYNAMIC),
                "Inputs have dynamic shapes.", deprecated="deprecated by the newest adapter"),
     OptionSpec("dynamic_graph_execute_mode", K.STRING, "dynamic_execute", C.DYNAMIC_SHAPE, not_needed(_DYNAMIC),
@@ -264,6 +299,23 @@ _SPECS = (
                approximated("\"ALL\": \"off\" under GraphFusion turns grappler's remapper (op fusion) off; "
                             "individual Ascend passes have no host counterpart"),
                "Switches of Ascend graph and UB fusion passes.", g.FusionSwitchFile()),
+    OptionSpec("oo_constant_folding", K.BOOL, True, C.COMPILE,
+               translated("False turns constant folding OFF in grappler and in TensorFlow's graph optimizer; "
+                          "True is TensorFlow's default"),
+               "Constant folding during graph compilation."),
+    OptionSpec("oo_level", K.STRING, "O3", C.COMPILE, no_equivalent(_GE),
+               "Graph Engine optimisation level (read by the adapter, not in its API reference)."),
+    OptionSpec("optimization_switch", K.STRING, "", C.COMPILE, no_equivalent(_GE),
+               "Graph Engine optimisation pass switches (read by the adapter, not in its API reference)."),
+    OptionSpec("aicore_num", K.STRING, "", C.COMPILE,
+               approximated("the larger core count becomes TensorFlow's intra-op thread count (the most cores one "
+                            "op uses)"),
+               "Most Cube|Vector AI Core cores operators are compiled for, e.g. '2|4'.", g.CoreCounts()),
+    OptionSpec("export_compile_stat", K.INT, 1, C.DEBUG,
+               no_equivalent("Ascend's fusion_result.json lists the Graph Engine's fusion passes; grappler keeps "
+                             "no such record"),
+               "Write fusion_result.json: 0 never, 1 at normal exit, 2 after each graph compilation.",
+               g.Choice((0, 1, 2))),
     # --- distributed, streams, timeouts, experimental ------------------------------------------------------
     OptionSpec("hcom_parallel", K.BOOL, True, C.DISTRIBUTED, no_equivalent(_HCCL),
                "Overlap allreduce with forward/backward computation."),
@@ -283,6 +335,11 @@ _SPECS = (
                approximated("the largest engine parallelism becomes TensorFlow's inter-op thread count"),
                "Parallel streams per engine, e.g. DNN_VM_AICPU:10,AIcoreEngine:1.",
                g.Pattern(r"\w+:\d+(,\w+:\d+)*", "DNN_VM_AICPU:10,AIcoreEngine:1")),
+    OptionSpec("auto_multistream_parallel_mode", K.STRING, "", C.RUNTIME,
+               approximated("LoadBalance:n / MainStream:n: n becomes TensorFlow's inter-op thread count (unless "
+                            "stream_max_parallel_num sets it); cv (Cube/Vector unit parallelism) has no host "
+                            "counterpart"),
+               "Run operators on several streams: cv, LoadBalance:n or MainStream:n.", g.MultistreamMode()),
     OptionSpec("ac_parallel_enable", K.STRING, "", C.RUNTIME,
                no_equivalent("AI CPU / AI Core parallelism switch"), "Run AI CPU and AI Core ops in parallel.",
                g.Choice(("0", "1"))),

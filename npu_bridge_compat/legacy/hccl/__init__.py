@@ -3,4 +3,5 @@ RANK_SIZE > 1 (see npu_bridge/__init__.py)."""
 
 from npu_bridge_compat.distributed.runtime import start_if_several_ranks
 
-start_if_several_ranks()
+if __name__ == "hccl":  # a script's import through the alias, not npu_bridge_compat's own (scan)
+    start_if_several_ranks()

@@ -6,4 +6,5 @@ TensorFlow runs anything, and eager collectives must be set up by then.
 
 from npu_bridge_compat.distributed.runtime import start_if_several_ranks
 
-start_if_several_ranks()
+if __name__ == "npu_bridge":  # a script's import through the alias, not npu_bridge_compat's own (scan)
+    start_if_several_ranks()

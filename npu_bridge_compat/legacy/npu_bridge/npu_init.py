@@ -42,9 +42,7 @@ from npu_bridge_compat.keras import (  # noqa: F401
     KerasDistributeOptimizer,
     NPUBroadcastGlobalVariablesCallback,
     npu_callbacks_append,
-    npu_clear_session,
     npu_keras_optimizer,
-    set_keras_session_npu_config,
 )
 from npu_bridge_compat.legacy.hooks import (  # noqa: F401
     NPUCheckpointSaverHook,
@@ -52,6 +50,7 @@ from npu_bridge_compat.legacy.hooks import (  # noqa: F401
     SetIterationsVarHook,
     TellMeStepOrLossHook,
 )
+from npu_bridge_compat.legacy.keras_helpers import npu_clear_session, set_keras_session_npu_config  # noqa: F401
 from npu_bridge_compat.legacy.npu_bridge.estimator import npu_ops  # noqa: F401
 from npu_bridge_compat.legacy.npu_bridge.estimator.npu import (  # noqa: F401
     keras_to_npu,

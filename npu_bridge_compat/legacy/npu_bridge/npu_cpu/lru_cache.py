@@ -2,4 +2,4 @@
 
 from npu_bridge_compat.errors import device_only
 
-lru_cache = device_only("npu_cpu.lru_cache")
+LruCache = device_only("npu_cpu.lru_cache.LruCache", "embedding tables live in host memory; no cache is needed")

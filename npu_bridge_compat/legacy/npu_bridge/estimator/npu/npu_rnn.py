@@ -1,3 +1,3 @@
 """`npu_bridge.estimator.npu.npu_rnn`."""
 
-from npu_bridge_compat.legacy.rnn import npu_dynamic_rnn  # noqa: F401
+from npu_bridge_compat.fused.rnn import npu_dynamic_rnn  # noqa: F401

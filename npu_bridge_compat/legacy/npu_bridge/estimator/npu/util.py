@@ -2,6 +2,7 @@
 
 import tensorflow as _tf
 
+from npu_bridge_compat.scope import keep_tensors_dtypes  # noqa: F401
 from npu_bridge_compat.util import IterationPerLoop, set_iteration_per_loop  # noqa: F401
 
 

@@ -19,8 +19,8 @@ import numpy as np
 import tensorflow as tf
 
 from npu_bridge_compat.errors import NonFiniteValueError
-from npu_bridge_compat.host.dump import atomic_write, safe_name
-from npu_bridge_compat.host.subgraph import MERGE_OPS, original_name, step_operations
+from npu_bridge_compat.runtime.dump import atomic_write, safe_name
+from npu_bridge_compat.runtime.graph import MERGE_OPS, original_name, step_operations
 
 EXCEPTION_DIRECTORY = "exception"
 
@@ -31,17 +31,16 @@ class NumericCheck:
     outputs: tuple[tuple[str, int], ...]  # (op name, slot) per row, in graph order
     saved_to: str | None  # where failing ops' inputs are written
 
-    def raise_if_non_finite(self, flags: np.ndarray) -> None:
+    def raise_if_non_finite(self, flags: np.ndarray, step: int) -> None:
         bad = np.flatnonzero(flags.any(axis=1))
         if bad.size:
-            self.raise_for(int(bad[0]), "NaN" if flags[bad[0], 0] else "Inf")
+            self.raise_for(int(bad[0]), "NaN" if flags[bad[0], 0] else "Inf", step)
 
-    def raise_for(self, row: int, kind: str, step: int | None = None) -> None:
+    def raise_for(self, row: int, kind: str, step: int) -> None:
         op, slot = self.outputs[row]
-        where = f"step {step}" if step is not None else "this step"
         saved = f"; its inputs are saved in {os.path.join(self.saved_to, safe_name(op))}" if self.saved_to else ""
         raise NonFiniteValueError(
-            f"op '{op}' produced {kind} values in output {slot}, the first non-finite output of {where}{saved} "
+            f"op '{op}' produced {kind} values in output {slot}, the first non-finite output of step {step}{saved} "
             "(enable_dump_debug / enable_exception_dump stop here, as the NPU's overflow detection does)")
 
 
@@ -52,10 +51,12 @@ def numeric_check(graph, fetched_ops, dump_path: str | None = None) -> NumericCh
         return check_operations(step_operations(graph, fetched_ops), dump_path)
 
 
-def check_operations(operations, dump_path: str | None = None, imported_as: str = "") -> NumericCheck | None:
+def check_operations(operations, dump_path: str | None = None, imported_as: str = "",
+                     no_earlier_failure=None) -> NumericCheck | None:
     """The check over every floating-point output of `operations`, built in the current graph (a loop body or a
     traced function may hold it), or None if they have no floating-point output. Ops of a copy imported under the
-    scope `imported_as` are named as in the original graph."""
+    scope `imported_as` are named as in the original graph. `no_earlier_failure` (a bool tensor): save inputs only
+    while it holds, so that the steps a loop runs after its first failure keep that failure's inputs."""
     # Outputs declared empty hold nothing to check, and some (batch norm's unused reserve space) run with another
     # rank than declared, which a reduction built for the declared rank rejects. A TF1 variable's own (ref)
     # output is left out: it is read before its initialiser ran; its values show in the reads of it.
@@ -73,7 +74,8 @@ def check_operations(operations, dump_path: str | None = None, imported_as: str 
             row = tf.stack([tf.reduce_any(tf.math.is_nan(tensor)), tf.reduce_any(tf.math.is_inf(tensor))])
             rows.append(row)
             if saved_to is not None and op.type not in MERGE_OPS:  # a Merge's inputs: one has no value
-                savers.append(_save_inputs_if(tf.reduce_any(row), op, original_name(op, imported_as), saved_to))
+                failed = tf.reduce_any(row) if no_earlier_failure is None else tf.reduce_any(row) & no_earlier_failure
+                savers.append(_save_inputs_if(failed, op, original_name(op, imported_as), saved_to))
         with tf.control_dependencies(savers):
             flags = tf.stack(rows)
     return NumericCheck(flags, tuple((original_name(op, imported_as), slot) for op, slot, _ in outputs), saved_to)

@@ -1,9 +1,18 @@
-"""Runtime settings: memory caps, determinism, threads, timeouts, compilation cache, fusion switches."""
+"""Session and process settings: memory caps, determinism, threads, timeouts, compilation cache, fusion switches,
+recomputation."""
 
 from __future__ import annotations
 
 from npu_bridge_compat.host.contribution import Contribution
-from npu_bridge_compat.host.features import GpuMemoryLimit, OpDeterminism
+from npu_bridge_compat.host.features import (
+    GpuMemoryLimit,
+    GrapplerSwitch,
+    InterOpThreads,
+    OpDeterminism,
+    OperationTimeout,
+    Recomputation,
+    XlaCompileCache,
+)
 from npu_bridge_compat.host.platform import HostFacts
 from npu_bridge_compat.options.rules import GRAPH_MEMORY_DEFAULT, VARIABLE_MEMORY_DEFAULT
 from npu_bridge_compat.options.spec import Effect
@@ -11,7 +20,7 @@ from npu_bridge_compat.options.spec import Effect
 MIB = 1024**2
 
 
-def plan_runtime(options, host: HostFacts) -> Contribution:
+def plan_settings(options, host: HostFacts) -> Contribution:
     result = Contribution()
     _plan_memory(options, host, result)
     if options.deterministic == 1:
@@ -20,11 +29,11 @@ def plan_runtime(options, host: HostFacts) -> Contribution:
         result.say("deterministic", Effect.TRANSLATED, "0: TensorFlow's default (non-deterministic) kernels")
     if options.stream_max_parallel_num:
         threads = max(int(item.split(":")[1]) for item in options.stream_max_parallel_num.split(","))
-        result.config["inter_op_parallelism_threads"] = threads
+        result.features.append(InterOpThreads(threads))
         result.say("stream_max_parallel_num", Effect.APPROXIMATED,
                    f"inter_op_parallelism_threads={threads} (the largest engine parallelism)")
     if options.is_set("graph_exec_timeout"):
-        result.config["operation_timeout_in_ms"] = options.graph_exec_timeout
+        result.features.append(OperationTimeout(options.graph_exec_timeout))
         result.say("graph_exec_timeout", Effect.APPROXIMATED,
                    f"ConfigProto.operation_timeout_in_ms={options.graph_exec_timeout} (per blocking op)")
     _plan_compile_cache(options, result)
@@ -34,7 +43,7 @@ def plan_runtime(options, host: HostFacts) -> Contribution:
                    "the file is not on this host; Ascend fusion passes have no host counterpart anyway")
     elif switches is not None:
         if switches.get(("GraphFusion", "ALL")) == "off":
-            result.config["graph_options.rewrite_options.remapping"] = "OFF"
+            result.features.append(GrapplerSwitch("remapping", on=False))
             result.say("fusion_switch_file", Effect.APPROXIMATED,
                        "GraphFusion ALL off: grappler remapping (op fusion) turned OFF; other switches have no "
                        "host counterpart")
@@ -72,8 +81,26 @@ def _plan_compile_cache(options, result: Contribution) -> None:
             result.say("op_compiler_cache_mode", Effect.NO_EQUIVALENT,
                        "no cache directory is set (op_compiler_cache_dir), so there is nothing to persist to")
         return
-    result.environment["TF_XLA_FLAGS"] = f"--tf_xla_persistent_cache_directory={directory}"
+    result.features.append(XlaCompileCache(directory))
     how = f"XLA persistent compilation cache in {directory} (used when XLA compiles)"
     for key in ("op_compiler_cache_mode", "op_compiler_cache_dir", "graph_compiler_cache_dir"):
         if options.is_set(key):
             result.say(key, Effect.APPROXIMATED, how)
+
+
+# GraphMemoryOptimizeConfig(recompute=...) reaches the adapter's graph as an attribute, not as a session option.
+RECOMPUTE_MODES = {"auto": "RECOMPUTATION_HEURISTICS", "manual": "MANUAL"}
+
+
+def plan_recompute(mode: str | None) -> Contribution:
+    """`recompute` ('auto' / 'manual') as grappler's memory optimizer, which recomputes activations for the
+    gradients instead of keeping them: by its heuristics, or only the ops marked by npu_recompute_scope."""
+    result = Contribution()
+    if mode is None:
+        return result
+    result.features.append(Recomputation(RECOMPUTE_MODES[mode]))
+    which = ("ops it finds cheap to recompute" if mode == "auto"
+             else "ops built under npu_scope.npu_recompute_scope() (marked _recompute_hint)")
+    result.notes.append(f"GraphMemoryOptimizeConfig(recompute={mode!r}): grappler memory_optimization="
+                        f"{RECOMPUTE_MODES[mode]} recomputes {which} during backpropagation (approximated)")
+    return result

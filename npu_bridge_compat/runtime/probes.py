@@ -18,9 +18,9 @@ import threading
 import numpy as np
 import tensorflow as tf
 
-from npu_bridge_compat.host.dump import TensorDumper
+from npu_bridge_compat.runtime.dump import TensorDumper
 from npu_bridge_compat.host.features import NumericChecks, TensorDump
-from npu_bridge_compat.host.numeric import NumericCheck, check_operations
+from npu_bridge_compat.runtime.numeric import NumericCheck, check_operations
 
 _NO_FAILURE = (-1, -1, -1, -1)  # step, check, output row, kind (0 NaN, 1 Inf)
 
@@ -46,10 +46,10 @@ class StepProbes:
     def for_plan(cls, plan, graph_name: str = "train", dumps: bool = True) -> StepProbes | None:
         """The probes the plan asks for (its dumps only where `dumps`), or None if it asks for none."""
         dump = plan.feature(TensorDump) if dumps else None
-        checks = plan.feature(NumericChecks) is not None
-        if dump is None and not checks:
+        checks = plan.feature(NumericChecks)
+        if dump is None and checks is None:
             return None
-        return cls(dump, checks, plan.options.dump_path, graph_name)
+        return cls(dump, checks is not None, checks.dump_path if checks else None, graph_name)
 
     @property
     def variables(self) -> list:
@@ -57,11 +57,14 @@ class StepProbes:
         return [v for v in (self.failure, self._steps_done) if v is not None]
 
     def start(self) -> None:
-        """A new training call: dumps go to a new directory and no failure is recorded."""
+        """A new training call: dumps go to a new directory, no failure is recorded, the probes' own step count
+        starts again."""
         if self._dump is not None:
             self._dumper = TensorDumper(self._dump, self._graph_name)
         if self.failure is not None:
             self.failure.assign(_NO_FAILURE)
+        if self._steps_done is not None:
+            self._steps_done.assign(0)
 
     def attach(self, operations: list, step=None, imported_as: str = "") -> list:
         """The ops that dump and check `operations`, one step numbered `step` (None: the probes count), built in
@@ -111,7 +114,7 @@ class StepProbes:
         return tf.reduce_any(tf.stack([(step >= first) & (step <= last) for first, last in ranges]))
 
     def _check_op(self, operations: list, step, imported_as: str) -> list:
-        check = check_operations(operations, self._dump_path, imported_as)
+        check = check_operations(operations, self._dump_path, imported_as, no_earlier_failure=self.failure[0] < 0)
         if check is None:
             return []
         failure = self.failure

@@ -1,18 +1,56 @@
-"""The ops a training step computes: what dumps, numeric checks and keep-dtype may look at without adding work."""
+"""The ops a training step computes (what dumps, numeric checks and keep-dtype may look at without adding work),
+and the structure of a run's fetches."""
 
 from __future__ import annotations
 
-from typing import Iterable
+import contextlib
+from typing import Any, Callable, Iterable, Iterator
 
 import tensorflow as tf
 
 from npu_bridge_compat.errors import NpuCompatWarning, warn
 
 
+def map_fetches(fetches, function: Callable[[Any], Any]):
+    """`fetches` with `function` applied to every leaf, keeping the structure: lists, tuples, named tuples and
+    mappings of any keys (MonitoredSession keys its fetches by hook objects, which tf.nest cannot sort)."""
+    if isinstance(fetches, (list, tuple)):
+        mapped = [map_fetches(item, function) for item in fetches]
+        if isinstance(fetches, list):
+            return mapped
+        return type(fetches)(*mapped) if hasattr(fetches, "_fields") else type(fetches)(mapped)
+    if isinstance(fetches, dict):
+        return type(fetches)((key, map_fetches(value, function)) for key, value in fetches.items())
+    return function(fetches)
+
+
+def fetch_leaves(fetches) -> list:
+    """The leaves of a fetch structure, in order."""
+    leaves: list = []
+    map_fetches(fetches, leaves.append)
+    return leaves
+
+
 def fetched_operations(fetches) -> list:
     """The ops behind a run's fetches (tensors give their producing op)."""
-    return [f if isinstance(f, tf.Operation) else f.op for f in tf.nest.flatten(fetches)
+    return [f if isinstance(f, tf.Operation) else f.op for f in fetch_leaves(fetches)
             if isinstance(f, (tf.Operation, tf.Tensor))]
+
+
+@contextlib.contextmanager
+def open_graph(graph) -> Iterator[None]:
+    """Build in `graph` even when it is finalized (MonitoredSession finalizes the training graph; the run-time
+    units build their per-fetch ops and loop copies lazily, between runs of the same thread), then finalize it
+    again."""
+    finalized = graph.finalized
+    if finalized:
+        graph._unsafe_unfinalize()
+    try:
+        with graph.as_default():
+            yield
+    finally:
+        if finalized:
+            graph.finalize()
 
 
 def step_operations(graph, fetched_ops) -> list:
@@ -44,9 +82,11 @@ def live_operations(operations: list) -> list:
     return [op for op in operations if op not in dead]
 
 
-def ancestors_among(targets: Iterable, candidates: list) -> list:
+def ancestors_among(targets: Iterable, candidates: Iterable, stop: Callable[[Any], bool] | None = None) -> list:
     """The `candidates` that `targets` (ops) depend on, themselves included, in the candidates' order: the ops of
-    a step body that really run, where `candidates` are the ops the body built."""
+    a step body that really run, where `candidates` are the ops the body built. The walk does not go past ops
+    for which `stop(op)` holds (they are included)."""
+    candidates = list(candidates)
     among = set(candidates)
     seen, pending = set(), [op for op in targets if op in among]
     while pending:
@@ -54,6 +94,8 @@ def ancestors_among(targets: Iterable, candidates: list) -> list:
         if op in seen:
             continue
         seen.add(op)
+        if stop is not None and stop(op):
+            continue
         pending.extend(i.op for i in op.inputs if i.op in among)
         pending.extend(c for c in op.control_inputs if c in among)
     return [op for op in candidates if op in seen]
@@ -76,13 +118,14 @@ def keeping_dtype(operations: Iterable) -> list:
             and any(t.dtype.is_floating for t in op.outputs)]
 
 
-def warn_kept_in_loop(kept: list, loop: str) -> None:
-    """Say that the keep_dtype_scope ops `kept` follow mixed precision inside `loop` (a loop of steps)."""
+def warn_kept_in_loop(kept: list, loop: str,
+                      remedy: str = "use iterations_per_loop=1 to keep them in float32") -> None:
+    """Say that the keep_dtype_scope ops `kept` follow mixed precision inside `loop` (a loop of steps, or a
+    function another one calls), and what keeps them in float32."""
     if kept:
         warn(f"keep_dtype_scope cannot keep {[op.name for op in kept]} in float32 inside {loop}: grappler's "
-             "mixed-precision pass spares only ops a session run fetches or a function returns, and ops in a loop "
-             "are neither. They follow mixed precision; use iterations_per_loop=1 to keep them in float32.",
-             NpuCompatWarning)
+             "mixed-precision pass spares only ops a session run fetches or the outermost function returns, and "
+             f"these are neither. They follow mixed precision; {remedy}.", NpuCompatWarning)
 
 
 def _keeps_dtype(op) -> bool:

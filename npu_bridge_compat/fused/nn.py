@@ -1,0 +1,153 @@
+"""Ascend's fused layer kernels on a host: dropout / dropout_v3, deformable_conv2d, randomchoicewithmask.
+
+  dropout, dropout_v3   y = x·mask / keep_prob with mask ~ Bernoulli(keep_prob) (over noise_shape, broadcast):
+                        TensorFlow's dropout, which also draws its mask from (seed, graph seed) as the adapter
+                        does; the two NPU kernels differ only in how they lay the mask out in memory.
+  deformable_conv2d     the DeformableOffsets + Conv2D pair the adapter builds: every output position (ho, wo)
+                        and kernel tap (i, j) of deformable group g samples x bilinearly (zero outside the image)
+                        at (ho·stride_h - pad_top + i·dilation_h + Δy, wo·stride_w - pad_left + j·dilation_w + Δx),
+                        scales the sample by the tap's mask (DCNv2; modulated=False: DCNv1, no mask), and the
+                        [N, Ho·kh, Wo·kw, C] map of samples is convolved with `filter` at stride (kh, kw).
+                        offsets channels: all Δx, then all Δy, then the masks, each block indexed
+                        g·kh·kw + i·kw + j (modulated=False: the Δx and Δy blocks; a mask block is ignored).
+  randomchoicewithmask  up to `count` coordinates of x's true elements in random order, [count, rank(x)] int32,
+                        padded with zeros, and a [count] mask of the valid rows; count=0 returns them all.
+"""
+
+from __future__ import annotations
+
+import tensorflow as tf
+
+from npu_bridge_compat.errors import NpuOptionTypeError, NpuOptionValueError
+from npu_bridge_compat.fused.checks import (
+    check_choice,
+    check_int,
+    check_int_list,
+    check_keep_prob,
+    graph_mode_only,
+)
+
+
+def dropout(x, keep_prob, noise_shape=None, seed=None, name=None):
+    """npu_ops.dropout: elements kept with probability keep_prob and scaled by 1 / keep_prob."""
+    with tf.name_scope(name or "dropout"):
+        x = tf.convert_to_tensor(x, name="x")
+        if not x.dtype.is_floating:
+            raise NpuOptionValueError(f"x must be a floating point tensor. Got a {x.dtype.name} tensor instead.")
+        check_keep_prob(keep_prob)
+        if isinstance(keep_prob, float) and keep_prob == 1.0:
+            return x
+        return tf.nn.dropout(x, rate=1 - keep_prob, noise_shape=noise_shape, seed=seed)
+
+
+def dropout_v3(x, keep_prob, noise_shape=None, seed=None, name=None):
+    """npu_aicore_ops.dropout_v3: the same dropout as npu_ops.dropout (eager execution allowed, as in the
+    adapter)."""
+    return dropout(x, keep_prob, noise_shape=noise_shape, seed=seed, name=name or "dropout_v3")
+
+
+def _bilinear_samples(image, rows, cols) -> tf.Tensor:
+    """image [N, H, W, G, Cg] sampled at float rows / cols [N, Ho, Wo, G, kh, kw]: [N, Ho, Wo, G, kh, kw, Cg],
+    corners outside the image counting as zero."""
+    shape = tf.shape(image)
+    height, width = shape[1], shape[2]
+    top, left = tf.floor(rows), tf.floor(cols)
+    batch = tf.broadcast_to(tf.range(shape[0])[:, None, None, None, None, None], tf.shape(rows))
+    group = tf.broadcast_to(tf.range(shape[3])[None, None, None, :, None, None], tf.shape(rows))
+    samples = 0.0
+    for row, row_weight in ((top, 1 - (rows - top)), (top + 1, rows - top)):
+        for col, col_weight in ((left, 1 - (cols - left)), (left + 1, cols - left)):
+            row_index, col_index = tf.cast(row, tf.int32), tf.cast(col, tf.int32)
+            inside = (row_index >= 0) & (row_index < height) & (col_index >= 0) & (col_index < width)
+            where = tf.stack([batch, tf.clip_by_value(row_index, 0, height - 1),
+                              tf.clip_by_value(col_index, 0, width - 1), group], axis=-1)
+            weight = row_weight * col_weight * tf.cast(inside, rows.dtype)
+            samples += tf.gather_nd(image, where) * weight[..., None]
+    return samples
+
+
+def _deformable_offsets(x, offsets, ksize, strides, pads, dilations, deformable_groups, modulated) -> tf.Tensor:
+    """The NHWC map [N, Ho·kh, Wo·kw, C] of deformed samples (the NPU's DeformableOffsets)."""
+    (kh, kw), (stride_h, stride_w), (dilation_h, dilation_w) = ksize, strides, dilations
+    channels = x.shape[-1]
+    taps = deformable_groups * kh * kw
+    shape = tf.shape(offsets)
+    n, out_h, out_w = shape[0], shape[1], shape[2]
+
+    def block(index):
+        return tf.reshape(offsets[..., index * taps:(index + 1) * taps], [n, out_h, out_w, deformable_groups, kh, kw])
+
+    base_rows = (tf.range(out_h) * stride_h - pads[0])[:, None] + tf.range(kh) * dilation_h  # [Ho, kh]
+    base_cols = (tf.range(out_w) * stride_w - pads[2])[:, None] + tf.range(kw) * dilation_w  # [Wo, kw]
+    rows = tf.cast(base_rows[None, :, None, None, :, None], x.dtype) + block(1)
+    cols = tf.cast(base_cols[None, None, :, None, None, :], x.dtype) + block(0)
+    image = tf.reshape(x, [n, tf.shape(x)[1], tf.shape(x)[2], deformable_groups, channels // deformable_groups])
+    samples = _bilinear_samples(image, rows, cols)
+    if modulated:
+        samples *= block(2)[..., None]
+    # [N, Ho, Wo, G, kh, kw, Cg] -> [N, Ho, kh, Wo, kw, G, Cg] -> [N, Ho·kh, Wo·kw, C]
+    samples = tf.transpose(samples, [0, 1, 4, 2, 5, 3, 6])
+    return tf.reshape(samples, [n, out_h * kh, out_w * kw, channels])
+
+
+def deformable_conv2d(x, filter, offsets, strides=None, pads=None, data_format="NHWC",  # noqa: A002 - adapter name
+                      dilations=(1, 1, 1, 1), groups=1, deformable_groups=1, modulated=True, name=None):
+    """npu_cube_ops.deformable_conv2d: a 2-D deformable convolution of x with filter [kh, kw, in_channels / groups,
+    out_channels], offsets [N, out_h, out_w, 3·deformable_groups·kh·kw] (NHWC; NCHW: channels second)."""
+    graph_mode_only("deformable_conv2d")
+    check_choice("data_format", data_format, ("NHWC", "NCHW"))
+    h_at, w_at = data_format.find("H"), data_format.find("W")
+    layout = {}
+    for argument, value in (("strides", strides), ("dilations", dilations)):
+        values = check_int_list(argument, value, 4, 1)
+        if values[data_format.find("N")] != 1 or values[data_format.find("C")] != 1:
+            raise NpuOptionValueError(f"{argument} must be 1 in the N and C dimensions, got {list(value)}")
+        layout[argument] = (values[h_at], values[w_at])
+    pads = check_int_list("pads", pads, 4, 0)
+    groups = check_int("groups", groups, 1)
+    deformable_groups = check_int("deformable_groups", deformable_groups, 1)
+    with tf.name_scope(name or "deformable_conv2d"):
+        x, filter, offsets = (tf.convert_to_tensor(t, name=n) for t, n in ((x, "x"), (filter, "filter"),
+                                                                           (offsets, "offsets")))
+        if data_format == "NCHW":
+            x, offsets = tf.transpose(x, [0, 2, 3, 1]), tf.transpose(offsets, [0, 2, 3, 1])
+        kh, kw, group_channels, out_channels = filter.shape.as_list()
+        channels, offset_channels = x.shape[-1], offsets.shape[-1]
+        if None in (kh, kw, group_channels, out_channels, channels):
+            raise NpuOptionValueError("deformable_conv2d needs the filter's shape and x's channels known when the "
+                                      f"graph is built, got filter {filter.shape} and x {x.shape}")
+        if channels != group_channels * groups or out_channels % groups or channels % deformable_groups:
+            raise NpuOptionValueError(f"x has {channels} channels: it must equal the filter's in_channels "
+                                      f"({group_channels}) times groups ({groups}) and divide by "
+                                      f"deformable_groups ({deformable_groups}), and out_channels "
+                                      f"({out_channels}) must divide by groups")
+        taps = deformable_groups * kh * kw
+        expected = [3 * taps] if modulated else [2 * taps, 3 * taps]
+        if offset_channels is not None and offset_channels not in expected:
+            blocks = "dx, dy and mask" if modulated else "dx and dy (and an ignored mask)"
+            raise NpuOptionValueError(f"offsets must have {' or '.join(map(str, expected))} channels ({blocks}, "
+                                      f"each deformable_groups x kh x kw), got {offset_channels}")
+        samples = _deformable_offsets(x, offsets, (kh, kw), layout["strides"], pads, layout["dilations"],
+                                      deformable_groups, modulated)
+        parts = zip(tf.split(samples, groups, axis=-1), tf.split(filter, groups, axis=-1))
+        y = tf.concat([tf.nn.conv2d(s, f, strides=[1, kh, kw, 1], padding="VALID") for s, f in parts], axis=-1)
+        return tf.transpose(y, [0, 3, 1, 2]) if data_format == "NCHW" else y
+
+
+def randomchoicewithmask(x, count, seed=0, seed2=0):
+    """npu_cpu_ops.randomchoicewithmask: (y [count, rank(x)] int32, mask [count] bool) drawn from x's true
+    elements by TensorFlow's RandomShuffle with the same (seed, seed2)."""
+    count = check_int("count", count, 0)
+    with tf.name_scope("random_choice_with_mask"):
+        x = tf.convert_to_tensor(x, name="x")
+        if x.dtype != tf.bool or x.shape.rank == 0:
+            raise NpuOptionTypeError(f"x must be a bool tensor of rank 1 or more, got {x.dtype.name} of shape "
+                                     f"{x.shape}")
+        chosen = tf.raw_ops.RandomShuffle(value=tf.cast(tf.where(x), tf.int32), seed=seed, seed2=seed2)
+        found = tf.shape(chosen)[0]
+        if count == 0:
+            return chosen, tf.ones([found], tf.bool)
+        chosen = chosen[:count]
+        y = tf.pad(chosen, [[0, count - tf.shape(chosen)[0]], [0, 0]])
+        y.set_shape([count, x.shape.rank])
+        return y, tf.range(count) < found

@@ -1,0 +1,50 @@
+"""Graph compilation and parallelism: constant folding, AI Core counts, multi-stream execution.
+
+Grappler's constant folding is the host's own pass of the same name. Ascend's core and stream counts cap how
+much of the chip one operator, or the graph as a whole, may use; TensorFlow's thread pools are the host's caps:
+intra-op threads (cores per op) and inter-op threads (ops at once).
+"""
+
+from __future__ import annotations
+
+from npu_bridge_compat.host.contribution import Contribution
+from npu_bridge_compat.host.features import GraphOptimizerLevel, GrapplerSwitch, InterOpThreads, IntraOpThreads
+from npu_bridge_compat.host.platform import HostFacts
+from npu_bridge_compat.options.spec import Effect
+
+
+def plan_compilation(options, host: HostFacts) -> Contribution:
+    result = Contribution()
+    if options.is_set("oo_constant_folding") and not options.oo_constant_folding:
+        # TensorFlow folds constants twice: in grappler, and in the graph optimizer that runs on every partition
+        # (its level L1 always folds; L0 folds only on request, and keeps common-subexpression elimination so).
+        result.features += [GrapplerSwitch("constant_folding", on=False), GraphOptimizerLevel("L0")]
+        result.say("oo_constant_folding", Effect.TRANSLATED,
+                   "constant folding OFF in grappler and in the graph optimizer (common subexpressions are still "
+                   "eliminated)")
+    cores = options.parsed.get("aicore_num")
+    if cores is not None:
+        threads = max(cores)
+        result.features.append(IntraOpThreads(threads))
+        result.say("aicore_num", Effect.APPROXIMATED,
+                   f"intra_op_parallelism_threads={threads} (the larger of {cores[0]} Cube and {cores[1]} Vector "
+                   "cores: the most cores one op uses)")
+    _plan_streams(options, result)
+    return result
+
+
+def _plan_streams(options, result: Contribution) -> None:
+    multistream = options.parsed.get("auto_multistream_parallel_mode")
+    if multistream is None:
+        return
+    mode, streams = multistream
+    if streams is None:
+        result.say("auto_multistream_parallel_mode", Effect.NO_EQUIVALENT,
+                   "cv runs the AI Core's Cube and Vector units side by side; a host has no such units")
+    elif options.stream_max_parallel_num:
+        result.say("auto_multistream_parallel_mode", Effect.NOT_NEEDED,
+                   "stream_max_parallel_num already sets the inter-op thread count")
+    else:
+        result.features.append(InterOpThreads(streams))
+        result.say("auto_multistream_parallel_mode", Effect.APPROXIMATED,
+                   f"inter_op_parallelism_threads={streams} ({mode}: up to {streams} ops at once)")

@@ -1,0 +1,54 @@
+"""The TF 1.15 world around the adapter: what ported scripts use besides `npu_bridge` and TensorFlow 2.15 lacks.
+
+- `tensorflow.contrib` (and `tensorflow.examples.tutorials.mnist`): virtual modules whose names resolve, from one
+  table (table.py), to maintained counterparts (tf_slim, tf.compat.v1.estimator.tpu, tf.data.experimental,
+  tf.compat.v1.nn.rnn_cell, ...) or to the few written here (contrib/, mnist.py). Names with no counterpart raise
+  `NoCounterpartError` when used, never at import.
+- `install_tf1_imports()` (imports.py): `run --tf1`'s view, TF 1.15's `tensorflow` for the user's whole program.
+- `tf1_name_status(name)`: what a dotted TF 1.15 name becomes here, from the same table.
+
+Importing this package imports nothing of TensorFlow; `install_tf1_world()` makes the trees importable.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+
+from npu_bridge_compat.compat import tf1_keras_api
+from npu_bridge_compat.errors import NpuConfigError
+from npu_bridge_compat.legacy.tf1.world import (  # noqa: F401 - the public names of the TF 1.15 world
+    NameStatus,
+    NoCounterpartError,
+    Tf1DifferenceWarning,
+    Tf1Finder,
+    tf1_name_status,
+    virtual_module,
+)
+
+_finder = Tf1Finder()
+
+
+def install_tf1_world() -> None:
+    """Make `tensorflow.contrib...` and `tensorflow.examples...` importable, and `tf.compat.v1.contrib` the
+    contrib module (idempotent)."""
+    if _finder in sys.meta_path:
+        return
+    real = importlib.util.find_spec("tensorflow.contrib")
+    if real is not None:
+        raise NpuConfigError(f"this TensorFlow has its own tensorflow.contrib ({real.origin}); npu_bridge_compat "
+                             "will not shadow it.")
+    sys.meta_path.insert(0, _finder)
+    import tensorflow as tf
+
+    tf.compat.v1.contrib = virtual_module("contrib")
+    _repair_layers_normalization()
+
+
+def _repair_layers_normalization() -> None:
+    """TensorFlow loads tensorflow.python.layers.normalization (tf_slim's and contrib's batch_norm) from
+    `tf_keras.legacy_tf_layers`, a path no tf_keras release has (2.15 and 2.21 alike); the TF1 layers module of the
+    Keras 2 at hand (Keras 2.15's own, or tf_keras's) holds the same BatchNormalization and batch_normalization."""
+    from tensorflow.python.layers import normalization as tf_layers_normalization
+
+    tf_layers_normalization.normalization = tf1_keras_api("layers")

@@ -1,0 +1,69 @@
+"""What a door declares it carries out, and the one step by which every door enters a plan.
+
+A door (NPUEstimator, NPUSession, NPUCallback, NPURunConfig under a plain Estimator) names the feature kinds it
+applies. Entering a plan logs its report once, sets its environment and process-wide switches, and warns once per
+door and feature kind about each planned feature the door does not carry out, so nothing is dropped silently.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from npu_bridge_compat.errors import NpuCompatWarning, warn
+from npu_bridge_compat.host import log_once
+from npu_bridge_compat.host.apply import apply_environment, apply_process_settings
+from npu_bridge_compat.host.features import (
+    BatchNormWorkaround,
+    GpuMemoryLimit,
+    GraphOptimizerLevel,
+    HostRegions,
+    InterOpThreads,
+    IntraOpThreads,
+    NumericChecks,
+    OperationTimeout,
+    ProcessSetting,
+    ProfilerTrace,
+    RewriteSetting,
+    StepLoop,
+    TensorDump,
+    VisibleDevice,
+)
+
+RUN_UNITS = (StepLoop, BatchNormWorkaround, HostRegions, ProfilerTrace, TensorDump, NumericChecks)
+SESSION_SETTINGS = (RewriteSetting, GpuMemoryLimit, VisibleDevice, InterOpThreads, IntraOpThreads, OperationTimeout,
+                    GraphOptimizerLevel)
+
+
+@dataclasses.dataclass(frozen=True)
+class Door:
+    name: str
+    applies: tuple[type, ...]  # the feature kinds (or base kinds) it carries out
+    hint: str = ""  # what to do about the others
+
+    def carries_out(self, feature) -> bool:
+        return isinstance(feature, (ProcessSetting, *self.applies))
+
+
+_warned: set[tuple[str, str]] = set()
+
+
+def unapplied(plan, door: Door) -> list:
+    """The planned features `door` does not carry out."""
+    return [feature for feature in plan.features if not door.carries_out(feature)]
+
+
+def enter_plan(plan, door: Door | None = None, process: bool = True) -> None:
+    """Log the plan's report once, apply its process-wide part (its environment and switches; `process=False`:
+    the door applies them itself for the time it trains) and, for a door, warn about what it does not carry out."""
+    log_once(plan.report)
+    if process:
+        apply_environment(plan)
+        apply_process_settings(plan)
+    if door is None:
+        return
+    for feature in unapplied(plan, door):
+        key = (door.name, type(feature).__name__)
+        if key not in _warned:
+            _warned.add(key)
+            warn(f"{door.name} does not carry out {feature}: the report lists it as planned, but it has no effect "
+                 f"through this door.{' ' + door.hint if door.hint else ''}", NpuCompatWarning)

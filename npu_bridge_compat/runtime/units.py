@@ -1,0 +1,239 @@
+"""The run-time units: what happens around training runs, written once for every door.
+
+Each unit carries out one feature of the plan and is a `SessionRunHook`: NPUEstimator hands the units to its
+training like any hook; NPUSession drives the same units on its own runs with TensorFlow's hook driver (the one
+MonitoredSession uses). The Keras door, whose steps run as traced functions, uses their traced-function forms
+(`probes.py` for dumps and checks, `keep_dtype_in_function` here, the profiler's start/stop).
+
+Units that add fetches work per fetch structure (each is its own graph on Ascend, with its own step count, and
+one cache entry here). A run of a looped train op is left to the dumps and checks built into the loop's
+iterations (`loop.py`, `probes.py`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+import tensorflow as tf
+from tensorflow.python.framework.func_graph import FuncGraph
+from tensorflow.python.ops.control_flow_v2_func_graphs import WhileBodyFuncGraph
+
+from npu_bridge_compat.host.features import HostRegions, NumericChecks, ProfilerTrace, TensorDump
+from npu_bridge_compat.runtime.dump import TensorDumper
+from npu_bridge_compat.runtime.graph import (
+    fetched_operations,
+    kept_dtype_operations,
+    keeping_dtype,
+    open_graph,
+    step_operations,
+    warn_kept_in_loop,
+)
+from npu_bridge_compat.runtime.host_regions import host_region_ops, keep_on_host
+from npu_bridge_compat.runtime.loop import LoopServer, looped_train_ops
+from npu_bridge_compat.runtime.numeric import numeric_check
+from npu_bridge_compat.runtime.probes import StepProbes
+from npu_bridge_compat.runtime.profiling import profiler_trace
+
+SessionRunArgs = tf.compat.v1.train.SessionRunArgs
+
+
+def _run_of(run_context) -> tuple[Any, tuple, list, Any]:
+    """(graph, fetch key, fetched ops, looped train op or None) of the run a hook is asked about."""
+    graph = run_context.session.graph
+    fetched = fetched_operations(run_context.original_args.fetches)
+    loops = {looped.loop_op: looped for looped in looped_train_ops(graph)}
+    looped = next((loops[op] for op in fetched if op in loops), None)
+    return graph, tuple(op.name for op in fetched), fetched, looped
+
+
+class _PerFetchStructureUnit(tf.compat.v1.train.SessionRunHook):
+    """A unit that adds fetches to the runs of each fetch structure and counts that structure's steps. Runs of a
+    looped train op are left to what the loop builds into its iterations."""
+
+    def __init__(self) -> None:
+        self._steps: dict[tuple, int] = {}  # fetch names -> steps run so far
+        self._current: tuple | None = None  # (fetch names, step) of the run under way, when it fetches
+
+    def before_run(self, run_context):
+        graph, key, fetched, looped = _run_of(run_context)
+        self._current = None
+        if looped is not None:
+            self.looped_run(graph, looped)
+            return None
+        if not fetched:
+            return None
+        step = self._steps.get(key, 0)
+        self._steps[key] = step + 1
+        fetches = self.fetches(graph, key, fetched, step)
+        if fetches is None:
+            return None
+        self._current = (key, step)
+        return SessionRunArgs(fetches)
+
+    def after_run(self, run_context, run_values) -> None:
+        if self._current is not None:
+            self.fetched(*self._current, run_values.results)
+
+    def fetches(self, graph, key: tuple, fetched: list, step: int):
+        """What to add to this run of the structure `key` (its step `step`), or None for nothing."""
+        raise NotImplementedError
+
+    def fetched(self, key: tuple, step: int, values) -> None:
+        """The values of what `fetches` added."""
+
+    def looped_run(self, graph, looped) -> None:
+        """A run of a looped train op is under way."""
+
+
+class KeepDtypeUnit(_PerFetchStructureUnit):
+    """Ops under keep_dtype_scope stay float32 under grappler's mixed precision: they become targets of the runs
+    that compute them, and grappler never converts a node a run must preserve. Targets return nothing, so this
+    costs no copy; only ops the run computes anyway are named, so nothing extra runs."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._kept: dict[tuple, list] = {}
+        self._warned_loops: set[str] = set()
+
+    def fetches(self, graph, key, fetched, step):
+        if key not in self._kept:
+            self._kept[key] = kept_dtype_operations(graph, fetched)
+        return self._kept[key] or None
+
+    def looped_run(self, graph, looped) -> None:
+        """A loop runs a copy of the step, which no run fetches: its marked ops follow mixed precision."""
+        if looped.train_op.name not in self._warned_loops:
+            self._warned_loops.add(looped.train_op.name)
+            warn_kept_in_loop(keeping_dtype(step_operations(graph, [looped.train_op])), "the iterations_per_loop loop")
+
+
+def keep_dtype_in_function(graph, operations: list) -> None:
+    """The traced form: the step's marked ops become control outputs of the traced function, which grappler
+    spares too. Where the step is traced inside a loop of steps, or as a function that another function calls
+    (Keras 3 traces its step so), grappler optimizes the outer function with the step inlined, and sees only the
+    outer function's outputs: say so."""
+    kept = keeping_dtype(operations)
+    if not kept:
+        return
+    outer = graph
+    while isinstance(outer, FuncGraph):
+        if isinstance(outer, WhileBodyFuncGraph):  # steps_per_execution > 1
+            warn_kept_in_loop(kept, "Keras' steps_per_execution loop")
+            return
+        outer = outer.outer_graph
+    if isinstance(getattr(graph, "outer_graph", None), FuncGraph):
+        warn_kept_in_loop(kept, "Keras 3's step function, which its train function calls",
+                          "Keras 2 (tf_keras, TF_USE_LEGACY_KERAS=1) or the session door keeps them in float32")
+        return
+    graph.control_outputs.extend(op for op in kept if op not in graph.control_outputs)
+
+
+class NumericCheckUnit(_PerFetchStructureUnit):
+    """Finiteness flags over the tensors each fetch structure computes; a non-finite output stops the run with
+    NonFiniteValueError naming the op and the step (counted per fetch structure, as the dumps count), after its
+    inputs were saved under `dump_path` (if any)."""
+
+    def __init__(self, feature: NumericChecks) -> None:
+        super().__init__()
+        self._dump_path = feature.dump_path
+        self._checks: dict[tuple, Any] = {}
+
+    def fetches(self, graph, key, fetched, step):
+        if key not in self._checks:
+            with open_graph(graph):
+                self._checks[key] = numeric_check(graph, fetched, self._dump_path)
+        return self._checks[key].flags if self._checks[key] is not None else None
+
+    def fetched(self, key, step, flags) -> None:
+        self._checks[key].raise_if_non_finite(flags, step)
+
+
+class TensorDumpUnit(_PerFetchStructureUnit):
+    """Dumps the selected steps of each fetch structure, named `graph_name` (or after the structure's first
+    fetch): its tensors are fetched with the step."""
+
+    def __init__(self, feature: TensorDump, graph_name: str | None = None) -> None:
+        super().__init__()
+        self._feature = feature
+        self._graph_name = graph_name
+        self._dumpers: dict[tuple, TensorDumper] = {}
+
+    def fetches(self, graph, key, fetched, step):
+        if key not in self._dumpers:
+            self._dumpers[key] = TensorDumper(self._feature, self._graph_name or key[0])
+        dumper = self._dumpers[key]
+        return (dumper.fetches(graph, fetched) or None) if dumper.selects(step) else None
+
+    def fetched(self, key, step, values) -> None:
+        self._dumpers[key].write(step, values)
+
+
+class HostRegionsUnit(tf.compat.v1.train.SessionRunHook):
+    """Keeps the in_out_pair regions on the host once the training graph is built, before it runs."""
+
+    def __init__(self, regions: HostRegions, host) -> None:
+        self._regions, self._host = regions, host
+
+    def begin(self) -> None:
+        graph = tf.compat.v1.get_default_graph()
+        keep_on_host(host_region_ops(graph, self._regions), self._host)
+
+
+class ProfilerUnit(tf.compat.v1.train.SessionRunHook):
+    """Traces training with TensorFlow's profiler from the session's start to its end (Keras: from `start` to
+    `stop`)."""
+
+    def __init__(self, trace: ProfilerTrace) -> None:
+        self._output = trace.output
+        self._trace = None
+
+    def start(self) -> None:
+        if self._trace is None:
+            self._trace = contextlib.ExitStack()
+            self._trace.enter_context(profiler_trace(self._output))
+
+    def stop(self) -> None:
+        if self._trace is not None:
+            self._trace.close()  # the trace is written now
+            self._trace = None
+
+    def after_create_session(self, session, coord) -> None:
+        self.start()
+
+    def end(self, session) -> None:
+        self.stop()
+
+
+class LoopServingUnit(tf.compat.v1.train.SessionRunHook):
+    """Makes the session that a framework created (MonitoredTrainingSession's) serve runs of looped train ops,
+    with the plan's dumps and checks built into the loop (`LoopServer`)."""
+
+    def __init__(self, plan, graph_name: str) -> None:
+        self._plan, self._graph_name = plan, graph_name
+
+    def after_create_session(self, session, coord) -> None:
+        server = LoopServer(session.graph, lambda looped: StepProbes.for_plan(self._plan, self._graph_name))
+        server.install(session, caller_thread=bool(session._config and session._config.session_inter_op_thread_pool))
+
+
+def units_for(plan, graph_name: str | None = None) -> list:
+    """The units that carry out the plan's run-time features around session runs, in the order their results
+    are handled: host regions, profiling, keep-dtype, numeric checks (which stop a failing step before its dump
+    is written), dumps. `graph_name` names the dumps (default: after each fetch structure's first fetch)."""
+    units: list = []
+    regions = plan.feature(HostRegions)
+    if regions is not None:
+        units.append(HostRegionsUnit(regions, plan.host))
+    trace = plan.feature(ProfilerTrace)
+    if trace is not None:
+        units.append(ProfilerUnit(trace))
+    if plan.mixed_precision is not None:
+        units.append(KeepDtypeUnit())
+    checks = plan.feature(NumericChecks)
+    if checks is not None:
+        units.append(NumericCheckUnit(checks))
+    dump = plan.feature(TensorDump)
+    if dump is not None:
+        units.append(TensorDumpUnit(dump, graph_name))
+    return units

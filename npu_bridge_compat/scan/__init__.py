@@ -1,0 +1,27 @@
+"""`scan`: a porting report for a whole code base, read statically (no scanned file is ever executed).
+
+    report = scan(["models/"])             # every .py file, recursively
+    print(render_text(report))             # per script: what each adapter name, NPU option and import becomes
+    report.totals()                        # ready / with warnings / blocked, and by what
+
+reader.py turns syntax into facts (worker processes, no TensorFlow); classify.py, names.py, configs.py and
+tf1.py give each fact its meaning through the runtime's own option table, readers, rules, host plan and alias
+tree; report.py is the model, render.py its text and JSON.
+"""
+
+from npu_bridge_compat.scan.render import render_json, render_text
+from npu_bridge_compat.scan.report import Category, Finding, Outcome, ScanReport, ScriptReport, Severity
+from npu_bridge_compat.scan.scanner import ScanPathError, scan
+
+__all__ = [
+    "Category",
+    "Finding",
+    "Outcome",
+    "ScanPathError",
+    "ScanReport",
+    "ScriptReport",
+    "Severity",
+    "render_json",
+    "render_text",
+    "scan",
+]

@@ -1,0 +1,65 @@
+"""The porting report for people (text) and for tools (JSON)."""
+
+from __future__ import annotations
+
+import json
+
+from npu_bridge_compat.scan.report import Category, Finding, ScanReport, ScriptReport, Severity
+
+_LISTED_TF1_NAMES = 6  # per script; the JSON has them all
+
+
+def render_json(report: ScanReport) -> str:
+    return json.dumps(report.as_json(), indent=1, ensure_ascii=False)
+
+
+def render_text(report: ScanReport) -> str:
+    """Scripts with something to say (blocked first), then the totals; scripts without findings are counted."""
+    listed = sorted((script for script in report.scripts if script.findings),
+                    key=lambda script: (-script.status, script.path))
+    blocks = [_script_text(script) for script in listed]
+    return "\n\n".join([*blocks, _totals_text(report)])
+
+
+def _script_text(script: ScriptReport) -> str:
+    header = f"{script.status.label:<8} {script.path}" + ("   (run with --tf1)" if script.needs_tf1 else "")
+    lines = [header]
+    served = [f.name for f in script.findings if f.category is Category.ADAPTER and f.severity is Severity.READY]
+    tf1 = [f for f in script.findings if f.category is Category.TENSORFLOW]
+    for finding in script.findings:
+        if finding in tf1 or (finding.category is Category.ADAPTER and finding.severity is Severity.READY):
+            continue
+        lines.append(_finding_text(finding))
+    for outcome in sorted({f.outcome for f in tf1}):
+        group = [f for f in tf1 if f.outcome == outcome]
+        names = ", ".join(f"{f.name} (line {f.line})" for f in group[:_LISTED_TF1_NAMES])
+        more = f", and {len(group) - _LISTED_TF1_NAMES} more" if len(group) > _LISTED_TF1_NAMES else ""
+        severity = "" if group[0].severity is Severity.READY else f" [{group[0].severity.label}]"
+        lines.append(f"  {'':>5}  TF 1.15 names, {outcome}{severity}: {names}{more}")
+    if served:
+        lines.append(f"  {'':>5}  adapter names served on this host: {', '.join(served)}")
+    return "\n".join(lines)
+
+
+def _finding_text(finding: Finding) -> str:
+    subject = f"{finding.category} {finding.name}" + (f"={finding.value}" if finding.value is not None else "")
+    severity = "" if finding.severity is Severity.READY else f" [{finding.severity.label}]"
+    return f"  {finding.line:>5}  {subject}: {finding.outcome}{severity}: {finding.detail}"
+
+
+def _totals_text(report: ScanReport) -> str:
+    totals = report.totals()
+    quiet = totals["scripts"] - sum(bool(script.findings) for script in report.scripts)
+    lines = [f"{totals['scripts']} Python files on this host ({report.host}): {totals['ready']} ready, "
+             f"{totals['warning']} with warnings, {totals['blocked']} blocked"
+             + (f"; {quiet} without anything to port" if quiet else "")]
+    if totals["blocked_by"]:
+        lines.append("  blocked by: " + ", ".join(f"{outcome} ({count})" for outcome, count in
+                                                    totals["blocked_by"].items()))
+    if totals["not_installed"]:
+        lines.append("  not installed here: " + ", ".join(f"{name} ({count})" for name, count in
+                                                           totals["not_installed"].items()))
+    if totals["needs_tf1"]:
+        lines.append("  TF 1.15 scripts (run them with `python -m npu_bridge_compat run --tf1`): "
+                     f"{totals['needs_tf1']}")
+    return "\n".join(lines)

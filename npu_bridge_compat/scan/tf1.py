@@ -1,0 +1,52 @@
+"""TensorFlow 1.15 names: the one place the scan decides what a TF1-only name becomes on this host.
+
+A TF 1.15 name is one TensorFlow 2.15 lacks: names in the trees TensorFlow 2 dropped (`tensorflow.contrib`,
+`tensorflow.python.keras`, `tensorflow.examples`), and top-level names such as `tf.Session` or `tf.app.flags`.
+Scripts that use them run with `python -m npu_bridge_compat run --tf1`, where `import tensorflow` gives
+`tf.compat.v1`.
+
+The dropped trees are answered by `npu_bridge_compat.legacy.tf1_name_status`, from the same table that serves
+them at run time, so the report cannot drift from what `run --tf1` does.
+"""
+
+from __future__ import annotations
+
+from npu_bridge_compat import legacy
+from npu_bridge_compat.scan.names import tensorflow_has
+from npu_bridge_compat.scan.report import Severity
+
+TF1_NAMESPACES = ("tensorflow.contrib", "tensorflow.python.keras", "tensorflow.examples")
+
+# status -> (the finding's outcome, its severity)
+_OUTCOMES = {
+    "works": ("works under run --tf1", Severity.READY),
+    "differs": ("differs under run --tf1", Severity.WARNING),
+    "missing": ("missing under run --tf1", Severity.BLOCKED),
+    "unknown": ("needs run --tf1", Severity.WARNING),
+}
+
+
+def in_tf1_namespace(dotted: str) -> bool:
+    return any(dotted == namespace or dotted.startswith(namespace + ".") for namespace in TF1_NAMESPACES)
+
+
+def tf1_name_status(dotted: str) -> tuple[str, str]:
+    """(works | differs | missing | unknown, detail) of a `tensorflow.` name that TensorFlow 2.15 lacks, under
+    `run --tf1`."""
+    if in_tf1_namespace(dotted):
+        status = legacy.tf1_name_status(dotted)
+        return status.status, status.detail
+    rest = dotted.partition(".")[2]
+    if tensorflow_has(f"tensorflow.compat.v1.{rest}"):
+        return "works", f"tf.{rest} is tf.compat.v1.{rest} under `run --tf1` (TensorFlow 2.15 has no tf.{rest})"
+    parts = dotted.split(".")
+    found = next(cut for cut in range(len(parts) - 1, 0, -1) if tensorflow_has(".".join(parts[:cut])))
+    return "missing", (f"no {parts[found]} in {'.'.join(parts[:found])} (TensorFlow 2.15), nor under `run --tf1` "
+                       "(tf.compat.v1)")
+
+
+def classify_tf1_name(dotted: str) -> tuple[str, Severity, str]:
+    """(outcome, severity, detail) of a TF 1.15 name: every TF1 name is classified here."""
+    status, detail = tf1_name_status(dotted)
+    outcome, severity = _OUTCOMES[status]
+    return outcome, severity, detail

@@ -1,0 +1,87 @@
+"""The first run reads well: the translation report once as a block, the training progress, no doubled messages,
+and library deprecation notices only on request (the main example and `run`)."""
+
+import collections
+import logging
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from npu_bridge_compat.host import Report, log_once
+from npu_bridge_compat.logs import REPORT_TITLE
+
+ROOT = Path(__file__).parent.parent
+# a logging prefix: absl's "I1123 09:17:32.990802 139959529008000 file.py:30] " or TensorFlow's "INFO:tensorflow:"
+LOG_PREFIX = re.compile(r"^([IWEF]\d{4} [\d:.]+ +\d+ [\w.]+:\d+\] |(INFO|WARNING|ERROR):tensorflow:)")
+PYTHON_WARNING = re.compile(r"^\S+\.py:\d+: \w+: ")
+
+
+def output(*command: str, env: dict | None = None) -> str:
+    """stdout and stderr of a command, interleaved as a terminal shows them."""
+    result = subprocess.run([sys.executable, *command], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            timeout=300, cwd=ROOT, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", **(env or {})})
+    assert result.returncode == 0, result.stdout[-3000:]
+    return result.stdout
+
+
+def doubled_messages(text: str) -> list[str]:
+    """Log records and warnings that appear more than once (prefixes stripped: TensorFlow's handler and absl's
+    print the same record with different prefixes)."""
+    messages = [LOG_PREFIX.sub("", line) for line in text.splitlines()
+                if LOG_PREFIX.match(line) or PYTHON_WARNING.match(line)]
+    return [message for message, count in collections.Counter(messages).items() if count > 1]
+
+
+def test_main_example_shows_the_report_once_then_the_training_progress(tmp_path):
+    text = output("examples/estimator/train.py", "--max_steps=200", f"--model_dir={tmp_path}")
+    assert text.count("NPU options from NPURunConfig") == 1 and text.count(REPORT_TITLE) == 1
+    lines = text.splitlines()
+    report = lines.index(next(line for line in lines if line.startswith("NPU options from NPURunConfig")))
+    assert lines[report + 1:report + 3] == [
+        "  translated:", "    iterations_per_loop=10  10 training steps per session run in NPUEstimator, "
+        "util.set_iteration_per_loop and NPUCallback; global_step grows by that much per run"]
+    progress = [line.split(":")[0] for line in lines if line.startswith("step ")]
+    assert progress == ["step 100", "step 200"]
+    assert lines.index(next(line for line in lines if line.startswith("step "))) > report
+    assert "is deprecated" not in text and doubled_messages(text) == []
+    assert len(lines) < 12, text
+
+
+def test_main_example_with_python_warnings_prints_each_notice_once(tmp_path):
+    text = output("examples/estimator/train.py", "--max_steps=20", f"--model_dir={tmp_path}",
+                  env={"PYTHONWARNINGS": "default"})
+    assert text.count("is deprecated and will be removed") >= 10  # TensorFlow's notices are back ...
+    assert doubled_messages(text) == []  # ... once each, although absl's app.run configured the root logger
+    assert text.count("NPU options from NPURunConfig") == 1
+
+
+def test_run_shows_the_report_once_and_no_deprecation_flood():
+    text = output("-m", "npu_bridge_compat", "run", "tests/scripts/session_port.py")
+    assert text.count("NPU options from Session config") == 1  # printed as a block: the script set up no logging
+    assert "global_step 20" in text and "deprecated" not in text and doubled_messages(text) == []
+
+
+def test_run_show_deprecations_brings_the_notices_back_once_each():
+    text = output("-m", "npu_bridge_compat", "run", "--show-deprecations", "tests/scripts/session_port.py")
+    assert "`tf.layers.dense` is deprecated" in text and "Variable.load (from tensorflow" in text
+    assert doubled_messages(text) == [] and text.count("NPU options from Session config") == 1
+
+
+def report_for(source: str) -> Report:
+    return Report(source=source, host="TensorFlow 2.15.1, CPU only", entries=())
+
+
+def test_the_report_is_one_absl_record_for_tools(caplog, capsys):
+    with caplog.at_level(logging.INFO, logger="absl"):
+        assert log_once(report_for("a tool's configuration"))
+    [record] = [r for r in caplog.records if REPORT_TITLE in r.getMessage()]
+    assert record.name == "absl" and "NPU options from a tool's configuration" in record.getMessage()
+    assert capsys.readouterr().err == ""  # logging shows it: not printed a second time
+
+
+def test_the_report_is_printed_where_logging_would_not_show_it(caplog, capsys):
+    with caplog.at_level(logging.WARNING, logger="absl"):
+        assert log_once(report_for("an unconfigured script"))
+    assert capsys.readouterr().err == str(report_for("an unconfigured script")) + "\n"
