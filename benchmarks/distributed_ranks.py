@@ -36,8 +36,9 @@ def rank_main(arguments) -> None:
     data = np.random.RandomState(0).randn(batch, width).astype(np.float32)
     features = v1.data.make_one_shot_iterator(tf.data.Dataset.from_tensors(data).repeat()).get_next()
     hidden = features
-    for layer in range(3):
-        hidden = v1.layers.dense(hidden, width, activation=tf.nn.relu, name=f"dense{layer}")
+    for layer in range(3):  # plain variables and matmuls: TF1 layers are not on every TensorFlow line
+        kernel = v1.get_variable(f"kernel{layer}", [width, width], initializer=v1.glorot_uniform_initializer())
+        hidden = tf.nn.relu(tf.matmul(hidden, kernel))
     loss = tf.reduce_mean(tf.square(hidden))
     train_op = NPUDistributedOptimizer(v1.train.GradientDescentOptimizer(1e-4)).minimize(
         loss, global_step=v1.train.get_or_create_global_step())

@@ -434,5 +434,5 @@ def test_a_rank_server_listens_on_loopback_only():
     listening = result.stdout.split()
     assert result.returncode == 0 and listening, result.stderr[-2000:]
     if not all(address.startswith(LOOPBACK_PREFIXES) for address in listening):
-        pytest.xfail(f"TensorFlow 2.15's GrpcServer listens on every interface ({listening}) whatever address its "
+        pytest.xfail(f"TensorFlow's GrpcServer (2.15 to 2.21 at least) listens on every interface ({listening}) whatever address its "
                      "cluster names (grpc_server_lib.cc binds 0.0.0.0); single-host ranks talk over 127.0.0.1 only")

@@ -111,6 +111,7 @@ def test_session_door_three_ranks_under_launch(processes, tmp_path):
     assert_trained_like_one_process(found, steps=20)
 
 
+@pytest.mark.needs_estimator
 @pytest.mark.parametrize("iterations", [1, 10])
 def test_estimator_door_per_rank_shell_loop_with_rank_table(processes, tmp_path, iterations):
     """An unmodified ported-style script started the way ModelZoo's *_8p.sh scripts start it."""

@@ -142,8 +142,8 @@ class NPUDistributedOptimizer(tf.compat.v1.train.Optimizer):
 
 def npu_distributed_optimizer_wrapper(optimizer):
     """Patches `optimizer` (a TF1 or Keras optimizer, or a Keras optimizer's name) in place so that every way it
-    computes gradients (`compute_gradients`, `get_gradients`, `_compute_gradients`) averages them over the
-    ranks; returns it."""
+    computes gradients (`compute_gradients`, `get_gradients`, `_compute_gradients`; Keras 3's `apply`, which
+    receives them) averages them over the ranks; returns it."""
     if isinstance(optimizer, str):
         optimizer = tf.keras.optimizers.get(optimizer)
     for method in ("compute_gradients", "_compute_gradients"):
@@ -157,6 +157,15 @@ def npu_distributed_optimizer_wrapper(optimizer):
             return [pair[0] for pair in _averaged(zip(gradients, params))]
 
         optimizer.get_gradients = get_gradients
+    if hasattr(optimizer, "apply") and not hasattr(optimizer, "compute_gradients"):
+        # Keras 3: train steps hand the tape's gradients to `apply`.
+        original_apply = optimizer.apply
+
+        def apply(grads, trainable_variables=None):
+            averaged = _averaged(zip(grads, itertools.repeat(None)))
+            return original_apply([grad for grad, _ in averaged], trainable_variables)
+
+        optimizer.apply = apply
     return optimizer
 
 

@@ -113,9 +113,9 @@ class NPUEstimator(estimator_class("Estimator")):
         self._last_step: int | None = None
         self._check_run_boundaries(config)
         enter_plan(config.npu_plan, ESTIMATOR_DOOR, process=False)  # NPURunConfig applied the process-wide part
-        config, self._rank_hooks = rank_estimator(config)  # several ranks: as the adapter's NPUEstimator
         super().__init__(model_fn=model_fn, model_dir=model_dir, config=config, params=params,
                          warm_start_from=warm_start_from)
+        self._rank_hooks = rank_estimator(self)  # several ranks: as the adapter's NPUEstimator
 
     def _assert_members_are_not_overridden(self) -> None:
         """NPUEstimator overrides training on purpose, as the adapter's does (Estimator forbids it otherwise)."""

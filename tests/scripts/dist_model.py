@@ -20,12 +20,18 @@ def dataset(rank, size, batch=BATCH):
 
 
 def loss_of(features, labels, seed):
-    """A two-layer perceptron's mean squared error; its initial weights are drawn with `seed`."""
-    hidden = v1.layers.dense(features, 8, activation=v1.nn.relu, name="hidden",
-                             kernel_initializer=v1.glorot_uniform_initializer(seed=seed))
-    output = v1.layers.dense(hidden, 1, name="output", kernel_initializer=v1.glorot_uniform_initializer(seed=seed + 1),
-                             bias_initializer=v1.constant_initializer(0.01 * seed))
-    return v1.losses.mean_squared_error(labels, output)
+    """A two-layer perceptron's mean squared error; its initial weights are drawn with `seed`. (Plain variables
+    and matmuls: TF1 layers are not on every TensorFlow line.)"""
+
+    def dense(inputs, units, name, kernel_seed, bias):
+        with v1.variable_scope(name):
+            kernel = v1.get_variable("kernel", [inputs.shape[-1], units],
+                                     initializer=v1.glorot_uniform_initializer(seed=kernel_seed))
+            offset = v1.get_variable("bias", [units], initializer=v1.constant_initializer(bias))
+        return v1.matmul(inputs, kernel) + offset
+
+    hidden = v1.nn.relu(dense(features, 8, "hidden", seed, 0.0))
+    return v1.losses.mean_squared_error(labels, dense(hidden, 1, "output", seed + 1, 0.01 * seed))
 
 
 def weights(session) -> dict:
