@@ -319,6 +319,30 @@ def test_npu_strategy_shards_datasets_by_rank(monkeypatch):
     assert [int(x) for x in shard] == [1, 4, 7]
 
 
+def test_each_rank_gets_the_gpu_of_its_device_id(monkeypatch):
+    chosen = []
+    monkeypatch.setattr(tf.config, "list_physical_devices", lambda kind: ["gpu0", "gpu1"])
+    monkeypatch.setattr(tf.config, "set_visible_devices", lambda devices, kind: chosen.append(devices))
+    set_env(monkeypatch, RANK_SIZE=3, RANK_ID=1)
+    distributed.runtime._select_gpu(cluster.current_cluster())  # no device id: its position on the host
+    set_env(monkeypatch, ASCEND_DEVICE_ID=0)
+    distributed.runtime._select_gpu(cluster.current_cluster())
+    set_env(monkeypatch, ASCEND_DEVICE_ID=5)
+    with pytest.warns(UserWarning, match="rank 1 .* asks for GPU 5, but this host has 2; it runs on the CPU"):
+        distributed.runtime._select_gpu(cluster.current_cluster())
+    assert chosen == ["gpu1", "gpu0", []]
+
+
+def test_eager_collectives_set_up_too_late_are_refused_clearly():
+    code = ("import tensorflow as tf; from npu_bridge_compat import distributed; tf.constant(1.0); "
+            "distributed.start()")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                            env={**os.environ, "RANK_SIZE": "2", "RANK_ID": "0"})
+    assert result.returncode == 1
+    assert "RANK_SIZE=2: the collectives of several ranks must be set up before TensorFlow runs anything eagerly" \
+        in result.stderr
+
+
 # --- launch --------------------------------------------------------------------------------------------------
 
 def run_launch(*arguments, timeout=240, **kwargs):
