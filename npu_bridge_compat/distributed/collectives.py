@@ -161,6 +161,11 @@ def get_group_rank_from_world_rank(world_rank_id: int, group: str) -> int:
     return chosen.members.index(world_rank_id)
 
 
+def all_ranks_true(flag):
+    """A boolean tensor: `flag` holds on every rank (one rank's False makes it False everywhere)."""
+    return tf.cast(allreduce(tf.cast(flag, tf.int32), "min"), tf.bool)
+
+
 # --- hccl_ops ------------------------------------------------------------------------------------------------
 
 def _options(chosen: Group) -> dict:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 
 from npu_bridge_compat.distributed import ranks, runtime
-from npu_bridge_compat.distributed.broadcast import NPUBroadcastGlobalVariablesHook
+from npu_bridge_compat.distributed.hooks import NPUBroadcastGlobalVariablesHook
 
 
 def rank_session(target: str, config):

@@ -4,7 +4,8 @@ Importing it joins the job's collective runtime when RANK_SIZE > 1: ported scrip
 TensorFlow runs anything, and eager collectives must be set up by then.
 """
 
-from npu_bridge_compat.distributed.runtime import start_if_several_ranks
-
 if __name__ == "npu_bridge":  # a script's import through the alias, not npu_bridge_compat's own (scan)
+    from npu_bridge_compat.distributed.runtime import start_if_several_ranks
+
     start_if_several_ranks()
+    del start_if_several_ranks  # not one of the adapter's names
