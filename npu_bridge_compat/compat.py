@@ -47,7 +47,14 @@ def _stand_in(name: str, message: Callable[[str], str]) -> type:
     def __new__(cls, *args, **kwargs):
         raise TensorFlowVersionError(message(cls.__name__))
 
-    return type(name, (), {"__new__": __new__, "__module__": __name__})
+    return type(name, (), {"__new__": __new__, "__module__": __name__, "_unavailable_because": staticmethod(message)})
+
+
+def unavailable_reason(obj: Any) -> str | None:
+    """Why `obj`, a class built on a stand-in (see `_stand_in`), cannot be used with this TensorFlow; None for
+    anything that can."""
+    because = getattr(obj, "_unavailable_because", None) if isinstance(obj, type) else None
+    return because(obj.__name__) if because is not None else None
 
 
 def is_repeated(field) -> bool:
@@ -88,6 +95,9 @@ def estimator_missing(what: str) -> str:
 
 
 # --- Keras 2 and Keras 3 ---------------------------------------------------------------------------------------
+
+TF1_KERAS_APIS = ("layers", "nn.rnn_cell")  # the parts of tf.compat.v1 that Keras 2 implements
+
 
 def tf1_keras_api(path: str) -> Any:
     """`tf.compat.v1.<path>` for the parts of TensorFlow 1's API that Keras 2 implements (`layers`,

@@ -11,7 +11,7 @@ import tensorflow as tf
 from helpers import npu_config
 from test_legacy import _resolves
 
-from npu_bridge_compat import legacy
+from npu_bridge_compat import compat, legacy
 from npu_bridge_compat.cli import main
 from npu_bridge_compat.errors import DeviceOnlyFeatureError, NpuOptionValueError
 from npu_bridge_compat.host import HostFacts
@@ -109,6 +109,12 @@ EXPECTED = {
 }
 
 
+# The expected reports are TensorFlow 2.15's: there the tree's Estimator scripts and contrib.tpu run. Lines without
+# tf.estimator report those as blocked (test_the_estimator_door_is_reported_where_tensorflow_has_none).
+LINE_2_15 = pytest.mark.needs_estimator
+
+
+@LINE_2_15
 @pytest.mark.parametrize("relative", EXPECTED)
 def test_each_script_gets_exactly_its_findings(report, relative):
     status, findings = EXPECTED[relative]
@@ -134,6 +140,7 @@ def test_a_typo_names_the_closest_option(report):
     assert finding.suggestion == "iterations_per_loop" and "did you mean 'iterations_per_loop'" in finding.detail
 
 
+@LINE_2_15
 def test_tf1_names_need_run_tf1_and_say_what_they_become(report, tmp_path):
     tf1 = script(report, "session/tf115_contrib.py")
     assert tf1.needs_tf1 and not script(report, "session/train_session.py").needs_tf1
@@ -149,6 +156,7 @@ def test_tf1_names_need_run_tf1_and_say_what_they_become(report, tmp_path):
     assert typo.detail == "no Sesion in tensorflow (TensorFlow 2.15), nor under `run --tf1` (tf.compat.v1)"
 
 
+@LINE_2_15
 def test_totals(report):
     assert report.totals() == {
         "scripts": 10, "ready": 4, "warning": 2, "blocked": 4, "needs_tf1": 1,
@@ -189,6 +197,7 @@ def test_json_schema(capsys):
         "detail": "not an option the adapter reads: ignored, as on the NPU; did you mean 'iterations_per_loop'?"}
 
 
+@LINE_2_15
 def test_text_lists_blocked_scripts_first_and_totals(capsys):
     code, out, _ = scan_cli(capsys, "--host", "cpu", str(TREE))
     assert code == 0
@@ -203,6 +212,7 @@ def test_text_lists_blocked_scripts_first_and_totals(capsys):
     ]
 
 
+@LINE_2_15
 @pytest.mark.parametrize("paths, fail_on, code", [
     (["session/train_session.py", "estimator/train_resnet.py"], "warning", 0),
     (["session/typo_key.py"], "blocked", 0),
@@ -257,13 +267,29 @@ def test_every_alias_run_installs_is_known_to_scan(tmp_path):
     (tmp_path / "every_alias.py").write_text("".join(f"from {module} import {name}\n" for module, name in pairs))
     findings = {f.name: f for f in scan([str(tmp_path)], host=CPU).scripts[0].findings}
     assert set(findings) == {f"{module}.{name}" for module, name in pairs}
-    assert {f.outcome for f in findings.values()} == {TRANSLATED, Outcome.DEVICE_ONLY}
+    estimator_door = set() if compat.estimator_api() is not None else {Outcome.OTHER_TENSORFLOW}
+    assert {f.outcome for f in findings.values()} == {TRANSLATED, Outcome.DEVICE_ONLY, *estimator_door}
     device_only = [name for name, f in findings.items() if f.outcome == Outcome.DEVICE_ONLY]
     assert len(device_only) >= 10
     for name in device_only:  # what scan calls device-only is what raises DeviceOnlyFeatureError under run
         module, attribute = name.rsplit(".", 1)
         with pytest.raises(DeviceOnlyFeatureError):
             getattr(importlib.import_module(module), attribute)()
+
+
+@pytest.mark.without_estimator
+def test_the_estimator_door_is_reported_where_tensorflow_has_none(tmp_path):
+    (tmp_path / "estimator_port.py").write_text(
+        "import tensorflow as tf\nfrom npu_bridge.npu_init import *\n"
+        "config = NPURunConfig(iterations_per_loop=10)\n"
+        "estimator = tf.contrib.tpu.TPUEstimator\n"
+        "net = tf.layers.dense(tf.placeholder(tf.float32, [1, 2]), 1)\n")
+    findings = {f.name: f for f in scan([str(tmp_path)], host=CPU).scripts[0].findings}
+    config = findings["npu_bridge.npu_init.NPURunConfig"]
+    assert (config.outcome, config.severity) == (Outcome.OTHER_TENSORFLOW, BLOCKED)
+    assert "needs tf.estimator, which TensorFlow removed in 2.16" in config.detail
+    assert findings["tensorflow.contrib.tpu.TPUEstimator"].outcome == "missing under run --tf1"
+    assert findings["tensorflow.layers.dense"].outcome == "works under run --tf1"  # tf_keras, as run selects
 
 
 def test_scan_agrees_with_run_on_the_names_real_scripts_use(tmp_path):

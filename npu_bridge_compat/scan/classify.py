@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from npu_bridge_compat import compat
 from npu_bridge_compat.host import HostFacts
 from npu_bridge_compat.scan import names
 from npu_bridge_compat.scan.configs import ConfigChecker, Place
@@ -147,6 +148,10 @@ class _NameFindings:
                 "imported only; it raises DeviceOnlyFeatureError when called"
             return Finding(line, Category.ADAPTER, shown, Outcome.DEVICE_ONLY, severity,
                            f"Ascend-only, no host equivalent ({when})")
+        reason = compat.unavailable_reason(resolved.obj)
+        if reason is not None:
+            return Finding(line, Category.ADAPTER, shown, Outcome.OTHER_TENSORFLOW,
+                           Severity.BLOCKED if used else Severity.WARNING, reason)
         return Finding(line, Category.ADAPTER, shown, Outcome.TRANSLATED, Severity.READY,
                        f"served by {names.describe_adapter(resolved.obj)}")
 

@@ -23,7 +23,8 @@ import sys
 import types
 from typing import Any
 
-from npu_bridge_compat.errors import device_only
+from npu_bridge_compat import compat
+from npu_bridge_compat.errors import TensorFlowVersionError, device_only
 from npu_bridge_compat.legacy import ALIASED_PACKAGES
 
 _DEVICE_ONLY_CODE = device_only("probe").__code__  # every device_only stand-in runs this code object
@@ -133,11 +134,21 @@ _MISSING = object()
 
 @functools.lru_cache(maxsize=None)
 def _tensorflow_object(dotted: str) -> Any:
-    """What `dotted` names in TensorFlow 2.15: an attribute path from `tensorflow` (followed through modules
-    only; past the first other object the rest is not checked), else an importable module, else an attribute of
-    one (`tensorflow.python.ops.gen_nn_ops.relu`); `_MISSING` when none."""
+    """What `dotted` names in this TensorFlow, as `run` gives it to a script: an attribute path from `tensorflow`
+    (followed through modules only; past the first other object the rest is not checked), else an importable
+    module, else an attribute of one (`tensorflow.python.ops.gen_nn_ops.relu`); `_MISSING` when none. The parts
+    of tf.compat.v1 that Keras 2 implements come from the Keras 2 that `run` selects (tf_keras on Keras 3 lines)."""
     obj: Any = importlib.import_module("tensorflow")
-    for part in dotted.split(".")[1:]:
+    parts = dotted.split(".")[1:]
+    for api in compat.TF1_KERAS_APIS:
+        prefix = ["compat", "v1", *api.split(".")]
+        if parts[:len(prefix)] == prefix:
+            try:
+                obj, parts = compat.tf1_keras_api(api), parts[len(prefix):]
+            except TensorFlowVersionError:
+                return _MISSING
+            break
+    for part in parts:
         if not isinstance(obj, types.ModuleType):
             return obj
         try:
@@ -159,7 +170,7 @@ def _tensorflow_object(dotted: str) -> Any:
 
 
 def tensorflow_has(dotted: str) -> bool:
-    """Whether TensorFlow 2.15 has `dotted` (a module, or a name reached from one)."""
+    """Whether this TensorFlow has `dotted` (a module, or a name reached from one)."""
     return _tensorflow_object(dotted) is not _MISSING
 
 

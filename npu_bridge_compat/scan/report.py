@@ -45,6 +45,7 @@ class Outcome(enum.StrEnum):
     NO_EQUIVALENT = Effect.NO_EQUIVALENT.value
     IGNORED = IGNORED
     DEVICE_ONLY = "device-only"
+    OTHER_TENSORFLOW = "needs another TensorFlow"  # the Estimator door on TensorFlow 2.16 and later
     UNKNOWN = "unknown"
     INVALID = "invalid"
     NOT_INSTALLED = "not installed"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import builtins
 import functools
+import logging
 import os
 import site
 import sys
@@ -66,7 +67,13 @@ def install_tf1_imports() -> None:
     import tensorflow as tf
 
     install_tf1_world()
-    tf.compat.v1.disable_v2_behavior()
+    tensorflow_logger = logging.getLogger("tensorflow")
+    level = tensorflow_logger.level
+    tensorflow_logger.setLevel(logging.ERROR)  # its "non-resource variables are not supported" is our own doing
+    try:
+        tf.compat.v1.disable_v2_behavior()
+    finally:
+        tensorflow_logger.setLevel(level)
     v1 = tf.compat.v1
     original_import = builtins.__import__
 

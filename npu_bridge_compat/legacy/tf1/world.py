@@ -17,6 +17,7 @@ import types
 from dataclasses import dataclass
 from typing import Any
 
+from npu_bridge_compat import compat
 from npu_bridge_compat.errors import NpuCompatWarning, warn
 from npu_bridge_compat.legacy.tf1.table import MODULES, ROOTS, Module
 
@@ -233,7 +234,7 @@ class Unavailable:
         self._fail()  # subclassing it is using it
 
     def __repr__(self) -> str:
-        return f"<{self._qualified_name}: no counterpart on TensorFlow 2.15>"
+        return f"<{self._qualified_name}: no counterpart on TensorFlow {compat.tensorflow_version()}>"
 
 
 _warned: set[str] = set()
@@ -246,12 +247,13 @@ def attribute(path: str, name: str) -> Any:
     if found.module is not None:
         return virtual_module(found.module)  # a gone module too: its names are the stand-ins
     if found.status == "missing":
-        return Unavailable(qualified, f"{qualified} has no counterpart on TensorFlow 2.15: {found.detail}.")
+        return Unavailable(qualified, f"{qualified} has no counterpart on TensorFlow {compat.tensorflow_version()}: "
+                                      f"{found.detail}.")
     if found.status == "unknown":
         return Unavailable(qualified, f"{qualified} is {_detail(path, name, found)}.")
     if found.status == "differs" and qualified not in _warned:
         _warned.add(qualified)
-        warn(f"{qualified} on TensorFlow 2.15: {found.detail}.", Tf1DifferenceWarning)
+        warn(f"{qualified} on TensorFlow {compat.tensorflow_version()}: {found.detail}.", Tf1DifferenceWarning)
     return found.value
 
 
@@ -259,7 +261,8 @@ class Tf1Module(types.ModuleType):
     """A TF 1.15 module that TensorFlow 2.15 lacks; its names resolve from the table on first access."""
 
     def __init__(self, path: str) -> None:
-        super().__init__(f"tensorflow.{path}", f"TF 1.15's tensorflow.{path} on TensorFlow 2.15: "
+        version = compat.tensorflow_version()
+        super().__init__(f"tensorflow.{path}", f"TF 1.15's tensorflow.{path} on TensorFlow {version}: "
                                                f"{_module_found(path).detail} (npu_bridge_compat).")
         self.__path__ = []  # a package: its submodules come from the finder
         self.__package__ = self.__name__
