@@ -1,8 +1,9 @@
-"""`python -m npu_bridge_compat explain|options|run|scan`.
+"""`python -m npu_bridge_compat explain|options|run|launch|scan`.
 
 explain   validate an NPU configuration and print what each option does on this host (exit 2 when invalid)
 options   print the option table (the source of docs/options.md)
 run       run a ported script unmodified: `npu_bridge` / `hccl` imports resolve to npu_bridge_compat
+launch    run N ranks of a ported script (`launch -n 2 train.py`), like torchrun
 scan      a porting report for files and folders, read without running them
           (exit 0; 1 when --fail-on is given and a script reaches that status; 2 for a path that does not exist)
 """
@@ -162,6 +163,22 @@ def run_script(arguments: argparse.Namespace) -> int:
     return 0
 
 
+def launch_ranks(arguments: argparse.Namespace) -> int:
+    """Start the ranks of SCRIPT on this host, each as `run` runs it."""
+    from npu_bridge_compat.distributed.launch import launch
+
+    if not os.path.isfile(arguments.script):
+        print(f"error: no such script: {arguments.script}", file=sys.stderr)
+        return EXIT_INVALID
+    hosts = [host.strip() for host in arguments.hosts.split(",") if host.strip()] if arguments.hosts else None
+    try:
+        return launch(os.path.abspath(arguments.script), arguments.script_arguments, arguments.nproc, hosts,
+                      arguments.host_index, arguments.tf1)
+    except NpuConfigError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_INVALID
+
+
 def scan_paths(arguments: argparse.Namespace) -> int:
     from npu_bridge_compat.scan import ScanPathError, Severity, render_json, render_text, scan
     from npu_bridge_compat.scan.progress import ProgressBar
@@ -207,6 +224,14 @@ def build_parser() -> argparse.ArgumentParser:
     run_parser.add_argument("script", help="the Python script to run")
     run_parser.add_argument("script_arguments", nargs=argparse.REMAINDER, help="its arguments")
     run_parser.set_defaults(run=run_script)
+    launch_parser = commands.add_parser("launch", help="run N ranks of a ported script, each as `run` does")
+    launch_parser.add_argument("-n", "--nproc", type=int, required=True, help="ranks on this host")
+    launch_parser.add_argument("--hosts", help="all hosts of the job, comma-separated, the same list on each host")
+    launch_parser.add_argument("--host-index", type=int, help="this host's position in --hosts (found by default)")
+    launch_parser.add_argument("--tf1", action="store_true", help="as `run --tf1`")
+    launch_parser.add_argument("script", help="the Python script to run")
+    launch_parser.add_argument("script_arguments", nargs=argparse.REMAINDER, help="its arguments")
+    launch_parser.set_defaults(run=launch_ranks)
     scan_parser = commands.add_parser(
         "scan", help="report what each ported script under PATH becomes on this host, without running it",
         description="Read every Python file under the paths (never executing it) and report, per script, what its "

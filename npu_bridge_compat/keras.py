@@ -26,6 +26,12 @@ from npu_bridge_compat.compat import (
     remake_keras_function,
     steps_per_execution_in_fit,
 )
+from npu_bridge_compat.distributed import (  # noqa: F401 - the adapter's Keras helpers for several ranks
+    KerasDistributeOptimizer,
+    NPUBroadcastGlobalVariablesCallback,
+    npu_callbacks_append,
+    npu_keras_optimizer,
+)
 from npu_bridge_compat.errors import NpuCompatWarning, NpuOptionValueError, warn
 from npu_bridge_compat.host import HostPlan, build_plan
 from npu_bridge_compat.host.apply import applied_environment, apply_process_settings
@@ -270,28 +276,3 @@ def _grappler_options(plan: HostPlan):
         yield
     finally:
         eager.function_call_options = saved
-
-
-# --- the adapter's Keras helpers ----------------------------------------------------------------------------
-
-def npu_keras_optimizer(optimizer):
-    """Gradient allreduce across NPUs on Ascend; a single host process trains alone, so the optimizer as is."""
-    return optimizer
-
-
-KerasDistributeOptimizer = npu_keras_optimizer
-
-
-class NPUBroadcastGlobalVariablesCallback(tf.keras.callbacks.Callback):
-    """Broadcasts variables from `root_rank` at the first batch on Ascend; one host process has nothing to send."""
-
-    def __init__(self, root_rank: int = 0) -> None:
-        super().__init__()
-        self.root_rank = root_rank
-
-
-def npu_callbacks_append(callbacks_list=None) -> list:
-    """The adapter's helper: the list with the broadcast callback appended."""
-    callbacks = [] if callbacks_list is None else callbacks_list
-    callbacks.append(NPUBroadcastGlobalVariablesCallback(0))
-    return callbacks

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from npu_bridge_compat.distributed import require_single_process
+from npu_bridge_compat.distributed import NPUDistributedOptimizer, all_ranks_true
 from npu_bridge_compat.errors import NpuOptionValueError
 
 v1 = tf.compat.v1
@@ -97,8 +97,7 @@ class NPULossScaleOptimizer:
         if loss_scale_manager is None:
             raise NpuOptionValueError("loss_scale_manager must be a FixedLossScaleManager or an "
                                       "ExponentialUpdateLossScaleManager, got None")
-        if is_distributed:
-            require_single_process("NPULossScaleOptimizer(is_distributed=True)")
+        self._is_distributed = is_distributed  # skip a step on every rank when one rank overflows
         self._optimizer = opt
         self._manager = loss_scale_manager
 
@@ -120,6 +119,8 @@ class NPULossScaleOptimizer:
             return self._optimizer.apply_gradients(grads_and_vars, global_step=global_step, name=name)
         grads = [_values(grad) for grad, _ in grads_and_vars if grad is not None]
         finite = tf.reduce_all([tf.reduce_all(tf.math.is_finite(grad)) for grad in grads])
+        if self._is_distributed:
+            finite = all_ranks_true(finite)
         update_scale = self._manager.update_loss_scale(finite)
         apply = tf.cond(finite,
                         lambda: tf.group(self._optimizer.apply_gradients(grads_and_vars, global_step=global_step)),
@@ -146,10 +147,8 @@ def _unscale(grad, scale):
 def NPUOptimizer(opt, loss_scale_manager=None, is_distributed: bool = False, is_loss_scale: bool = False,  # noqa: N802
                  is_tailing_optimization: bool = False, name=None):
     """The adapter's all-in-one wrapper: loss scaling when `is_loss_scale`, distribution when `is_distributed`."""
+    if is_loss_scale and loss_scale_manager is None:
+        raise NpuOptionValueError("NPUOptimizer(is_loss_scale=True) needs a loss_scale_manager")
     if is_distributed:
-        require_single_process("NPUOptimizer(is_distributed=True)")
-    if is_loss_scale:
-        if loss_scale_manager is None:
-            raise NpuOptionValueError("NPUOptimizer(is_loss_scale=True) needs a loss_scale_manager")
-        return NPULossScaleOptimizer(opt, loss_scale_manager)
-    return opt
+        opt = NPUDistributedOptimizer(opt)
+    return NPULossScaleOptimizer(opt, loss_scale_manager, is_distributed) if is_loss_scale else opt

@@ -16,7 +16,6 @@ For MonitoredTrainingSession and InteractiveSession, `host_session_config(config
 from __future__ import annotations
 
 import dataclasses
-import os
 from typing import Any
 
 import tensorflow as tf
@@ -24,6 +23,8 @@ from tensorflow.core.protobuf import config_pb2, rewriter_config_pb2
 from tensorflow.python.training import monitored_session
 
 from npu_bridge_compat.compat import estimator_class
+from npu_bridge_compat.distributed import get_local_rank_id, get_local_rank_size, get_rank_id, get_rank_size
+from npu_bridge_compat.distributed.doors import rank_session
 from npu_bridge_compat.errors import NpuOptionValueError
 from npu_bridge_compat.host import build_plan
 from npu_bridge_compat.host.features import BatchNormWorkaround
@@ -70,6 +71,7 @@ class NPUSession(tf.compat.v1.Session):
         self._ops_checked = 0
         self._begun = False
         host_config = self.npu_plan.host_config(config)
+        target, host_config = rank_session(target, host_config)  # several ranks: this rank's server
         self._caller_thread_allowed = bool(host_config.session_inter_op_thread_pool)  # see runtime/loop.py
         super().__init__(target, graph, host_config)
         self._loops = LoopServer(self.graph, self._probes_for)
@@ -185,10 +187,8 @@ _ranks = _Ranks()
 
 def init_resource(config=None) -> tuple[Any, Any]:
     """The adapter's helper: a session for the config and the op that shuts the device down (a no-op here)."""
-    _ranks.rank_id = int(os.environ.get("RANK_ID", 0))
-    _ranks.rank_size = int(os.environ.get("RANK_SIZE", 1))
-    _ranks.local_rank_id = int(os.environ.get("DEVICE_ID", os.environ.get("ASCEND_DEVICE_ID", 0)))
-    _ranks.local_rank_size = _ranks.rank_size
+    _ranks.rank_id, _ranks.rank_size = get_rank_id(), get_rank_size()
+    _ranks.local_rank_id, _ranks.local_rank_size = get_local_rank_id(), get_local_rank_size()
     session = NPUSession(config=config)
     with session.graph.as_default():
         shutdown = tf.no_op(name="npu_shutdown_system")

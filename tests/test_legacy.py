@@ -11,8 +11,7 @@ import pytest
 import tensorflow as tf
 from helpers import dumped_steps
 
-from npu_bridge_compat import NpuOptionValueError, distributed, ops
-from npu_bridge_compat.distributed import DistributedUnavailableError
+from npu_bridge_compat import NpuOptionValueError, ops
 from npu_bridge_compat.errors import DeviceOnlyFeatureError
 from npu_bridge_compat.legacy import install_aliases
 from npu_bridge_compat.loss_scale import ExponentialUpdateLossScaleManager, FixedLossScaleManager, NPULossScaleOptimizer
@@ -163,25 +162,6 @@ def test_npu_ops_have_host_meanings():
     with tf.Graph().as_default():
         with v1.Session() as sess:
             sess.run([ops.initialize_system(), ops.shutdown_system()])
-
-
-def test_single_rank_collectives_and_ranks(monkeypatch):
-    monkeypatch.delenv("RANK_SIZE", raising=False)
-    monkeypatch.setenv("RANK_ID", "0")
-    tensor = tf.constant([1.0, 2.0])
-    assert np.array_equal(distributed.allreduce(tensor, "sum").numpy(), [1.0, 2.0])
-    assert np.array_equal(distributed.broadcast([tensor], root_rank=0)[0].numpy(), [1.0, 2.0])
-    assert (distributed.get_rank_size(), distributed.get_rank_id()) == (1, 0)
-    optimizer = v1.train.GradientDescentOptimizer(0.1)
-    assert distributed.NPUDistributedOptimizer(optimizer) is optimizer
-
-
-def test_several_ranks_stop_with_a_clear_error(monkeypatch):
-    monkeypatch.setenv("RANK_SIZE", "8")
-    with pytest.raises(DistributedUnavailableError, match="RANK_SIZE=8 asks for 8 processes"):
-        distributed.NPUDistributedOptimizer(v1.train.GradientDescentOptimizer(0.1))
-    with pytest.raises(DistributedUnavailableError, match="hccl_ops.allreduce"):
-        distributed.allreduce(tf.constant(1.0))
 
 
 def test_device_only_features_import_and_name_themselves():

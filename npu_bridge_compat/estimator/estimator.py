@@ -20,6 +20,7 @@ from typing import Any
 import tensorflow as tf
 
 from npu_bridge_compat.compat import estimator_class
+from npu_bridge_compat.distributed.doors import rank_estimator
 from npu_bridge_compat.errors import NpuCompatWarning, NpuOptionValueError, warn
 from npu_bridge_compat.estimator.config import NPURunConfig
 from npu_bridge_compat.host.features import BatchNormWorkaround
@@ -90,7 +91,8 @@ def _run_host_call(spec) -> list:
 
 
 class NPUEstimator(estimator_class("Estimator")):
-    """The adapter's NPUEstimator on host TensorFlow (no JOB_ID or rank table needed)."""
+    """The adapter's NPUEstimator on host TensorFlow (no JOB_ID needed; several ranks
+    as in npu_bridge_compat.distributed)."""
 
     def __init__(self, model_fn, model_dir=None, config=None, params=None, job_start_file="",
                  warm_start_from=None):
@@ -113,6 +115,7 @@ class NPUEstimator(estimator_class("Estimator")):
         enter_plan(config.npu_plan, ESTIMATOR_DOOR, process=False)  # NPURunConfig applied the process-wide part
         super().__init__(model_fn=model_fn, model_dir=model_dir, config=config, params=params,
                          warm_start_from=warm_start_from)
+        self._rank_hooks = rank_estimator(self)  # several ranks: as the adapter's NPUEstimator
 
     def _assert_members_are_not_overridden(self) -> None:
         """NPUEstimator overrides training on purpose, as the adapter's does (Estimator forbids it otherwise)."""
@@ -138,7 +141,7 @@ class NPUEstimator(estimator_class("Estimator")):
         else:
             self._last_step = None
         plan = self.config.npu_plan
-        hooks = list(hooks or []) + units_for(plan, GRAPH_NAME)
+        hooks = list(hooks or []) + units_for(plan, GRAPH_NAME) + self._rank_hooks
         if self._steps_per_run > 1:
             hooks.append(LoopServingUnit(plan, GRAPH_NAME))
         return super().train(input_fn, hooks=hooks, steps=steps, max_steps=max_steps,

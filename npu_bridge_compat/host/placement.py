@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-import os
-
+from npu_bridge_compat.distributed.ranks import device_id_source
 from npu_bridge_compat.host.contribution import Contribution
 from npu_bridge_compat.host.features import BatchNormWorkaround, HostRegions, StepLoop, VisibleDevice
 from npu_bridge_compat.host.platform import HostFacts
 from npu_bridge_compat.options.spec import Effect
-
-DEVICE_ID_VARIABLES = ("ASCEND_DEVICE_ID", "DEVICE_ID")  # after session_device_id, in the adapter's priority
-
 
 def plan_placement(options, host: HostFacts) -> Contribution:
     result = Contribution()
@@ -41,10 +37,10 @@ def _plan_device(options, host: HostFacts, result: Contribution) -> None:
     if options.session_device_id >= 0:
         source, index = "session_device_id", options.session_device_id
     else:
-        found = [(name, os.environ[name]) for name in DEVICE_ID_VARIABLES if os.environ.get(name, "").isdigit()]
-        if not found:
+        found = device_id_source()
+        if found is None:
             return
-        source, index = found[0][0], int(found[0][1])
+        source, index = found
     if not host.has_gpu:
         how = f"device {index} requested by {source}, but this host has no GPU: runs on the CPU"
         effect = Effect.NO_EQUIVALENT

@@ -1,7 +1,7 @@
 """What importing npu_init does to TensorFlow's sessions, as the adapter's import does.
 
 Every Session / InteractiveSession created with a config that carries NpuOptimizer options gets the host config
-(validated, reported once); `tf.compat.v1.Session` itself becomes NPUSession, so scripts also get N-iteration
+(validated, reported once), and with several ranks every session runs on the rank's server; `tf.compat.v1.Session` itself becomes NPUSession, so scripts also get N-iteration
 fetches, the mixed-compute checks and host-kept ops.
 """
 
@@ -12,6 +12,7 @@ import functools
 import tensorflow.compat.v1 as tf_v1  # the module scripts see as tf.compat.v1, and as tf under `run --tf1`
 from tensorflow.python.client import session as session_lib
 
+from npu_bridge_compat.distributed.doors import rank_session
 from npu_bridge_compat.options import npu_optimizer_entries
 from npu_bridge_compat.session import NPUSession, host_session_config
 
@@ -25,6 +26,7 @@ def decorator_tf_session(init):
     def translated_init(self, target="", graph=None, config=None, *args, **kwargs):
         if config is not None and npu_optimizer_entries(config):
             config = host_session_config(config)
+        target, config = rank_session(target, config)
         return init(self, target, graph, config, *args, **kwargs)
 
     return translated_init

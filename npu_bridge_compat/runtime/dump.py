@@ -1,7 +1,8 @@
 """Data dumps: the tensors of the selected steps written as .npy files, with an index, for comparison with NPU
 dumps.
 
-Layout: `<dump_path>/<time>/<graph>/step_<n>/<op>.<input|output>.<slot>.npy` and `index.json` beside them (op
+Layout: `<dump_path>/<time>/<graph>/step_<n>/<op>.<input|output>.<slot>.npy` (with several ranks, `rank_<id>/`
+before `<graph>`) and `index.json` beside them (op
 name, input/output, slot, step, dtype, shape, file; with dump_data='stats' the index holds min/max/mean/std
 instead of files). `<time>` (yyyymmddhhmmss, as in the NPU's dump layout) is when the dumper first writes, so a
 later training call never overwrites an earlier one's dump. Only tensors that the run computes anyway are
@@ -21,6 +22,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
+from npu_bridge_compat.distributed.ranks import rank_folders
 from npu_bridge_compat.host.features import TensorDump
 from npu_bridge_compat.runtime.graph import MERGE_OPS, fetched_operations, original_name, step_operations
 
@@ -80,7 +82,7 @@ class TensorDumper:
             stamp = time.strftime("%Y%m%d%H%M%S")
             for attempt in range(1000):
                 candidate = os.path.join(self.feature.path, f"{stamp}_{attempt}" if attempt else stamp,
-                                         self._graph_name)
+                                         *rank_folders(), self._graph_name)
                 try:
                     os.makedirs(candidate)
                 except FileExistsError:

@@ -24,6 +24,7 @@ from npu_bridge_compat.distributed import (  # noqa: F401
     get_world_rank_from_group_rank,
     npu_allreduce,
     npu_distributed_optimizer_wrapper,
+    npu_hooks_append,
     npu_tf_optimizer,
     set_split_strategy_by_idx,
     set_split_strategy_by_size,
@@ -98,13 +99,6 @@ experimental_options = {
     "dependency_optimization": RewriterConfig.ON,
     "layout_optimizer": RewriterConfig.ON,
 }
-
-
-def npu_hooks_append(hooks_list=()):
-    """The adapter's helper: the list with the variable-broadcast hook appended."""
-    hooks = hooks_list if isinstance(hooks_list, list) else []
-    hooks.append(NPUBroadcastGlobalVariablesHook(0, int(os.getenv("RANK_ID", "0"))))
-    return hooks
 
 
 patch_sessions()

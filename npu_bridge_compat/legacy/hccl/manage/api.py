@@ -1,4 +1,4 @@
-"""`hccl.manage.api`: ranks from RANK_ID / RANK_SIZE; groups for one rank."""
+"""`hccl.manage.api`: ranks and groups (RANK_ID, RANK_SIZE, the rank table), see npu_bridge_compat.distributed."""
 
 from npu_bridge_compat.distributed import (  # noqa: F401
     create_group,

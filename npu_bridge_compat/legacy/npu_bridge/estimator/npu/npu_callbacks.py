@@ -1,3 +1,3 @@
 """`npu_bridge.estimator.npu.npu_callbacks`."""
 
-from npu_bridge_compat.keras import NPUBroadcastGlobalVariablesCallback  # noqa: F401
+from npu_bridge_compat.distributed import NPUBroadcastGlobalVariablesCallback, broadcast_global_variables  # noqa: F401

@@ -1,0 +1,120 @@
+"""Which rank this process is, read from the environment exactly as the adapter reads it.
+
+This is the one place that reads RANK_ID, RANK_SIZE, DEVICE_ID, ASCEND_DEVICE_ID and the CM_* variables:
+
+- `RANK_SIZE` (or `CM_WORKER_SIZE`; both at once is the adapter's error) is the number of ranks, 1 when unset.
+- `RANK_ID` is this process's rank. With the CM_* variables there is no RANK_ID: HCCL numbers the devices
+  itself; on one host that is the device's position after the chief's device (`CM_CHIEF_DEVICE`).
+- The device id is `ASCEND_DEVICE_ID`, else `DEVICE_ID`, as the adapter's GetEnvDeviceID reads them (the logical
+  id first; `session_device_id` overrides both in a session config). On a host it selects the GPU of the rank.
+- `HCCL_CONNECT_TIMEOUT` (how long ranks wait for each other to start) and `HCCL_EXEC_TIMEOUT` (how long one
+  collective may wait) keep their Ascend meaning and defaults.
+"""
+
+from __future__ import annotations
+
+import os
+
+from npu_bridge_compat.errors import NpuConfigError
+
+WORLD_GROUP = "hccl_world_group"
+CONNECT_TIMEOUT_S = 120  # Ascend's default HCCL_CONNECT_TIMEOUT
+EXEC_TIMEOUT_S = 1836  # Ascend's default HCCL_EXEC_TIMEOUT
+
+
+class RankConfigError(NpuConfigError, ValueError):
+    """The rank environment (RANK_ID, RANK_SIZE, device ids, CM_*, rank table) is inconsistent."""
+
+
+def _integer(name: str, minimum: int = 0) -> int | None:
+    """The integer value of environment variable `name`, None when it is unset or empty."""
+    value = os.environ.get(name, "").strip()
+    if not value:
+        return None
+    try:
+        number = int(value)
+    except ValueError:
+        raise RankConfigError(f"{name} is invalid, should be int, such as 0, 1, 2 (got {name}={value!r})") from None
+    if number < minimum:
+        raise RankConfigError(f"{name} should be >= {minimum} (got {name}={value!r})")
+    return number
+
+
+def uses_cm_variables() -> bool:
+    """Whether the cluster is described by CM_CHIEF_IP & co. instead of a rank table."""
+    return bool(os.environ.get("CM_CHIEF_IP"))
+
+
+def rank_size() -> int:
+    """The number of ranks: RANK_SIZE, else CM_WORKER_SIZE, else 1."""
+    if os.environ.get("CM_WORKER_SIZE") is not None and os.environ.get("RANK_SIZE") is not None:
+        raise RankConfigError("RANK_SIZE and CM_WORK_SIZE cannot be configured at the same time")
+    size = _integer("RANK_SIZE", minimum=1)
+    return size if size is not None else _integer("CM_WORKER_SIZE", minimum=1) or 1
+
+
+def device_id_source() -> tuple[str, int] | None:
+    """(variable, value) of the device id: ASCEND_DEVICE_ID, else DEVICE_ID; None when neither is set."""
+    for name in ("ASCEND_DEVICE_ID", "DEVICE_ID"):
+        value = _integer(name)
+        if value is not None:
+            return name, value
+    return None
+
+
+def device_id() -> int | None:
+    """The accelerator index of this process (see device_id_source)."""
+    found = device_id_source()
+    return None if found is None else found[1]
+
+
+def rank_id() -> int:
+    """This process's rank in the world group."""
+    size = rank_size()
+    if uses_cm_variables():
+        rank = _cm_rank(size)
+    else:
+        rank = _integer("RANK_ID")
+        if rank is None:
+            if size > 1:
+                raise RankConfigError(f"RANK_SIZE={size} but RANK_ID is not set: every process of a job with "
+                                      "several ranks needs its RANK_ID (0 to RANK_SIZE - 1)")
+            rank = 0
+    if rank >= size:
+        raise RankConfigError(f"RANK_ID={rank} is out of range for RANK_SIZE={size} (0 to {size - 1})")
+    return rank
+
+
+def _cm_rank(size: int) -> int:
+    """On one host, HCCL numbers the CM_* devices from the chief's: rank = (device - chief device) mod size."""
+    if os.environ.get("RANK_TABLE_FILE"):
+        raise RankConfigError("CM_CHIEF_IP and RANK_TABLE_FILE cannot be configured at the same time")
+    if os.environ.get("RANK_ID") is not None:
+        raise RankConfigError("RANK_ID cannot be set with CM_CHIEF_IP: the CM_* variables number the ranks")
+    chief_device = _integer("CM_CHIEF_DEVICE")
+    if chief_device is None or _integer("CM_CHIEF_PORT") is None:
+        raise RankConfigError("CM_CHIEF_IP needs CM_CHIEF_PORT and CM_CHIEF_DEVICE as well")
+    device = device_id()
+    if device is None:
+        raise RankConfigError("with CM_CHIEF_IP every process needs its ASCEND_DEVICE_ID (or DEVICE_ID)")
+    return (device - chief_device) % size
+
+
+def cm_chief() -> tuple[str, int]:
+    """The chief's address and port of a CM_* job."""
+    return os.environ["CM_CHIEF_IP"], _integer("CM_CHIEF_PORT") or 0
+
+
+def connect_timeout_s() -> int:
+    """How long ranks wait for all ranks to start (HCCL_CONNECT_TIMEOUT)."""
+    return _integer("HCCL_CONNECT_TIMEOUT", minimum=1) or CONNECT_TIMEOUT_S
+
+
+def exec_timeout_s() -> int:
+    """How long one collective waits for the other ranks (HCCL_EXEC_TIMEOUT)."""
+    return _integer("HCCL_EXEC_TIMEOUT", minimum=1) or EXEC_TIMEOUT_S
+
+
+def rank_folders() -> list[str]:
+    """The folder that keeps this rank's files (dumps) apart from the other ranks': none with one rank."""
+    return [f"rank_{rank_id()}"] if rank_size() > 1 else []

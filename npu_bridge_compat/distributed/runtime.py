@@ -1,0 +1,224 @@
+"""This rank's part of TensorFlow's collective runtime: its gRPC server, the coordination service, lost ranks.
+
+`start()` (once per process, before the first collective runs) gives the eager context the job's ServerDef
+(`enable_collective_ops`, as MultiWorkerMirroredStrategy does): TensorFlow starts this rank's gRPC server, whose
+target also serves the graph-mode sessions of the session and Estimator doors (`session_config` names the
+collective group leader and keeps each rank's graphs on its own devices). Rank 0's server hosts TensorFlow's
+coordination service: every rank registers there at start (waiting up to HCCL_CONNECT_TIMEOUT for the others)
+and sends it heartbeats.
+
+A lost rank. The service marks a rank that stops sending heartbeats (killed, crashed, machine gone) as failed;
+a rank that raises reports its error to the service on its way out. A watchdog thread asks the service for the
+ranks' states every second; when another rank has failed it names that rank on stderr and ends this process with
+EXIT_RANK_LOST: a collective waiting for the lost rank could not complete, and graph-mode collectives cannot be
+cancelled from outside. Every collective also carries a timeout (HCCL_EXEC_TIMEOUT), which ends a rank waiting
+for one that is alive but never joins (diverging graphs). At a normal exit the ranks wait for each other (the
+service's shutdown barrier), so that rank 0, which hosts the service, leaves last.
+
+Security: TensorFlow's gRPC servers have no authentication, and TensorFlow (2.15 to 2.21) always listens on every
+interface (grpc_server_lib.cc binds "0.0.0.0:<port>"; no option changes it). Single-host jobs talk only over
+127.0.0.1, but their ports can be reached from outside the host: ranks must sit on a trusted network.
+"""
+
+from __future__ import annotations
+
+import atexit
+import dataclasses
+import os
+import re
+import sys
+import threading
+import time
+
+import tensorflow as tf
+from tensorflow.core.protobuf import config_pb2, tensorflow_server_pb2
+from tensorflow.python.eager import context
+
+from npu_bridge_compat.distributed import ranks
+from npu_bridge_compat.distributed.cluster import JOB, Cluster, check_address_is_local, current_cluster
+from npu_bridge_compat.distributed.ranks import RankConfigError
+from npu_bridge_compat.errors import NpuCompatWarning, warn
+
+EXIT_RANK_LOST = 75  # EX_TEMPFAIL: this rank did nothing wrong; the job lost another one
+HEARTBEAT_TIMEOUT_S = 20
+POLL_INTERVAL_S = 1.0
+
+
+@dataclasses.dataclass
+class RankRuntime:
+    """The started runtime of this rank."""
+
+    cluster: Cluster
+    config: config_pb2.ConfigProto  # the server's: collective leader, device filters, coordination service
+
+    @property
+    def target(self) -> str:
+        return f"grpc://{self.cluster.me.address}"
+
+    def session_config(self, config: config_pb2.ConfigProto | None = None) -> config_pb2.ConfigProto:
+        """`config` (copied) for a session on this rank's server: the collective group leader, and this rank's
+        own devices only (without the filter a session would place ops on other ranks' devices)."""
+        result = config_pb2.ConfigProto()
+        if config is not None:
+            result.CopyFrom(config)
+        if not result.experimental.collective_group_leader:
+            result.experimental.collective_group_leader = self.config.experimental.collective_group_leader
+        if not result.device_filters:
+            result.device_filters.extend(self.config.device_filters)
+        del result.session_inter_op_thread_pool[:]  # a distributed session refuses them
+        return result
+
+
+_lock = threading.Lock()
+_runtime: RankRuntime | None = None
+
+
+def started() -> RankRuntime | None:
+    return _runtime
+
+
+def start() -> RankRuntime:
+    """Join the job's collective runtime (idempotent). Blocks until every rank has started, or fails after
+    HCCL_CONNECT_TIMEOUT naming the cluster."""
+    global _runtime
+    with _lock:
+        if _runtime is not None:
+            return _runtime
+        cluster = current_cluster()
+        if cluster.size == 1:
+            raise RankConfigError("the collective runtime is for several ranks; RANK_SIZE is 1")
+        if not cluster.single_host:
+            check_address_is_local(cluster)
+        eager = context.context()
+        if eager._context_handle is not None and tf.executing_eagerly():
+            raise RankConfigError(
+                f"RANK_SIZE={cluster.size}: the collectives of several ranks must be set up before TensorFlow runs "
+                "anything eagerly, and this process has already created tensors. Import npu_bridge (npu_init, "
+                "hccl_ops, ...) or call npu_bridge_compat.distributed.start() at the top of the script, before "
+                "TensorFlow creates any tensor.")
+        if eager._context_handle is None:
+            _select_gpu(cluster)
+        config = _server_config(cluster)
+        server_def = tensorflow_server_pb2.ServerDef(cluster=cluster.cluster_spec().as_cluster_def(),
+                                                     default_session_config=config, job_name=JOB,
+                                                     task_index=cluster.rank, protocol="grpc")
+        eager.enable_collective_ops(server_def)
+        try:
+            eager.ensure_initialized()  # starts the server and registers with the coordination service
+        except tf.errors.OpError as error:
+            raise RankConfigError(f"{cluster.describe(cluster.rank)} could not join the {cluster.size} ranks of the "
+                                  f"{cluster.source} within HCCL_CONNECT_TIMEOUT={ranks.connect_timeout_s()} s: "
+                                  f"{error.message}") from None
+        _runtime = RankRuntime(cluster=cluster, config=config)
+        _Watchdog(_runtime).start()
+        _report_uncaught_errors(cluster)
+        return _runtime
+
+
+def start_if_several_ranks() -> None:
+    """Start now when the environment asks for several ranks. Ported scripts import npu_bridge before anything
+    runs, and eager collectives need the runtime from the start."""
+    if ranks.rank_size() > 1:
+        start()
+
+
+def _server_config(cluster: Cluster) -> config_pb2.ConfigProto:
+    """The server's ConfigProto. It creates the rank's devices and thread pools, so it starts from the process's
+    own settings (tf.config.threading, ...), as MultiWorkerMirroredStrategy does."""
+    config = config_pb2.ConfigProto()
+    config.CopyFrom(context.context().config)
+    config.experimental.collective_group_leader = cluster.task(0)
+    config.device_filters.append(f"/job:{JOB}/task:{cluster.rank}")
+    coordination = config.experimental.coordination_config
+    coordination.service_type = "standalone"
+    coordination.service_leader = cluster.task(0)
+    coordination.cluster_register_timeout_in_ms = ranks.connect_timeout_s() * 1000
+    coordination.heartbeat_timeout_in_ms = HEARTBEAT_TIMEOUT_S * 1000
+    coordination.shutdown_barrier_timeout_in_ms = ranks.exec_timeout_s() * 1000
+    job = coordination.coordinated_job_list.add()
+    job.name, job.num_tasks = JOB, cluster.size
+    return config
+
+
+def _select_gpu(cluster: Cluster) -> None:
+    """One GPU per rank: the one its device id names (its position on its host when no id is given)."""
+    gpus = tf.config.list_physical_devices("GPU")
+    if not gpus:
+        return
+    device = ranks.device_id()
+    index = cluster.local_rank if device is None else device
+    if index >= len(gpus):
+        warn(f"{cluster.describe(cluster.rank)} asks for GPU {index}, but this host has {len(gpus)}; it runs on the "
+             "CPU.", NpuCompatWarning)
+        tf.config.set_visible_devices([], "GPU")
+    else:
+        tf.config.set_visible_devices(gpus[index], "GPU")
+
+
+class _Watchdog(threading.Thread):
+    """Ends this rank when the coordination service reports another one failed."""
+
+    def __init__(self, runtime: RankRuntime) -> None:
+        super().__init__(name="npu_bridge_compat rank watchdog", daemon=True)
+        self._cluster = runtime.cluster
+        self._stop = threading.Event()
+        atexit.register(self._stop.set)  # a normal exit must not read the others' departure as a failure
+
+    def run(self) -> None:
+        while not self._stop.wait(POLL_INTERVAL_S):
+            lost = self._lost_ranks()
+            if lost and not self._stop.is_set():
+                _end_rank(self._cluster, lost)
+
+    def _lost_ranks(self) -> list[tuple[int, str]]:
+        cluster = self._cluster
+        try:
+            states = context.context().get_task_states([(JOB, cluster.size)])
+        except tf.errors.OpError as error:  # the service itself is gone: rank 0, which hosts it, was lost
+            return [(0, error.message)]
+        return [(rank, getattr(state, "message", str(state))) for rank, state in enumerate(states)
+                if state is not None and rank != cluster.rank]
+
+
+def _end_rank(cluster: Cluster, lost: list[tuple[int, str]]) -> None:
+    names = "; ".join(f"{cluster.describe(rank)}: {_one_line(reason)}" for rank, reason in lost)
+    sys.stdout.flush()
+    sys.stderr.write(f"npu_bridge_compat: lost {names}. Stopping rank {cluster.rank}: its collectives cannot "
+                     "complete without every rank.\n")
+    sys.stderr.flush()
+    if cluster.rank == 0:  # rank 0 hosts the service: let the others read which rank failed before it goes
+        time.sleep(3 * POLL_INTERVAL_S)
+    os._exit(EXIT_RANK_LOST)
+
+
+def _one_line(reason: str) -> str:
+    """A status message without gRPC's appended debug JSON, on one line."""
+    return " ".join(reason.split("Additional GRPC error information")[0].split()).rstrip(".")[:300]
+
+
+def _report_uncaught_errors(cluster: Cluster) -> None:
+    """A rank that dies of an exception says so (naming the rank a failed collective was talking to) and tells
+    the others at once; they would otherwise wait for its heartbeats to stop."""
+    previous = sys.excepthook
+
+    def report(kind, value, traceback) -> None:
+        previous(kind, value, traceback)
+        peers = _peers_named(str(value), cluster)
+        talking = f" talking to {', '.join(cluster.describe(rank) for rank in peers)}" if peers else ""
+        sys.stderr.write(f"npu_bridge_compat: rank {cluster.rank} failed: {kind.__name__}{talking}"
+                         f"{', which was probably lost' if peers and issubclass(kind, tf.errors.UnavailableError) else ''}"
+                         ".\n")
+        try:
+            context.context().report_error_to_cluster(
+                tf.errors.UNKNOWN, f"rank {cluster.rank} failed: {kind.__name__}{talking}")
+        except (tf.errors.OpError, ValueError):
+            pass  # the service is already gone; the others learn from the heartbeats
+
+    sys.excepthook = report
+
+
+def _peers_named(message: str, cluster: Cluster) -> list[int]:
+    """The other ranks an error message names, by task or by address."""
+    named = {int(task) for task in re.findall(rf"/job:{JOB}/(?:replica:0/)?task:(\d+)", message)}
+    named |= {slot.rank for slot in cluster.slots if slot.address in message}
+    return sorted(rank for rank in named if rank != cluster.rank and rank < cluster.size)

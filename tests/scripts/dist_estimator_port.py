@@ -1,0 +1,46 @@
+"""A ported NPUEstimator script on several ranks: each rank reads its shard and starts from its own weights;
+NPUEstimator broadcasts rank 0's (as the adapter's does when RANK_SIZE > 1) and NPUDistributedOptimizer averages
+the gradients. Prints one JSON line per rank.
+
+Usage: dist_estimator_port.py MODEL_DIR ITERATIONS_PER_LOOP STEPS   (rank r writes under MODEL_DIR/rank<r>)
+"""
+import json
+import os
+import sys
+
+import tensorflow as tf
+from npu_bridge.npu_init import *
+
+import dist_model
+
+rank, size = get_rank_id(), get_rank_size()
+model_dir = os.path.join(sys.argv[1], f"rank{rank}")
+iterations, steps = int(sys.argv[2]), int(sys.argv[3])
+
+
+class ReportHook(tf.compat.v1.train.SessionRunHook):
+    """Prints the global steps seen after each run and the final weights."""
+
+    def begin(self):
+        self.global_step, self.steps = tf.compat.v1.train.get_global_step(), []
+
+    def after_run(self, run_context, run_values):
+        self.steps.append(int(run_context.session.run(self.global_step)))
+
+    def end(self, session):
+        print(json.dumps({"rank": rank, "global_steps": self.steps, "final": dist_model.weights(session)}),
+              flush=True)
+
+
+def model_fn(features, labels, mode):
+    loss = dist_model.loss_of(features, labels, seed=rank)
+    optimizer = NPUDistributedOptimizer(tf.compat.v1.train.GradientDescentOptimizer(dist_model.LEARNING_RATE))
+    train_op = optimizer.minimize(loss, global_step=tf.compat.v1.train.get_global_step())
+    return NPUEstimatorSpec(mode, loss=loss, train_op=train_op)
+
+
+config = NPURunConfig(model_dir=model_dir, iterations_per_loop=iterations, save_checkpoints_steps=steps)
+estimator = NPUEstimator(model_fn=model_fn, config=config)
+estimator.train(lambda: dist_model.dataset(rank, size), max_steps=steps, hooks=[ReportHook()])
+print(json.dumps({"rank": rank, "checkpoints": sorted(os.listdir(model_dir)) if os.path.isdir(model_dir) else []}),
+      flush=True)

@@ -1,0 +1,172 @@
+"""Several ranks for real: 2 and 3 processes on 127.0.0.1, through the three doors, started by `launch` and by a
+per-rank shell loop with a rank table; a rank killed mid-training. Every process is started in its own process
+group and killed at the end of its test, whatever happens; every wait has a hard timeout.
+
+Each process imports TensorFlow, so each test launches its processes once and checks much per launch."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from npu_bridge_compat.distributed.launch import free_port_block
+from test_distributed import LOOPBACK_PREFIXES, listening_addresses, tcp_sockets
+
+HERE = Path(__file__).parent
+SCRIPTS = HERE / "scripts"
+sys.path.insert(0, str(SCRIPTS))
+import dist_model  # noqa: E402
+
+ENVIRONMENT = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE.parent), os.environ.get("PYTHONPATH", "")]),
+               "TF_CPP_MIN_LOG_LEVEL": "2"}
+for _name in ("RANK_ID", "RANK_SIZE", "RANK_TABLE_FILE", "DEVICE_ID", "ASCEND_DEVICE_ID", "CM_CHIEF_IP",
+              "CM_WORKER_SIZE", "NPU_BRIDGE_COMPAT_PORT"):
+    ENVIRONMENT.pop(_name, None)
+TIMEOUT_S = 400
+
+
+@pytest.fixture
+def processes():
+    """Processes a test starts; each is killed with its process group when the test ends."""
+    started: list[subprocess.Popen] = []
+    yield started
+    for process in started:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=30)
+
+
+def start(processes, command, log: Path, **environment) -> subprocess.Popen:
+    with open(log, "w") as output:
+        process = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT, start_new_session=True,
+                                   env={**ENVIRONMENT, **{k: str(v) for k, v in environment.items()}})
+    processes.append(process)
+    return process
+
+
+def finish(process: subprocess.Popen, log: Path, timeout: float = TIMEOUT_S) -> str:
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        raise AssertionError(f"still running after {timeout} s:\n{log.read_text()[-4000:]}") from None
+    return log.read_text()
+
+
+def reports(output: str) -> dict[int, dict]:
+    """The JSON lines the scripts print, by rank (merged when a rank prints several)."""
+    found: dict[int, dict] = {}
+    for line in output.splitlines():
+        text = line.split("] ", 1)[1] if line.startswith("[rank ") else line
+        if text.startswith('{"rank"'):
+            report = json.loads(text)
+            found.setdefault(report["rank"], {}).update(report)
+    return found
+
+
+def final_weights(report: dict) -> list:
+    final = report["final"]
+    return list(final.values()) if isinstance(final, dict) else final  # by name (TF1 scripts) or in order (Keras)
+
+
+def assert_trained_like_one_process(found: dict[int, dict], steps: int, initial=None) -> None:
+    """Every rank's weights equal, and equal to one process trained on the concatenated batches."""
+    expected = list(dist_model.reference(steps, len(found), initial).values())
+    for rank, report in found.items():
+        for got, want, first in zip(final_weights(report), expected, final_weights(found[0])):
+            np.testing.assert_array_equal(got, first, err_msg=f"rank {rank} differs from rank 0")
+            np.testing.assert_allclose(got, want, atol=1e-5, err_msg=f"rank {rank} differs from one process")
+
+
+def test_session_door_three_ranks_under_launch(processes, tmp_path):
+    log = tmp_path / "launch.log"
+    launch = start(processes, [sys.executable, "-m", "npu_bridge_compat", "launch", "-n", "3", "--tf1",
+                               str(SCRIPTS / "dist_session_port.py")], log)
+    output = finish(launch, log)
+    assert launch.returncode == 0, output[-4000:]
+    found = reports(output)
+    assert sorted(found) == [0, 1, 2]
+    for rank, report in found.items():
+        got = report["collectives"]
+        assert got["sum"] == [6.0, 60.0] and got["max"] == [3.0, 30.0] and got["min"] == [1.0, 10.0]
+        assert got["prod"] == [6.0, 6000.0] and got["reduce"] == [6.0, 60.0] and got["int_sum"] == [3]
+        assert got["allgather"] == [1.0, 10.0, 2.0, 20.0, 3.0, 30.0] and got["broadcast"] == [2.0, 20.0]
+        assert got["reduce_scatter"] == [[6.0 * (2 * rank)], [6.0 * (2 * rank + 1)]]  # rows 2r, 2r+1 of 6 * range
+        assert got["all_to_all_v"] == [100.0 * i + rank for i in range(3) for _ in range(rank + 1)]
+        assert got["all_to_all_v_c"] == [100.0 * i + rank for i in range(3) for _ in range(i + rank + 1)]
+        # The group of ranks 0 and 2 sums their values only; rank 1 is in no collective of it.
+        assert ("group_sum" in got) == (rank != 1) and got.get("group_sum", [4.0, 40.0]) == [4.0, 40.0]
+        assert report.get("group_rank") == {0: 0, 1: None, 2: 1}[rank]
+        assert got.get("received") == ([7.0, 8.0] if rank == 2 else None)
+        # Each rank started from its own weights; the broadcast gave everyone rank 0's.
+        assert report["initial"] == found[0]["own_initial"]
+        assert (report["own_initial"] == report["initial"]) == (rank == 0)
+        assert report["global_steps"] == [10, 20]  # iterations_per_loop=10 in the session door's loop
+    assert_trained_like_one_process(found, steps=20)
+
+
+@pytest.mark.needs_estimator
+@pytest.mark.parametrize("iterations", [1, 10])
+def test_estimator_door_per_rank_shell_loop_with_rank_table(processes, tmp_path, iterations):
+    """An unmodified ported-style script started the way ModelZoo's *_8p.sh scripts start it."""
+    loop = ("for i in 0 1; do RANK_ID=$i DEVICE_ID=$i \"$PYTHON\" -m npu_bridge_compat run \"$SCRIPT\" \"$MODEL\" "
+            "$ITERATIONS 20 > \"$LOGS/rank_$i.log\" 2>&1 & done; wait")
+    log = tmp_path / "loop.log"
+    shell = start(processes, ["bash", "-c", loop], log, PYTHON=sys.executable, SCRIPT=SCRIPTS / "dist_estimator_port.py",
+                  MODEL=tmp_path / "model", ITERATIONS=iterations, LOGS=tmp_path, RANK_SIZE=2,
+                  RANK_TABLE_FILE=HERE / "data" / "rank_table_2p.json", NPU_BRIDGE_COMPAT_PORT=free_port_block(2))
+    finish(shell, log)
+    output = "\n".join((tmp_path / f"rank_{i}.log").read_text() for i in range(2))
+    found = reports(output)
+    assert sorted(found) == [0, 1], output[-4000:]
+    for report in found.values():
+        assert report["global_steps"] == list(range(iterations, 21, iterations))
+    assert_trained_like_one_process(found, steps=20)  # from rank 0's initial weights: the hook broadcast them
+    assert "model.ckpt-20.index" in found[0]["checkpoints"] and found[1]["checkpoints"] == []  # rank 0 writes
+
+
+def test_keras_door_under_launch(processes, tmp_path):
+    log = tmp_path / "launch.log"
+    launch = start(processes, [sys.executable, "-m", "npu_bridge_compat", "launch", "-n", "2",
+                               str(SCRIPTS / "dist_keras_port.py"), "20", "10"], log)
+    output = finish(launch, log)
+    assert launch.returncode == 0, output[-4000:]
+    found = reports(output)
+    assert sorted(found) == [0, 1] and all(report["iterations"] == 20 for report in found.values())
+    assert found[0]["own_initial"] != found[1]["own_initial"]
+    assert_trained_like_one_process(found, steps=20, initial=found[0]["own_initial"])
+
+
+@pytest.mark.parametrize("victim", [1, 0])  # rank 0 also hosts the coordination service
+def test_a_killed_rank_ends_the_others_naming_it(processes, tmp_path, victim):
+    port = free_port_block(2)
+    logs = [tmp_path / f"rank_{rank}.log" for rank in range(2)]
+    ranks = [start(processes, [sys.executable, "-m", "npu_bridge_compat", "run", "--tf1",
+                               str(SCRIPTS / "dist_session_port.py"), "--forever"], logs[rank],
+                   RANK_ID=rank, RANK_SIZE=2, NPU_BRIDGE_COMPAT_PORT=port) for rank in range(2)]
+    deadline = time.monotonic() + TIMEOUT_S
+    while not all("trained to step" in log.read_text() for log in logs):
+        assert time.monotonic() < deadline and all(r.poll() is None for r in ranks), \
+            "\n".join(log.read_text()[-3000:] for log in logs)
+        time.sleep(0.5)
+    # Each rank listens on its own port of the cluster and nothing else, and talks over 127.0.0.1 only.
+    for rank, process in enumerate(ranks):
+        ports = {int(address.rsplit(":", 1)[1], 16) for address in listening_addresses(process.pid)}
+        assert ports == {port + rank}
+        connected = [(local, remote) for state, local, remote in tcp_sockets(process.pid) if state == "01"]
+        assert connected and all(local.startswith(LOOPBACK_PREFIXES) and remote.startswith(LOOPBACK_PREFIXES)
+                                 for local, remote in connected), connected
+    os.killpg(ranks[victim].pid, signal.SIGKILL)
+    killed_at = time.monotonic()
+    survivor = ranks[1 - victim]
+    output = finish(survivor, logs[1 - victim], timeout=60)
+    assert time.monotonic() - killed_at < 60
+    assert survivor.returncode != 0
+    assert f"lost rank {victim} (127.0.0.1:{port + victim})" in output or \
+        f"talking to rank {victim} (127.0.0.1:{port + victim})" in output, output[-3000:]
