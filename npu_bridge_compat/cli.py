@@ -165,12 +165,19 @@ def run_script(arguments: argparse.Namespace) -> int:
 
 def launch_ranks(arguments: argparse.Namespace) -> int:
     """Start the ranks of SCRIPT on this host, each as `run` runs it."""
-    from npu_bridge_compat.distributed.launch import launch
+    from npu_bridge_compat.distributed.launch import in_private_network, launch
 
     if not os.path.isfile(arguments.script):
         print(f"error: no such script: {arguments.script}", file=sys.stderr)
         return EXIT_INVALID
     hosts = [host.strip() for host in arguments.hosts.split(",") if host.strip()] if arguments.hosts else None
+    if not hosts or len(hosts) == 1:  # one host: the ranks' servers reachable from nowhere else
+        again = [sys.executable, "-m", "npu_bridge_compat", *arguments.command_line]
+        refused = None if arguments.host_network else in_private_network(again)
+        if refused:
+            print(f"launch: the ranks run in this host's network, where TensorFlow's servers listen on every "
+                  f"interface, because {refused}; block their ports with a firewall, or run on a trusted network",
+                  file=sys.stderr)
     try:
         return launch(os.path.abspath(arguments.script), arguments.script_arguments, arguments.nproc, hosts,
                       arguments.host_index, arguments.tf1)
@@ -229,6 +236,9 @@ def build_parser() -> argparse.ArgumentParser:
     launch_parser.add_argument("--hosts", help="all hosts of the job, comma-separated, the same list on each host")
     launch_parser.add_argument("--host-index", type=int, help="this host's position in --hosts (found by default)")
     launch_parser.add_argument("--tf1", action="store_true", help="as `run --tf1`")
+    launch_parser.add_argument("--host-network", action="store_true",
+                               help="one host: run the ranks in this host's network instead of a private one whose "
+                                    "only interface is loopback (for scripts that reach other machines)")
     launch_parser.add_argument("script", help="the Python script to run")
     launch_parser.add_argument("script_arguments", nargs=argparse.REMAINDER, help="its arguments")
     launch_parser.set_defaults(run=launch_ranks)
@@ -251,4 +261,5 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = build_parser().parse_args(argv)
+    arguments.command_line = list(sys.argv[1:] if argv is None else argv)
     return arguments.run(arguments)

@@ -21,6 +21,7 @@ from npu_bridge_compat.distributed.ranks import RankConfigError
 from npu_bridge_compat.loss_scale import FixedLossScaleManager, NPULossScaleOptimizer, NPUOptimizer
 
 HERE = Path(__file__).parent
+SCRIPTS = HERE / "scripts"
 RANK_TABLE = HERE / "data" / "rank_table_2p.json"
 v1 = tf.compat.v1
 JOB_VARIABLES = ("RANK_ID", "RANK_SIZE", "RANK_TABLE_FILE", "DEVICE_ID", "ASCEND_DEVICE_ID", "CM_CHIEF_IP",
@@ -444,19 +445,19 @@ def listening_addresses(pid: int) -> list[str]:
     return [local for state, local, _ in tcp_sockets(pid) if state == "0A"]
 
 
-def test_a_rank_server_listens_on_loopback_only():
-    code = textwrap.dedent("""
-        import os, sys, tensorflow as tf
-        sys.path.insert(0, "tests")
-        from test_distributed import listening_addresses
-        from npu_bridge_compat.distributed.launch import free_port_block
-        port = free_port_block(1, start=41000)
-        server = tf.distribute.Server(tf.train.ClusterSpec({"worker": [f"127.0.0.1:{port}"]}), "worker", 0)
-        print(*listening_addresses(os.getpid()))
-    """)
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    listening = result.stdout.split()
-    assert result.returncode == 0 and listening, result.stderr[-2000:]
-    if not all(address.startswith(LOOPBACK_PREFIXES) for address in listening):
-        pytest.xfail(f"TensorFlow's GrpcServer (2.15 to 2.21 at least) listens on every interface ({listening}) whatever address its "
-                     "cluster names (grpc_server_lib.cc binds 0.0.0.0); single-host ranks talk over 127.0.0.1 only")
+def network_of_ranks(*arguments: str) -> dict[int, dict]:
+    result = run_launch(*arguments, "-n", "2", str(SCRIPTS / "dist_network_port.py"), timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    return {report["rank"]: report for report in (json.loads(line.split("] ", 1)[1]) for line in
+                                                  result.stdout.splitlines() if '{"rank"' in line)}
+
+
+def test_a_single_host_job_is_reachable_over_loopback_only():
+    """TensorFlow's servers listen on every interface of their network (grpc_server_lib.cc binds 0.0.0.0): launch
+    runs one host's ranks in a network of their own whose only interface is loopback."""
+    ranks = network_of_ranks()
+    assert sorted(ranks) == [0, 1]
+    assert ranks[0]["netns"] == ranks[1]["netns"] != os.readlink("/proc/self/ns/net")  # one network, not ours
+    assert all(report["interfaces"] == ["lo"] for report in ranks.values())
+    on_host = network_of_ranks("--host-network")  # on purpose, for scripts that reach other machines
+    assert all(report["netns"] == os.readlink("/proc/self/ns/net") for report in on_host.values())

@@ -10,14 +10,24 @@ coordination service catches SIGTERM) and exits with the failed rank's status.
 Several hosts: run the same command on each host (`--hosts` lists them all, in the same order everywhere); host i
 runs ranks i*N to i*N+N-1. Its position is found among this machine's addresses, or given with --host-index.
 On one host, launch picks N free consecutive ports unless NPU_BRIDGE_COMPAT_PORT fixes the first.
+
+On one host the ranks run in a network namespace of their own, where the loopback interface is the only one:
+TensorFlow's gRPC servers listen on every interface of their namespace (grpc_server_lib.cc binds 0.0.0.0), and
+there that is loopback alone, so nothing outside the job can reach them. `in_private_network` enters such a
+namespace with util-linux's `unshare` (a user namespace, so no privileges are needed); where the system refuses,
+launch says so and runs the ranks in the host's network. `--host-network` keeps them there on purpose (a script
+that downloads its data, say).
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -30,6 +40,8 @@ from npu_bridge_compat.distributed.ranks import RankConfigError
 from npu_bridge_compat.distributed.runtime import EXIT_RANK_LOST
 
 STOP_GRACE_S = 10
+PRIVATE_NETWORK_VARIABLE = "NPU_BRIDGE_COMPAT_PRIVATE_NETWORK"  # set inside the job's own network namespace
+_UNSHARE = ("--user", "--map-root-user", "--net")
 # What the per-rank environment replaces: a launched rank must not inherit another description of the job.
 _JOB_VARIABLES = ("RANK_ID", "RANK_SIZE", "RANK_TABLE_FILE", "DEVICE_ID", "ASCEND_DEVICE_ID", "CM_CHIEF_IP",
                   "CM_CHIEF_PORT", "CM_CHIEF_DEVICE", "CM_WORKER_SIZE", "CM_WORKER_IP")
@@ -64,6 +76,31 @@ def host_index(hosts: Sequence[str], given: int | None) -> int:
         raise RankConfigError(f"--hosts {','.join(hosts)}: {found} is an address of this machine; give "
                               "--host-index")
     return own[0]
+
+
+def in_private_network(command: Sequence[str]) -> str | None:
+    """Run `command` (this launch, again) in a network namespace whose only interface is loopback: replaces
+    this process and does not return. Returns why it could not, when the system refuses such namespaces."""
+    if os.environ.get(PRIVATE_NETWORK_VARIABLE):
+        return None  # already inside
+    unshare = shutil.which("unshare")
+    if unshare is None:
+        return "util-linux's unshare is not installed"
+    probe = subprocess.run([unshare, *_UNSHARE, "true"], capture_output=True, text=True)
+    if probe.returncode != 0:
+        return f"this system refuses a user network namespace ({probe.stderr.strip() or probe.returncode})"
+    os.environ[PRIVATE_NETWORK_VARIABLE] = "1"
+    os.execv(unshare, [unshare, *_UNSHARE, "--", *command])
+    raise AssertionError("exec does not return")
+
+
+def bring_loopback_up() -> None:
+    """A new network namespace starts with its loopback interface down: bring it up (SIOCSIFFLAGS, IFF_UP)."""
+    siocgifflags, siocsifflags, iff_up = 0x8913, 0x8914, 0x1
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as handle:
+        request = struct.pack("16sH14x", b"lo", 0)
+        flags = struct.unpack("16sH14x", fcntl.ioctl(handle, siocgifflags, request))[1]
+        fcntl.ioctl(handle, siocsifflags, struct.pack("16sH14x", b"lo", flags | iff_up))
 
 
 def free_port_block(count: int, start: int = DEFAULT_BASE_PORT) -> int:
@@ -122,6 +159,8 @@ def launch(script: str, arguments: Sequence[str], ranks_per_host: int, hosts: Se
         raise RankConfigError(f"-n must be at least 1, got {ranks_per_host}")
     hosts = list(hosts or [LOOPBACK])
     index = host_index(hosts, given_host_index) if len(hosts) > 1 else 0
+    if os.environ.get(PRIVATE_NETWORK_VARIABLE):
+        bring_loopback_up()
     environment = {name: value for name, value in os.environ.items() if name not in _JOB_VARIABLES}
     if len(hosts) == 1 and PORT_VARIABLE not in environment:
         environment[PORT_VARIABLE] = str(free_port_block(ranks_per_host))

@@ -16,8 +16,9 @@ for one that is alive but never joins (diverging graphs). At a normal exit the r
 service's shutdown barrier), so that rank 0, which hosts the service, leaves last.
 
 Security: TensorFlow's gRPC servers have no authentication, and TensorFlow (2.15 to 2.21) always listens on every
-interface (grpc_server_lib.cc binds "0.0.0.0:<port>"; no option changes it). Single-host jobs talk only over
-127.0.0.1, but their ports can be reached from outside the host: ranks must sit on a trusted network.
+interface of its network (grpc_server_lib.cc binds "0.0.0.0:<port>"; no option changes it). `launch` runs a
+single-host job in a network namespace whose only interface is loopback (launch.py); ranks started otherwise can be
+reached from outside the host: they must sit on a trusted network.
 """
 
 from __future__ import annotations
