@@ -4,6 +4,7 @@ What needs several processes is in test_distributed_ranks.py."""
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -452,6 +453,11 @@ def network_of_ranks(*arguments: str) -> dict[int, dict]:
                                                   result.stdout.splitlines() if '{"rank"' in line)}
 
 
+USER_NAMESPACES = shutil.which("unshare") is not None and subprocess.run(
+    ["unshare", "--user", "--map-root-user", "--net", "true"], capture_output=True).returncode == 0
+
+
+@pytest.mark.skipif(not USER_NAMESPACES, reason="this system refuses user network namespaces (launch then says so)")
 def test_a_single_host_job_is_reachable_over_loopback_only():
     """TensorFlow's servers listen on every interface of their network (grpc_server_lib.cc binds 0.0.0.0): launch
     runs one host's ranks in a network of their own whose only interface is loopback."""
