@@ -2,7 +2,7 @@
 compile(steps_per_execution=100) vs one step per train-function call (target: NPUCallback >= 0.95x the
 steps_per_execution figure). Timing covers a second fit, after the functions were traced.
 
-    python benchmarks/keras_callback.py [--steps=3000]
+    python benchmarks/keras_callback.py [--steps=10000]
 """
 
 import os
@@ -31,9 +31,9 @@ def steps_per_second(steps: int, steps_per_execution: int = 1, callbacks=()) -> 
 
 
 def main(argv: list[str]) -> None:
-    steps = int(next((a.split("=")[1] for a in argv if a.startswith("--steps=")), 3000))
+    steps = int(next((a.split("=")[1] for a in argv if a.startswith("--steps=")), 10000))
     rates = {"callback": [], "spe": [], "one": []}
-    for _ in range(3):  # interleaved rounds, medians reported
+    for _ in range(5):  # interleaved rounds, medians reported
         rates["callback"].append(steps_per_second(steps, callbacks=[NPUCallback(iterations_per_loop=100)]))
         rates["spe"].append(steps_per_second(steps, steps_per_execution=100))
         rates["one"].append(steps_per_second(steps))
