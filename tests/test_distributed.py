@@ -82,8 +82,8 @@ def test_cm_variables_number_the_devices_from_the_chief(monkeypatch):
     assert (ranks.rank_size(), ranks.rank_id()) == (3, 2)  # devices 1, 2, 0 are ranks 0, 1, 2
     described = cluster.current_cluster()
     assert [slot.address for slot in described.slots] == ["127.0.0.1:30100", "127.0.0.1:30101", "127.0.0.1:30102"]
-    set_env(monkeypatch, CM_WORKER_IP="10.0.0.2")
-    with pytest.raises(RankConfigError, match="CM_WORKER_IP=10.0.0.2 is not CM_CHIEF_IP=127.0.0.1: .* rank table"):
+    set_env(monkeypatch, CM_WORKER_IP="198.51.100.2")
+    with pytest.raises(RankConfigError, match="CM_WORKER_IP=198.51.100.2 is not CM_CHIEF_IP=127.0.0.1: .* rank table"):
         cluster.current_cluster()
     monkeypatch.delenv("CM_WORKER_IP")
     set_env(monkeypatch, RANK_TABLE_FILE=RANK_TABLE)
@@ -121,7 +121,7 @@ def test_rank_table_gives_devices_and_never_the_npu_card_address(monkeypatch):
     described = cluster.current_cluster()
     assert [(slot.address, slot.device_id) for slot in described.slots] == [("127.0.0.1:29600", 0),
                                                                           ("127.0.0.1:29601", 1)]
-    assert "192.168" not in repr(described)  # device_ip is the NPU's own card
+    assert "203.0.113" not in repr(described)  # device_ip is the NPU's own card
     set_env(monkeypatch, DEVICE_ID=0)
     with pytest.raises(RankConfigError, match="RANK_ID=1 has device_id 1 in the rank table .* but this process "
                                               "was given device 0"):
@@ -129,17 +129,17 @@ def test_rank_table_gives_devices_and_never_the_npu_card_address(monkeypatch):
 
 
 def test_multi_host_rank_table(monkeypatch, tmp_path):
-    table = launch.rank_table(["10.0.0.1", "10.0.0.2"], 2)
+    table = launch.rank_table(["198.51.100.1", "198.51.100.2"], 2)
     path = tmp_path / "table.json"
     path.write_text(json.dumps(table))
     set_env(monkeypatch, RANK_SIZE=4, RANK_ID=3, RANK_TABLE_FILE=path)
     described = cluster.current_cluster()
     assert not described.single_host
-    assert [slot.address for slot in described.slots] == ["10.0.0.1:29600", "10.0.0.1:29601", "10.0.0.2:29600",
-                                                          "10.0.0.2:29601"]
+    assert [slot.address for slot in described.slots] == ["198.51.100.1:29600", "198.51.100.1:29601", "198.51.100.2:29600",
+                                                          "198.51.100.2:29601"]
     assert (described.local_ranks, described.local_rank) == ([2, 3], 1)
     assert (distributed.get_local_rank_size(), distributed.get_local_rank_id()) == (2, 1)
-    with pytest.raises(RankConfigError, match="RANK_ID=3 is on server 10.0.0.2 .* not belong to this machine"):
+    with pytest.raises(RankConfigError, match="RANK_ID=3 is on server 198.51.100.2 .* not belong to this machine"):
         cluster.check_address_is_local(described)  # binds a socket to the address: nothing is sent
 
 
@@ -403,11 +403,11 @@ def test_launch_refuses_bad_arguments(tmp_path):
     assert "no such script" in run_launch("-n", "2", str(tmp_path / "absent.py")).stderr
     script = tmp_path / "ok.py"
     script.write_text("")
-    result = run_launch("-n", "2", "--hosts", "10.0.0.1,10.0.0.2", str(script))
+    result = run_launch("-n", "2", "--hosts", "198.51.100.1,198.51.100.2", str(script))
     assert result.returncode == 2 and "none of them is an address of this machine; give --host-index" in \
         result.stderr
     assert "--host-index 5 is out of range for 2 hosts" in run_launch(
-        "-n", "2", "--hosts", "10.0.0.1,10.0.0.2", "--host-index", "5", str(script)).stderr
+        "-n", "2", "--hosts", "198.51.100.1,198.51.100.2", "--host-index", "5", str(script)).stderr
     assert "-n must be at least 1" in run_launch("-n", "0", str(script)).stderr
 
 
