@@ -65,7 +65,7 @@ class IterationPerLoop:
             iterations = tf.compat.v1.Variable(1, dtype=tf.int64, trainable=False, use_resource=True,
                                                name="iterations_per_loop",
                                                collections=[tf.compat.v1.GraphKeys.LOCAL_VARIABLES])
-        self._looped = loop_train_op(train_op, iterations)
+        self._looped = loop_train_op(train_op, iterations, most_steps=1)
         return self._looped.loop_op
 
     def load_iteration_per_loop_var(self, sess, iterations_per_loop: int) -> None:
@@ -75,6 +75,7 @@ class IterationPerLoop:
             warn("the looped train op reads no tf.data iterator: every iteration of a run trains on the same fed "
                  "batch. Feed data through a dataset iterator for N distinct steps per run.", NpuCompatWarning)
         self._looped.iterations.load(iterations_per_loop, sess)
+        self._looped.most_steps = iterations_per_loop
 
 
 def set_iteration_per_loop(sess, train_op, iterations_per_loop: int):

@@ -258,7 +258,7 @@ def test_several_ranks_build_tensorflow_collectives_with_keys_in_construction_or
         collective_ops = [op for op in graph.get_operations() if op.type.startswith("Collective")]
         assert sorted(op.type for op in collective_ops) == ["CollectiveGatherV2", "CollectiveGatherV2",
                                                             "CollectiveReduceV2"]
-        assert all(op.get_attr("timeout_seconds") == 77 for op in collective_ops)
+        assert all(op.get_attr("timeout_seconds") == 0 for op in collective_ops)  # each would cost a thread
         keys = [int(tf.get_static_value(op.inputs[3])) for op in collective_ops]  # instance keys, per group
         assert keys == list(range(keys[0], keys[0] + 3))  # consecutive, in construction order
         with pytest.raises(collectives.CollectiveError, match="The number of gradients is less than rank_size"):

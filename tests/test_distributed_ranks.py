@@ -170,3 +170,31 @@ def test_a_killed_rank_ends_the_others_naming_it(processes, tmp_path, victim):
     assert survivor.returncode != 0
     assert f"lost rank {victim} (127.0.0.1:{port + victim})" in output or \
         f"talking to rank {victim} (127.0.0.1:{port + victim})" in output, output[-3000:]
+
+
+@pytest.mark.parametrize("mode", ["session", "function"])
+def test_collectives_cost_no_thread_each(processes, tmp_path, mode):
+    """1,500 collectives per rank leave its OS thread count flat (a collective's own timeout used to keep a
+    sleeping thread per call alive for HCCL_EXEC_TIMEOUT, and long jobs died at the process's thread limit)."""
+    log = tmp_path / "launch.log"
+    job = start(processes, [sys.executable, "-m", "npu_bridge_compat", "launch", "-n", "2",
+                            str(SCRIPTS / "dist_collective_threads.py"), "--mode", mode], log)
+    output = finish(job, log)
+    assert job.returncode == 0, output[-3000:]
+    found = reports(output)
+    assert sorted(found) == [0, 1], output[-3000:]
+    for rank, report in found.items():
+        assert report["result"] == [2.0, 4.0, 1.0]
+        assert report["after"] - report["before"] < 20, f"rank {rank}: {report}"
+
+
+def test_a_collective_another_rank_never_joins_ends_the_run_naming_the_deadline(processes, tmp_path):
+    log = tmp_path / "launch.log"
+    job = start(processes, [sys.executable, "-m", "npu_bridge_compat", "launch", "-n", "2",
+                            str(SCRIPTS / "dist_collective_threads.py"), "--mode", "stuck"], log,
+                HCCL_EXEC_TIMEOUT=3)
+    output = finish(job, log, timeout=120)
+    assert job.returncode != 0
+    assert 3.0 <= reports(output)[1]["waited"] < 20, output[-3000:]
+    assert ("rank 1 failed: DeadlineExceededError: a session run waited longer than HCCL_EXEC_TIMEOUT=3 s per "
+            "step, most likely for a collective that another rank never joined") in output, output[-3000:]

@@ -11,8 +11,9 @@ Keys. The ranks find each other's part of a collective by (group key, instance k
 from its name and members; instance keys count the collectives built for each group, in construction order,
 which is the same on every rank when every rank builds the same collectives: the adapter's own rule ("every
 device must run the same sequence of collectives"). A copy of a built step (the iterations_per_loop loop of the
-session door) keeps its original's keys; the copy and the original never run in the same step. Every collective
-carries HCCL_EXEC_TIMEOUT, after which a rank that never joined ends the step with DeadlineExceeded.
+session door) keeps its original's keys; the copy and the original never run in the same step. A collective
+carries no timeout of its own (each would cost a sleeping thread for the whole timeout): a rank's session runs
+have a deadline of HCCL_EXEC_TIMEOUT per step, and a lost rank is found by its missing heartbeats (runtime.py).
 """
 
 from __future__ import annotations
@@ -169,10 +170,12 @@ def all_ranks_true(flag):
 # --- hccl_ops ------------------------------------------------------------------------------------------------
 
 def _options(chosen: Group) -> dict:
-    """group size, keys and timeout of the next collective of `chosen`, with the runtime started."""
+    """group size and keys of the next collective of `chosen`, with the runtime started. No timeout of its own:
+    TensorFlow keeps a sleeping thread alive for the whole timeout of every collective that has one (a thread per
+    call, thousands a minute); the rank's run deadline and the coordination service's heartbeats bound the wait
+    instead (runtime.py)."""
     runtime.start()
-    return dict(group_size=chosen.size, group_key=chosen.key, instance_key=_next_instance(chosen.key),
-                timeout_seconds=float(ranks.exec_timeout_s()))
+    return dict(group_size=chosen.size, group_key=chosen.key, instance_key=_next_instance(chosen.key))
 
 
 def _carrier(dtype, accepted: tuple):

@@ -11,8 +11,10 @@ A lost rank. The service marks a rank that stops sending heartbeats (killed, cra
 a rank that raises reports its error to the service on its way out. A watchdog thread asks the service for the
 ranks' states every second; when another rank has failed it names that rank on stderr and ends this process with
 EXIT_RANK_LOST: a collective waiting for the lost rank could not complete, and graph-mode collectives cannot be
-cancelled from outside. Every collective also carries a timeout (HCCL_EXEC_TIMEOUT), which ends a rank waiting
-for one that is alive but never joins (diverging graphs). At a normal exit the ranks wait for each other (the
+cancelled from outside. A rank waiting for one that is alive but never joins (diverging graphs) is ended by the
+deadline of its session runs: HCCL_EXEC_TIMEOUT per step (N times that for an N-step run). The deadline is the
+run's, not each collective's: TensorFlow keeps a sleeping thread alive for the whole timeout of every collective
+given one, which ended long jobs with thousands of threads. At a normal exit the ranks wait for each other (the
 service's shutdown barrier), so that rank 0, which hosts the service, leaves last.
 
 Security: TensorFlow's gRPC servers have no authentication, and TensorFlow (2.15 to 2.21) always listens on every
@@ -67,6 +69,8 @@ class RankRuntime:
         if not result.device_filters:
             result.device_filters.extend(self.config.device_filters)
         del result.session_inter_op_thread_pool[:]  # a distributed session refuses them
+        if not result.operation_timeout_in_ms:
+            result.operation_timeout_in_ms = collective_run_deadline_ms()
         return result
 
 
@@ -114,6 +118,12 @@ def start() -> RankRuntime:
         _Watchdog(_runtime).start()
         _report_uncaught_errors(cluster)
         return _runtime
+
+
+def collective_run_deadline_ms() -> int:
+    """How long one step's session run may wait on this rank's collectives (HCCL_EXEC_TIMEOUT); 0 without the
+    runtime. Bounding the run costs nothing per collective, unlike a collective's own timeout."""
+    return ranks.exec_timeout_s() * 1000 if _runtime is not None else 0
 
 
 def start_if_several_ranks() -> None:
@@ -208,7 +218,7 @@ def _report_uncaught_errors(cluster: Cluster) -> None:
         talking = f" talking to {', '.join(cluster.describe(rank) for rank in peers)}" if peers else ""
         sys.stderr.write(f"npu_bridge_compat: rank {cluster.rank} failed: {kind.__name__}{talking}"
                          f"{', which was probably lost' if peers and issubclass(kind, tf.errors.UnavailableError) else ''}"
-                         ".\n")
+                         f"{_deadline_note(kind)}.\n")
         try:
             context.context().report_error_to_cluster(
                 tf.errors.UNKNOWN, f"rank {cluster.rank} failed: {kind.__name__}{talking}")
@@ -216,6 +226,14 @@ def _report_uncaught_errors(cluster: Cluster) -> None:
             pass  # the service is already gone; the others learn from the heartbeats
 
     sys.excepthook = report
+
+
+def _deadline_note(kind: type) -> str:
+    if not issubclass(kind, tf.errors.DeadlineExceededError):
+        return ""
+    return (f": a session run waited longer than HCCL_EXEC_TIMEOUT={ranks.exec_timeout_s()} s per step, most likely "
+            "for a collective that another rank never joined (every rank must run the same collectives in the same "
+            "order)")
 
 
 def _peers_named(message: str, cluster: Cluster) -> list[int]:

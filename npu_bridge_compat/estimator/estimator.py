@@ -182,7 +182,7 @@ class NPUEstimator(estimator_class("Estimator")):
             if self._last_step is not None:
                 done = tf.cast(global_step_tensor, tf.int64)
                 iterations = tf.maximum(tf.minimum(iterations, self._last_step - done), 0)
-            looped = loop_train_op(estimator_spec.train_op, iterations)
+            looped = loop_train_op(estimator_spec.train_op, iterations, most_steps=self._steps_per_run)
             estimator_spec = estimator_spec._replace(train_op=looped.loop_op)
         return super()._train_with_estimator_spec(estimator_spec, worker_hooks, hooks, global_step_tensor,
                                                   saving_listeners)

@@ -28,6 +28,7 @@ from tensorflow.core.framework import graph_pb2
 from tensorflow.core.protobuf import config_pb2
 from tensorflow.python.ops import control_flow_util
 
+from npu_bridge_compat.distributed.runtime import collective_run_deadline_ms
 from npu_bridge_compat.runtime.graph import (
     ancestors_among,
     fetch_leaves,
@@ -75,6 +76,7 @@ class LoopedTrainOp:
     train_op: Any
     iterations: Any  # a tensor or variable holding N, read once per run
     loop_op: Any  # the loop that fetches nothing else
+    most_steps: int = 1  # the most iterations a run makes, as the door last set it (run deadlines scale with it)
     variants: dict = dataclasses.field(default_factory=dict)  # (fetched names, probes?) -> LoopVariant
 
     @functools.cached_property
@@ -107,10 +109,11 @@ class LoopedTrainOp:
 _LOOPS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def loop_train_op(train_op, iterations) -> LoopedTrainOp:
-    """Loop `train_op`'s step `iterations` times per run (a tensor or variable, read once per run); the result is
-    registered with the graph, where every LoopServer finds it."""
-    looped = LoopedTrainOp(train_op=train_op, iterations=iterations, loop_op=build_loop(train_op, iterations, []).op)
+def loop_train_op(train_op, iterations, most_steps: int) -> LoopedTrainOp:
+    """Loop `train_op`'s step `iterations` times per run (a tensor or variable, read once per run, at most
+    `most_steps`); the result is registered with the graph, where every LoopServer finds it."""
+    looped = LoopedTrainOp(train_op=train_op, iterations=iterations, loop_op=build_loop(train_op, iterations, []).op,
+                           most_steps=most_steps)
     _LOOPS.setdefault(train_op.graph, []).append(looped)
     return looped
 
@@ -279,6 +282,7 @@ class LoopServer:
             return plain_run(fetches, feed_dict, options, run_metadata)
         if caller_thread and looped.is_simple:
             options = _in_caller_thread(options)
+        options = _with_deadline_for_steps(options, looped.most_steps)
         probes = self._probes_of(looped)
         elements = [self._graph.as_graph_element(f) if isinstance(f, str) else f for f in fetch_leaves(fetches)]
         tensors = list({id(t): t for t in (_as_tensor(e) for e in elements) if t is not None}.values())
@@ -335,6 +339,19 @@ def _as_tensor(element):
     if isinstance(element, tf.Variable):
         return element._as_graph_element()
     return None
+
+
+def _with_deadline_for_steps(options, steps: int):
+    """Run options whose deadline covers `steps` steps where the rank's sessions bound each run (several ranks:
+    HCCL_EXEC_TIMEOUT per step), unless the caller chose a deadline of its own."""
+    per_step_ms = collective_run_deadline_ms()
+    if not per_step_ms or steps <= 1 or (options is not None and options.timeout_in_ms):
+        return options
+    chosen = config_pb2.RunOptions()
+    if options is not None:
+        chosen.CopyFrom(options)
+    chosen.timeout_in_ms = per_step_ms * steps
+    return chosen
 
 
 def _in_caller_thread(options):
