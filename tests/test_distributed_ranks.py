@@ -198,3 +198,15 @@ def test_a_collective_another_rank_never_joins_ends_the_run_naming_the_deadline(
     assert 3.0 <= reports(output)[1]["waited"] < 20, output[-3000:]
     assert ("rank 1 failed: DeadlineExceededError: a session run waited longer than HCCL_EXEC_TIMEOUT=3 s per "
             "step, most likely for a collective that another rank never joined") in output, output[-3000:]
+
+
+@pytest.mark.parametrize("mode, late", [("session", 1), ("eager", 1), ("session", 0), ("eager", 0)])
+def test_ranks_that_finish_apart_all_exit_cleanly(processes, tmp_path, mode, late):
+    """A rank that finishes first waits for the others, so no finished rank is reported lost (rank 0 hosts the
+    coordination service: its early exit used to read as its loss on rank 1)."""
+    log = tmp_path / "launch.log"
+    job = start(processes, [sys.executable, "-m", "npu_bridge_compat", "launch", "-n", "2",
+                            str(SCRIPTS / "dist_finish_apart.py"), "--mode", mode, "--late", str(late)], log)
+    output = finish(job, log, timeout=120)
+    assert job.returncode == 0 and "lost rank" not in output, output[-3000:]
+    assert {rank: report["total"] for rank, report in reports(output).items()} == {0: [2.0, 1.0], 1: [2.0, 1.0]}

@@ -14,8 +14,9 @@ EXIT_RANK_LOST: a collective waiting for the lost rank could not complete, and g
 cancelled from outside. A rank waiting for one that is alive but never joins (diverging graphs) is ended by the
 deadline of its session runs: HCCL_EXEC_TIMEOUT per step (N times that for an N-step run). The deadline is the
 run's, not each collective's: TensorFlow keeps a sleeping thread alive for the whole timeout of every collective
-given one, which ended long jobs with thousands of threads. At a normal exit the ranks wait for each other (the
-service's shutdown barrier), so that rank 0, which hosts the service, leaves last.
+given one, which ended long jobs with thousands of threads. At a normal exit the ranks wait for each other (two
+barriers of the coordination service: every rank finished, every watchdog stopped), so that no rank leaves while
+another's watchdog could read its departure as a loss, and rank 0, which hosts the service, is never left early.
 
 Security: TensorFlow's gRPC servers have no authentication, and TensorFlow (2.15 to 2.21) always listens on every
 interface of its network (grpc_server_lib.cc binds "0.0.0.0:<port>"; no option changes it). `launch` runs a
@@ -76,6 +77,7 @@ class RankRuntime:
 
 _lock = threading.Lock()
 _runtime: RankRuntime | None = None
+_failed = threading.Event()  # an uncaught exception ends this rank: it does not wait for the others at exit
 
 
 def started() -> RankRuntime | None:
@@ -115,8 +117,10 @@ def start() -> RankRuntime:
                                   f"{cluster.source} within HCCL_CONNECT_TIMEOUT={ranks.connect_timeout_s()} s: "
                                   f"{error.message}") from None
         _runtime = RankRuntime(cluster=cluster, config=config)
-        _Watchdog(_runtime).start()
+        watchdog = _Watchdog(_runtime)
+        watchdog.start()
         _report_uncaught_errors(cluster)
+        atexit.register(_leave_together, cluster, watchdog)
         return _runtime
 
 
@@ -173,7 +177,9 @@ class _Watchdog(threading.Thread):
         super().__init__(name="npu_bridge_compat rank watchdog", daemon=True)
         self._cluster = runtime.cluster
         self._stop = threading.Event()
-        atexit.register(self._stop.set)  # a normal exit must not read the others' departure as a failure
+
+    def stop(self) -> None:
+        self._stop.set()
 
     def run(self) -> None:
         while not self._stop.wait(POLL_INTERVAL_S):
@@ -189,6 +195,25 @@ class _Watchdog(threading.Thread):
             return [(0, error.message)]
         return [(rank, getattr(state, "message", str(state))) for rank, state in enumerate(states)
                 if state is not None and rank != cluster.rank]
+
+
+def _leave_together(cluster: Cluster, watchdog: _Watchdog) -> None:
+    """At a normal exit, wait for every rank to finish, then stop the watchdog, then wait for every watchdog to
+    stop: a rank that finished first, rank 0 above all (it hosts the coordination service), must not leave while
+    another rank's watchdog could still read its departure as its loss. While this rank waits, its watchdog still
+    ends it if another rank fails. A rank leaving on an uncaught exception does not wait."""
+    if _failed.is_set():
+        watchdog.stop()
+        return
+    eager, timeout_ms = context.context(), ranks.exec_timeout_s() * 1000
+    try:
+        eager.wait_at_barrier("npu_bridge_compat: every rank finished", timeout_ms)
+        watchdog.stop()
+        eager.wait_at_barrier("npu_bridge_compat: every watchdog stopped", timeout_ms)
+    except tf.errors.OpError as error:
+        watchdog.stop()
+        sys.stderr.write(f"npu_bridge_compat: rank {cluster.rank} leaves without seeing every rank finish within "
+                         f"HCCL_EXEC_TIMEOUT={ranks.exec_timeout_s()} s: {_one_line(error.message)}\n")
 
 
 def _end_rank(cluster: Cluster, lost: list[tuple[int, str]]) -> None:
@@ -213,6 +238,7 @@ def _report_uncaught_errors(cluster: Cluster) -> None:
     previous = sys.excepthook
 
     def report(kind, value, traceback) -> None:
+        _failed.set()
         previous(kind, value, traceback)
         peers = _peers_named(str(value), cluster)
         talking = f" talking to {', '.join(cluster.describe(rank) for rank in peers)}" if peers else ""
