@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from npu_bridge_compat.distributed.launch import free_port_block
+from npu_bridge_compat.host.platform import detect_host
 from test_distributed import LOOPBACK_PREFIXES, listening_addresses, tcp_sockets
 
 HERE = Path(__file__).parent
@@ -210,3 +211,25 @@ def test_ranks_that_finish_apart_all_exit_cleanly(processes, tmp_path, mode, lat
     output = finish(job, log, timeout=120)
     assert job.returncode == 0 and "lost rank" not in output, output[-3000:]
     assert {rank: report["total"] for rank, report in reports(output).items()} == {0: [2.0, 1.0], 1: [2.0, 1.0]}
+
+
+@pytest.mark.needs_estimator
+@pytest.mark.skipif(not detect_host().cpu_bfloat16, reason="bfloat16 on a CPU needs AVX-512")
+def test_mixed_precision_trains_on_two_ranks_as_in_one_process(processes, tmp_path):
+    """allow_mix_precision with Conv2D+BiasAdd+Relu under NPUEstimator (iterations_per_loop 2): the ranks run their
+    convolutions in bfloat16 as one process does, and end with one process's weights on the global batch (the
+    remapper's bfloat16 fused convolution, which only the oneDNN rewrite of a local session can run, failed on ranks)."""
+    script = [str(SCRIPTS / "dist_mixed_precision_port.py"), "2", "4"]
+    found = {}
+    for size in (1, 2):
+        log = tmp_path / f"launch_{size}.log"
+        job = start(processes, [sys.executable, "-m", "npu_bridge_compat", "launch", "-n", str(size), "--tf1",
+                                script[0], str(tmp_path / f"ranks{size}"), *script[1:]], log)
+        output = finish(job, log)
+        assert job.returncode == 0, output[-3000:]
+        found[size] = reports(output)
+    one, ranks = found[1][0], found[2]
+    assert all(report["conv_dtypes"] == ["bfloat16"] for report in (one, *ranks.values()))
+    for name, value in one["final"].items():
+        np.testing.assert_array_equal(ranks[1]["final"][name], ranks[0]["final"][name], err_msg=name)
+        np.testing.assert_allclose(ranks[0]["final"][name], value, atol=2e-3, err_msg=name)

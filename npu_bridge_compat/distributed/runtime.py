@@ -70,6 +70,11 @@ class RankRuntime:
         if not result.device_filters:
             result.device_filters.extend(self.config.device_filters)
         del result.session_inter_op_thread_pool[:]  # a distributed session refuses them
+        rewrites = result.graph_options.rewrite_options
+        if rewrites.auto_mixed_precision_onednn_bfloat16 == rewrites.ON:
+            # The remapper fuses bfloat16 Conv2D+BiasAdd+Relu into a _FusedConv2D that only the oneDNN rewrite
+            # of a local session can run; a rank's gRPC session never makes that rewrite (TensorFlow 2.15, 2.21).
+            rewrites.remapping = rewrites.OFF
         if not result.operation_timeout_in_ms:
             result.operation_timeout_in_ms = collective_run_deadline_ms()
         return result
