@@ -120,7 +120,8 @@ def v1_layer_class() -> type:
     try:
         return tf1_keras_api("layers").Layer
     except TensorFlowVersionError as error:
-        return _stand_in("Layer", lambda what: f"{what}: {error}")
+        reason = str(error)  # Python unbinds `error` when the except clause ends; the lambda runs later
+        return _stand_in("Layer", lambda what: f"{what}: {reason}")
 
 
 def select_keras_2() -> None:
