@@ -17,8 +17,6 @@ from __future__ import annotations
 import contextlib
 
 import tensorflow as tf
-from tensorflow.core.protobuf import config_pb2
-from tensorflow.python.eager import context
 
 from npu_bridge_compat.compat import (
     keras_step_number,
@@ -26,6 +24,9 @@ from npu_bridge_compat.compat import (
     remake_keras_function,
     steps_per_execution_in_fit,
 )
+from npu_bridge_compat.compat.batchnorm import batchnorm_workaround
+from npu_bridge_compat.compat.eager import function_calls_rewritten
+from npu_bridge_compat.compat.graph import is_stateful
 from npu_bridge_compat.distributed import (  # noqa: F401 - the adapter's Keras helpers for several ranks
     KerasDistributeOptimizer,
     NPUBroadcastGlobalVariablesCallback,
@@ -44,7 +45,6 @@ from npu_bridge_compat.host.features import (
     TensorDump,
 )
 from npu_bridge_compat.options import NpuOptions, options_from_config_proto, options_from_kwargs
-from npu_bridge_compat.runtime.batchnorm import batchnorm_workaround
 from npu_bridge_compat.runtime.doors import Door, enter_plan
 from npu_bridge_compat.runtime.graph import ancestors_among, fetched_operations
 from npu_bridge_compat.runtime.probes import StepProbes
@@ -204,7 +204,7 @@ class _ProbedStep:
         first_new_op = len(graph.get_operations())
         outputs = self._step(data)
         built = graph.get_operations()[first_new_op:]
-        ran = ancestors_among(fetched_operations(outputs) + [op for op in built if op._is_stateful], built)
+        ran = ancestors_among(fetched_operations(outputs) + [op for op in built if is_stateful(op)], built)
         if self._plan.mixed_precision is not None:
             keep_dtype_in_function(graph, ran)
         probes = self._probes.attach(ran, step_number) if self._probes is not None else []
@@ -260,19 +260,9 @@ def _without_xla(model):
         model.jit_compile = True
 
 
-@contextlib.contextmanager
 def _grappler_options(plan: HostPlan):
     """The plan's grappler rewrite settings for the functions this thread calls meanwhile (Keras runs its steps
-    in the thread that called fit). They travel in the config that function calls carry: the eager context's own
-    switches (`tf.config.optimizer`) lack some passes, such as the float16 emulation `auto_mixed_precision_cpu`."""
-    eager = context.context()
-    saved = eager._thread_local_data.function_call_options  # None: derived from the context's config when read
-    current = eager.function_call_options
-    config = config_pb2.ConfigProto.FromString(current.config_proto_serialized)
-    plan.rewrite_options(config.graph_options.rewrite_options)
-    eager.function_call_options = context.FunctionCallOptions(executor_type=current.executor_type,
-                                                              config_proto=config)
-    try:
-        yield
-    finally:
-        eager.function_call_options = saved
+    in the thread that called fit)."""
+    return function_calls_rewritten(plan.rewrite_options)
+
+

@@ -16,9 +16,10 @@ from typing import Iterator
 import tensorflow as tf
 from tensorflow.core.framework import attr_value_pb2
 
+from npu_bridge_compat.compat.graph import attribute_scope, set_op_attribute
 from npu_bridge_compat.errors import NpuOptionValueError
-from npu_bridge_compat.runtime.host_regions import HOST_DEVICE, HOST_ONLY_ATTRIBUTES
 from npu_bridge_compat.host.platform import detect_host
+from npu_bridge_compat.runtime.host_regions import HOST_DEVICE, HOST_ONLY_ATTRIBUTES
 
 
 @contextlib.contextmanager
@@ -26,7 +27,7 @@ def _attr_scope(attributes: dict[str, attr_value_pb2.AttrValue]) -> Iterator[Non
     if tf.executing_eagerly():
         yield
         return
-    with tf.compat.v1.get_default_graph()._attr_scope(attributes):
+    with attribute_scope(attributes):
         yield
 
 
@@ -73,7 +74,7 @@ def keep_tensors_dtypes(graph: tf.Graph, input_tensors: tuple[str, ...] | list[s
             raise NpuOptionValueError(
                 f"keep_tensors_dtypes: {name!r} names no tensor of the graph ({reason})") from None
     for op in operations:
-        op._set_attr(KEEP_DTYPE, _int(1))
+        set_op_attribute(op, KEEP_DTYPE, _int(1))
 
 
 def npu_variable_scope(placement=None) -> contextlib.AbstractContextManager:

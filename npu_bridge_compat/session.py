@@ -20,9 +20,10 @@ from typing import Any
 
 import tensorflow as tf
 from tensorflow.core.protobuf import config_pb2, rewriter_config_pb2
-from tensorflow.python.training import monitored_session
 
 from npu_bridge_compat.compat import estimator_class
+from npu_bridge_compat.compat.batchnorm import install_horizon_gate
+from npu_bridge_compat.compat.sessions import session_running_hooks
 from npu_bridge_compat.distributed import get_local_rank_id, get_local_rank_size, get_rank_id, get_rank_size
 from npu_bridge_compat.distributed.doors import rank_session
 from npu_bridge_compat.errors import NpuOptionValueError
@@ -30,7 +31,6 @@ from npu_bridge_compat.host import build_plan
 from npu_bridge_compat.host.features import BatchNormWorkaround
 from npu_bridge_compat.options import options_from_config_proto
 from npu_bridge_compat.options.readers import NPU_OPTIMIZER
-from npu_bridge_compat.runtime.batchnorm import install_horizon_gate
 from npu_bridge_compat.runtime.doors import RUN_UNITS, SESSION_SETTINGS, Door, enter_plan
 from npu_bridge_compat.runtime.loop import LoopServer
 from npu_bridge_compat.runtime.probes import StepProbes
@@ -76,7 +76,7 @@ class NPUSession(tf.compat.v1.Session):
         super().__init__(target, graph, host_config)
         self._loops = LoopServer(self.graph, self._probes_for)
         self._units = units_for(self.npu_plan)
-        self._hooked = monitored_session._HookedSession(_PlainRuns(self), self._units) if self._units else None
+        self._hooked = session_running_hooks(_PlainRuns(self), self._units) if self._units else None
         for unit in self._units:
             unit.after_create_session(self, None)
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
+from npu_bridge_compat.compat.sessions import session_config_of
 from npu_bridge_compat.errors import NpuCompatWarning, NpuOptionTypeError, NpuOptionValueError, warn
 from npu_bridge_compat.options import options_from_config_proto
 from npu_bridge_compat.runtime.loop import loop_train_op
@@ -40,8 +41,8 @@ def _check_iterations(iterations_per_loop) -> None:
 def _check_against_session_config(sess, iterations_per_loop: int) -> None:
     """The session's NPU options must allow the loop (mixed compute) and should name the same N (Ascend docs)."""
     config = getattr(sess, "npu_options", None)
-    if config is None and getattr(sess, "_config", None) is not None:
-        config = options_from_config_proto(sess._config, source="the session's ConfigProto")
+    if config is None and session_config_of(sess) is not None:
+        config = options_from_config_proto(session_config_of(sess), source="the session's ConfigProto")
     if config is None:
         return
     if config.mix_compile_mode and iterations_per_loop > 1:

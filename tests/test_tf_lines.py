@@ -36,8 +36,8 @@ def test_the_estimator_door_names_the_tensorflow_it_needs_when_used():
 
 def test_stand_in_classes_import_and_refuse_construction(monkeypatch):
     """What the Estimator door derives from where tf.estimator is gone, on any line."""
-    monkeypatch.setattr(compat, "estimator_api", lambda: None)
-    monkeypatch.setattr(compat, "tensorflow_version", lambda: "2.21.0")
+    monkeypatch.setattr(compat.estimator, "estimator_api", lambda: None)
+    monkeypatch.setattr(compat.estimator, "tensorflow_version", lambda: "2.21.0")
     base = compat.estimator_class("Estimator")
 
     class Derived(base):
@@ -46,7 +46,7 @@ def test_stand_in_classes_import_and_refuse_construction(monkeypatch):
 
     with pytest.raises(TensorFlowVersionError, match=f"^Derived {NEEDS_2_15}"):
         Derived(1, 2)
-    monkeypatch.setattr(compat, "tensorflow_version", lambda: "2.15.1")
+    monkeypatch.setattr(compat.estimator, "tensorflow_version", lambda: "2.15.1")
     with pytest.raises(TensorFlowVersionError, match=r"takes from the tensorflow-estimator package: pip install "
                                                      r"\"tensorflow-estimator==2\.15\.\*\""):
         Derived()

@@ -5,231 +5,48 @@
   tf_keras package) when TF_USE_LEGACY_KERAS=1 is set before TensorFlow is imported.
 
 Sessions, hooks, v1 optimizers, graph-mode collectives and grappler's passes are the same on both lines, so the
-session door and the run-time units need nothing here. The doors ask this module instead of checking versions:
+session door and the run-time units need no version checks. The doors ask this package instead of checking versions:
 the Estimator door for its base classes (stand-ins that raise `TensorFlowVersionError` where tf.estimator is
 gone), the Keras door for the trainer internals that Keras 2 and Keras 3 name differently, `run` for the Keras a
 ported script gets.
+
+Modules, one per part of TensorFlow they touch (every private TensorFlow, Keras or Estimator name the package
+uses is in one of them, with the versions it was checked on):
+- versions: the TensorFlow version and stand-ins for classes a line lacks;
+- estimator: tf.estimator (TensorFlow 2.15 only);
+- keras: Keras 2 and Keras 3 trainer internals, the Keras a ported script gets;
+- graph: graphs, ops and v1 control flow;
+- sessions: TF1 sessions and the hook driver;
+- eager: the eager context's function-call options and the collective cluster of a rank;
+- distribute: the one-device strategy that knows the ranks;
+- batchnorm: the FusedBatchNormV3 horizon gate of mixed compute.
+This package's namespace re-exports the version, Estimator and Keras helpers the doors ask for.
 """
 
-from __future__ import annotations
-
-import contextlib
-import functools
-import importlib
-import importlib.metadata
-import importlib.util
-import os
-import sys
-from typing import Any, Callable, Iterator
-
-from npu_bridge_compat.errors import NpuCompatWarning, TensorFlowVersionError, warn
-
-ESTIMATOR_TENSORFLOW = "2.15"  # the last TensorFlow with tf.estimator
-LEGACY_KERAS_ENV = "TF_USE_LEGACY_KERAS"
-
-
-def version_tuple(version: str) -> tuple[int, int]:
-    """(major, minor) of a version string such as "2.21.0" or "2.16.0rc1"."""
-    major, minor = (version.split(".") + ["0"])[:2]
-    return int(major), int("".join(c for c in minor if c.isdigit()) or 0)
-
-
-def tensorflow_version() -> str:
-    import tensorflow as tf
-
-    return tf.__version__
-
-
-def _stand_in(name: str, message: Callable[[str], str]) -> type:
-    """A class that others derive from in place of one this TensorFlow lacks: importing works, constructing any
-    subclass raises TensorFlowVersionError(message(its name))."""
-
-    def __new__(cls, *args, **kwargs):
-        raise TensorFlowVersionError(message(cls.__name__))
-
-    return type(name, (), {"__new__": __new__, "__module__": __name__, "_unavailable_because": staticmethod(message)})
-
-
-def unavailable_reason(obj: Any) -> str | None:
-    """Why `obj`, a class built on a stand-in (see `_stand_in`), cannot be used with this TensorFlow; None for
-    anything that can."""
-    because = getattr(obj, "_unavailable_because", None) if isinstance(obj, type) else None
-    return because(obj.__name__) if because is not None else None
-
-
-def is_repeated(field) -> bool:
-    """Whether a protobuf field is repeated (protobuf 7, which TensorFlow 2.21 uses, has no `label`)."""
-    return field.is_repeated if hasattr(field, "is_repeated") else field.label == field.LABEL_REPEATED
-
-
-# --- the Estimator door ----------------------------------------------------------------------------------------
-
-@functools.lru_cache(maxsize=1)
-def estimator_api() -> Any:
-    """`tf.estimator`, or None where this TensorFlow has none (2.16 and later, or 2.15 without the package)."""
-    import tensorflow as tf
-
-    try:
-        return tf.estimator
-    except (AttributeError, ImportError):
-        return None
-
-
-def estimator_class(name: str) -> type:
-    """The class `tf.estimator.<name>`; where tf.estimator is gone, a stand-in that a class can derive from and
-    whose construction raises TensorFlowVersionError naming the TensorFlow the Estimator door needs."""
-    api = estimator_api()
-    return getattr(api, name) if api is not None else _stand_in(name, estimator_missing)
-
-
-def estimator_missing(what: str) -> str:
-    """Why `what` cannot run here, and what to do."""
-    version = tensorflow_version()
-    if version_tuple(version) > version_tuple(ESTIMATOR_TENSORFLOW):
-        return (f"{what} needs tf.estimator, which TensorFlow removed in 2.16; this is TensorFlow {version}. Run "
-                f"Estimator scripts with TensorFlow {ESTIMATOR_TENSORFLOW} and tensorflow-estimator (Python 3.11 or "
-                "older: pip install \"npu_bridge_compat[cpu]\"), or move the model to the session door (NPUSession "
-                "with util.set_iteration_per_loop) or the Keras door (NPUCallback), which run on every line.")
-    return (f"{what} needs tf.estimator, which TensorFlow {version} takes from the tensorflow-estimator package: "
-            f"pip install \"tensorflow-estimator=={ESTIMATOR_TENSORFLOW}.*\".")
-
-
-# --- Keras 2 and Keras 3 ---------------------------------------------------------------------------------------
-
-TF1_KERAS_APIS = ("layers", "nn.rnn_cell")  # the parts of tf.compat.v1 that Keras 2 implements
-
-
-def tf1_keras_api(path: str) -> Any:
-    """`tf.compat.v1.<path>` for the parts of TensorFlow 1's API that Keras 2 implements (`layers`,
-    `nn.rnn_cell`): with Keras 3 TensorFlow has none, and they come from the tf_keras package, where TensorFlow
-    itself routes them under TF_USE_LEGACY_KERAS."""
-    import tensorflow as tf
-
-    if not tf_keras_is_keras_3():
-        return functools.reduce(getattr, path.split("."), tf.compat.v1)
-    try:
-        return importlib.import_module(f"tf_keras.api._v1.keras.__internal__.legacy.{path.split('.')[-1]}")
-    except ImportError:
-        raise TensorFlowVersionError(f"tf.compat.v1.{path} is Keras 2, which TensorFlow {tensorflow_version()} "
-                                     "takes from the tf_keras package: pip install tf-keras.") from None
-
-
-def v1_layer_class() -> type:
-    """`tf.compat.v1.layers.Layer`, the Keras 2 layer that names its variables by variable scope (the adapter's
-    layers are such layers); without tf_keras on Keras 3, a stand-in that says what to install when used."""
-    try:
-        return tf1_keras_api("layers").Layer
-    except TensorFlowVersionError as error:
-        reason = str(error)  # Python unbinds `error` when the except clause ends; the lambda runs later
-        return _stand_in("Layer", lambda what: f"{what}: {reason}")
-
-
-def select_keras_2() -> None:
-    """Make `tf.keras` Keras 2 for a ported script: the adapter's scripts are written for TensorFlow 1.15 or
-    2.x up to 2.15, whose Keras is Keras 2 (and graph-mode Keras, which TF1 scripts use, exists only there).
-    Call it before TensorFlow is imported. A TF_USE_LEGACY_KERAS the user set is left as it is; TensorFlow 2.15
-    needs nothing; on later lines without the tf_keras package, a warning says what to install."""
-    if LEGACY_KERAS_ENV in os.environ or _installed_tensorflow() is None:
-        return
-    if version_tuple(_installed_tensorflow()) <= version_tuple(ESTIMATOR_TENSORFLOW):
-        return
-    if importlib.util.find_spec("tf_keras") is None:
-        warn(f"TensorFlow {_installed_tensorflow()} makes tf.keras Keras 3, and the tf_keras package (Keras 2, "
-             "which scripts ported from TensorFlow 1.15 to 2.15 are written for) is not installed: pip install "
-             f"\"tf-keras~={'.'.join(map(str, version_tuple(_installed_tensorflow())))}\".", NpuCompatWarning)
-        return
-    if "tensorflow" in sys.modules:
-        return  # too late to choose: tf.keras is whatever the process has loaded
-    os.environ[LEGACY_KERAS_ENV] = "1"
-
-
-def _installed_tensorflow() -> str | None:
-    """The installed TensorFlow's version, read without importing it (TF_USE_LEGACY_KERAS is read at import)."""
-    for distribution in importlib.metadata.packages_distributions().get("tensorflow", []):
-        try:
-            return importlib.metadata.version(distribution)
-        except importlib.metadata.PackageNotFoundError:
-            continue
-    return None
-
-
-def is_keras_3(model) -> bool:
-    """Whether `model` is a Keras 3 model (`tf.keras` from TensorFlow 2.16, or `import keras` there)."""
-    return _is_keras_3_class(type(model))
-
-
-def tf_keras_is_keras_3() -> bool:
-    """Whether `tf.keras` is Keras 3 (TensorFlow 2.16 and later, unless TF_USE_LEGACY_KERAS selected tf_keras)."""
-    import tensorflow as tf
-
-    return _is_keras_3_class(tf.keras.Model)
-
-
-def _is_keras_3_class(model_class: type) -> bool:
-    keras = sys.modules.get("keras")  # no Keras 3 model exists unless Keras 3 is loaded
-    return (keras is not None and version_tuple(getattr(keras, "__version__", "0"))[0] >= 3
-            and issubclass(model_class, keras.Model))
-
-
-def keras_step_number(model, mode: str):
-    """The number of `mode`'s ("train", "test", "predict") steps done in the current call, as a tensor read in the
-    traced step: Keras 2 counts them (`_train_counter` ...); Keras 3 keeps no such count, so None (the caller
-    counts)."""
-    counter = None if is_keras_3(model) else getattr(model, f"_{mode}_counter", None)
-    return counter.read_value() if counter is not None else None
-
-
-def remake_keras_function(model, mode: str):
-    """The model's `mode` function made anew, so that it traces (on first call) the step methods the model has
-    now. Keras 3 binds the step method when it makes the function; Keras 2 looks it up when it traces."""
-    getattr(model, f"make_{mode}_function")(force=True)
-    return getattr(model, f"{mode}_function")
-
-
-def keras_steps_per_execution(model) -> int:
-    """The steps per train-function call the model was compiled with."""
-    if is_keras_3(model):
-        return int(model.steps_per_execution)
-    variable = model._steps_per_execution  # Keras 2: a variable its functions read on every call
-    return 1 if variable is None else int(variable.numpy().item())
-
-
-@contextlib.contextmanager
-def steps_per_execution_in_fit(model, steps: int) -> Iterator[None]:
-    """Run `steps` steps per train-function call in the `fit` that is starting (entered from a callback's
-    `on_train_begin`), then restore the model's own number. Keras 2 reads a variable on every call. Keras 3 reads
-    a number when it makes the train function and when `fit` makes its epoch iterator, before any callback runs:
-    the epoch iterator of the running `fit` is told as well (it reads its number when each epoch starts)."""
-    chosen = keras_steps_per_execution(model)
-    if not is_keras_3(model):
-        model._steps_per_execution.assign(steps)
-        try:
-            yield
-        finally:
-            model._steps_per_execution.assign(chosen)
-        return
-    if chosen != steps:
-        iterator = _running_fit_epoch_iterator(model)
-        if iterator is None:
-            raise TensorFlowVersionError(
-                f"cannot run {steps} steps per train-function call in this Keras {sys.modules['keras'].__version__} "
-                f"fit: compile the model with steps_per_execution={steps} instead.")
-        iterator.steps_per_execution = steps
-    model.steps_per_execution = steps
-    try:
-        yield
-    finally:
-        model.steps_per_execution = chosen
-
-
-def _running_fit_epoch_iterator(model):
-    """The epoch iterator of the Keras 3 `fit` of `model` that is calling back: the innermost frame of a `fit` on
-    the model that holds one (Keras keeps it nowhere else)."""
-    frame = sys._getframe(1)
-    while frame is not None:
-        if frame.f_code.co_name == "fit" and frame.f_locals.get("self") is model:
-            iterator = frame.f_locals.get("epoch_iterator")
-            if hasattr(iterator, "steps_per_execution"):
-                return iterator
-        frame = frame.f_back
-    return None
+from npu_bridge_compat.compat.estimator import (  # noqa: F401
+    estimator_api,
+    estimator_class,
+    estimator_missing,
+    estimator_model_fn,
+    estimator_warm_start,
+)
+from npu_bridge_compat.compat.keras import (  # noqa: F401
+    LEGACY_KERAS_ENV,
+    TF1_KERAS_APIS,
+    is_keras_3,
+    keras_step_number,
+    keras_steps_per_execution,
+    remake_keras_function,
+    select_keras_2,
+    steps_per_execution_in_fit,
+    tf1_keras_api,
+    tf_keras_is_keras_3,
+    v1_layer_class,
+)
+from npu_bridge_compat.compat.versions import (  # noqa: F401
+    ESTIMATOR_TENSORFLOW,
+    is_repeated,
+    tensorflow_version,
+    unavailable_reason,
+    version_tuple,
+)

@@ -36,8 +36,15 @@ import time
 
 import tensorflow as tf
 from tensorflow.core.protobuf import config_pb2, tensorflow_server_pb2
-from tensorflow.python.eager import context
 
+from npu_bridge_compat.compat.eager import (
+    cluster_task_states,
+    context_config,
+    eager_context_started,
+    join_collective_cluster,
+    report_error_to_cluster,
+    wait_for_cluster,
+)
 from npu_bridge_compat.distributed import ranks
 from npu_bridge_compat.distributed.cluster import JOB, Cluster, check_address_is_local, current_cluster
 from npu_bridge_compat.distributed.ranks import RankConfigError
@@ -101,22 +108,20 @@ def start() -> RankRuntime:
             raise RankConfigError("the collective runtime is for several ranks; RANK_SIZE is 1")
         if not cluster.single_host:
             check_address_is_local(cluster)
-        eager = context.context()
-        if eager._context_handle is not None and tf.executing_eagerly():
+        if eager_context_started() and tf.executing_eagerly():
             raise RankConfigError(
                 f"RANK_SIZE={cluster.size}: the collectives of several ranks must be set up before TensorFlow runs "
                 "anything eagerly, and this process has already created tensors. Import npu_bridge (npu_init, "
                 "hccl_ops, ...) or call npu_bridge_compat.distributed.start() at the top of the script, before "
                 "TensorFlow creates any tensor.")
-        if eager._context_handle is None:
+        if not eager_context_started():
             _select_gpu(cluster)
         config = _server_config(cluster)
         server_def = tensorflow_server_pb2.ServerDef(cluster=cluster.cluster_spec().as_cluster_def(),
                                                      default_session_config=config, job_name=JOB,
                                                      task_index=cluster.rank, protocol="grpc")
-        eager.enable_collective_ops(server_def)
         try:
-            eager.ensure_initialized()  # starts the server and registers with the coordination service
+            join_collective_cluster(server_def)  # starts the server and registers with the coordination service
         except tf.errors.OpError as error:
             raise RankConfigError(f"{cluster.describe(cluster.rank)} could not join the {cluster.size} ranks of the "
                                   f"{cluster.source} within HCCL_CONNECT_TIMEOUT={ranks.connect_timeout_s()} s: "
@@ -146,7 +151,7 @@ def _server_config(cluster: Cluster) -> config_pb2.ConfigProto:
     """The server's ConfigProto. It creates the rank's devices and thread pools, so it starts from the process's
     own settings (tf.config.threading, ...), as MultiWorkerMirroredStrategy does."""
     config = config_pb2.ConfigProto()
-    config.CopyFrom(context.context().config)
+    config.CopyFrom(context_config())
     config.experimental.collective_group_leader = cluster.task(0)
     config.device_filters.append(f"/job:{JOB}/task:{cluster.rank}")
     coordination = config.experimental.coordination_config
@@ -195,7 +200,7 @@ class _Watchdog(threading.Thread):
     def _lost_ranks(self) -> list[tuple[int, str]]:
         cluster = self._cluster
         try:
-            states = context.context().get_task_states([(JOB, cluster.size)])
+            states = cluster_task_states(JOB, cluster.size)
         except tf.errors.OpError as error:  # the service itself is gone: rank 0, which hosts it, was lost
             return [(0, error.message)]
         return [(rank, getattr(state, "message", str(state))) for rank, state in enumerate(states)
@@ -210,11 +215,11 @@ def _leave_together(cluster: Cluster, watchdog: _Watchdog) -> None:
     if _failed.is_set():
         watchdog.stop()
         return
-    eager, timeout_ms = context.context(), ranks.exec_timeout_s() * 1000
+    timeout_ms = ranks.exec_timeout_s() * 1000
     try:
-        eager.wait_at_barrier("npu_bridge_compat: every rank finished", timeout_ms)
+        wait_for_cluster("npu_bridge_compat: every rank finished", timeout_ms)
         watchdog.stop()
-        eager.wait_at_barrier("npu_bridge_compat: every watchdog stopped", timeout_ms)
+        wait_for_cluster("npu_bridge_compat: every watchdog stopped", timeout_ms)
     except tf.errors.OpError as error:
         watchdog.stop()
         sys.stderr.write(f"npu_bridge_compat: rank {cluster.rank} leaves without seeing every rank finish within "
@@ -251,8 +256,7 @@ def _report_uncaught_errors(cluster: Cluster) -> None:
                          f"{', which was probably lost' if peers and issubclass(kind, tf.errors.UnavailableError) else ''}"
                          f"{_deadline_note(kind)}.\n")
         try:
-            context.context().report_error_to_cluster(
-                tf.errors.UNKNOWN, f"rank {cluster.rank} failed: {kind.__name__}{talking}")
+            report_error_to_cluster(f"rank {cluster.rank} failed: {kind.__name__}{talking}")
         except (tf.errors.OpError, ValueError):
             pass  # the service is already gone; the others learn from the heartbeats
 

@@ -20,11 +20,11 @@ from typing import Any
 import tensorflow as tf
 
 from npu_bridge_compat.compat import estimator_class
+from npu_bridge_compat.compat.batchnorm import batchnorm_workaround, install_horizon_gate
 from npu_bridge_compat.distributed.doors import rank_estimator
 from npu_bridge_compat.errors import NpuCompatWarning, NpuOptionValueError, warn
 from npu_bridge_compat.estimator.config import NPURunConfig
 from npu_bridge_compat.host.features import BatchNormWorkaround
-from npu_bridge_compat.runtime.batchnorm import batchnorm_workaround, install_horizon_gate
 from npu_bridge_compat.runtime.doors import RUN_UNITS, SESSION_SETTINGS, Door, enter_plan
 from npu_bridge_compat.runtime.loop import loop_train_op
 from npu_bridge_compat.runtime.units import LoopServingUnit, units_for

@@ -8,6 +8,7 @@ from npu_bridge_compat.host.features import BatchNormWorkaround, HostRegions, St
 from npu_bridge_compat.host.platform import HostFacts
 from npu_bridge_compat.options.spec import Effect
 
+
 def plan_placement(options, host: HostFacts) -> Contribution:
     result = Contribution()
     if options.iterations_per_loop > 1:

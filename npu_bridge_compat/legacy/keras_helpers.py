@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from npu_bridge_compat.compat import estimator_class
+from npu_bridge_compat.compat import estimator_class, estimator_model_fn, estimator_warm_start
 from npu_bridge_compat.errors import NpuOptionValueError
 from npu_bridge_compat.estimator import NPUEstimator, NPURunConfig
 from npu_bridge_compat.session import NPUSession
@@ -35,5 +35,5 @@ def model_to_npu_estimator(keras_model=None, keras_model_path=None, custom_objec
         keras_model=keras_model, keras_model_path=keras_model_path, custom_objects=custom_objects,
         model_dir=model_dir, checkpoint_format=checkpoint_format,
         config=estimator_class("RunConfig")(model_dir=model_dir))
-    return NPUEstimator(estimator._model_fn, model_dir=estimator.model_dir, config=config,
-                        job_start_file=job_start_file, warm_start_from=estimator._warm_start_settings)
+    return NPUEstimator(estimator_model_fn(estimator), model_dir=estimator.model_dir, config=config,
+                        job_start_file=job_start_file, warm_start_from=estimator_warm_start(estimator))

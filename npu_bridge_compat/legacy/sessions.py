@@ -10,8 +10,8 @@ from __future__ import annotations
 import functools
 
 import tensorflow.compat.v1 as tf_v1  # the module scripts see as tf.compat.v1, and as tf under `run --tf1`
-from tensorflow.python.client import session as session_lib
 
+from npu_bridge_compat.compat.sessions import tf1_session_classes
 from npu_bridge_compat.distributed.doors import rank_session
 from npu_bridge_compat.options import npu_optimizer_entries
 from npu_bridge_compat.session import NPUSession, host_session_config
@@ -38,6 +38,6 @@ def patch_sessions() -> None:
     if _patched:
         return
     _patched = True
-    session_lib.Session.__init__ = decorator_tf_session(session_lib.Session.__init__)
-    session_lib.InteractiveSession.__init__ = decorator_tf_session(session_lib.InteractiveSession.__init__)
+    for session_class in tf1_session_classes():
+        session_class.__init__ = decorator_tf_session(session_class.__init__)
     tf_v1.Session = NPUSession

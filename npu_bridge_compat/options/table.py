@@ -14,7 +14,11 @@ from npu_bridge_compat.options import grammars as g
 from npu_bridge_compat.options.precision_modes import PRECISION_MODES, PRECISION_MODES_V2
 from npu_bridge_compat.options.spec import (
     Concern as C,
+)
+from npu_bridge_compat.options.spec import (
     Kind as K,
+)
+from npu_bridge_compat.options.spec import (
     OptionSpec,
     approximated,
     no_equivalent,

@@ -3,11 +3,11 @@ and the structure of a run's fetches."""
 
 from __future__ import annotations
 
-import contextlib
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable
 
 import tensorflow as tf
 
+from npu_bridge_compat.compat.graph import is_stateful, outside_v1_control_flow
 from npu_bridge_compat.errors import NpuCompatWarning, warn
 
 
@@ -37,22 +37,6 @@ def fetched_operations(fetches) -> list:
             if isinstance(f, (tf.Operation, tf.Tensor))]
 
 
-@contextlib.contextmanager
-def open_graph(graph) -> Iterator[None]:
-    """Build in `graph` even when it is finalized (MonitoredSession finalizes the training graph; the run-time
-    units build their per-fetch ops and loop copies lazily, between runs of the same thread), then finalize it
-    again."""
-    finalized = graph.finalized
-    if finalized:
-        graph._unsafe_unfinalize()
-    try:
-        with graph.as_default():
-            yield
-    finally:
-        if finalized:
-            graph.finalize()
-
-
 def step_operations(graph, fetched_ops) -> list:
     """The fetchable ops a run of `fetched_ops` executes: outside the step's v1 conds and loops, with values in
     every run (`live_operations`), and not marked unfetchable (a v2 cond's If op: its values come out through the
@@ -63,7 +47,7 @@ def step_operations(graph, fetched_ops) -> list:
         return []
     nodes = tf.compat.v1.graph_util.extract_sub_graph(graph.as_graph_def(), names).node
     operations = [graph.get_operation_by_name(node.name) for node in nodes]
-    return [op for op in live_operations(operations) if op._control_flow_context is None and graph.is_fetchable(op)]
+    return [op for op in live_operations(operations) if outside_v1_control_flow(op) and graph.is_fetchable(op)]
 
 
 # v1 control flow: a Merge takes the outputs of both branches of a cond, one of which has no value ("dead").
@@ -114,7 +98,7 @@ def kept_dtype_operations(graph, fetched_ops) -> list:
 def keeping_dtype(operations: Iterable) -> list:
     """Those of `operations` marked by npu_scope.keep_dtype_scope (attribute `_keep_dtype`) that mixed precision
     could convert: stateless, with a floating-point output (variable reads and captured inputs are left out)."""
-    return [op for op in operations if _keeps_dtype(op) and not op._is_stateful
+    return [op for op in operations if _keeps_dtype(op) and not is_stateful(op)
             and any(t.dtype.is_floating for t in op.outputs)]
 
 

@@ -9,6 +9,13 @@ from __future__ import annotations
 
 from tensorflow.core.framework import attr_value_pb2
 
+from npu_bridge_compat.compat.graph import (
+    control_outputs,
+    creation_order,
+    has_operation_named,
+    set_op_attribute,
+    set_op_device,
+)
 from npu_bridge_compat.errors import NpuOptionValueError
 from npu_bridge_compat.host.features import HostRegions
 from npu_bridge_compat.host.platform import HostFacts
@@ -22,16 +29,16 @@ def keep_on_host(operations, host: HostFacts) -> None:
     """Mark `operations` host-only, and place them on the CPU where an accelerator would take them."""
     for op in operations:
         for name, value in HOST_ONLY_ATTRIBUTES.items():
-            op._set_attr(name, value)
+            set_op_attribute(op, name, value)
         if host.has_gpu:
-            op._set_device(HOST_DEVICE)
+            set_op_device(op, HOST_DEVICE)
 
 
 def host_region_ops(graph, regions: HostRegions) -> list:
     """The ops that stay on the host: those on paths between each pair's input and output nodes when the flag
     keeps the regions on the host, otherwise every op outside them."""
     names = {name for pair in regions.pairs for name in pair.inputs + pair.outputs}
-    missing = sorted(name for name in names if name not in graph._nodes_by_name)
+    missing = sorted(name for name in names if not has_operation_named(graph, name))
     if missing:
         raise NpuOptionValueError(f"in_out_pair names nodes that are not in the graph: {', '.join(missing)}")
     region = set()
@@ -40,12 +47,12 @@ def host_region_ops(graph, regions: HostRegions) -> list:
         upstream = _reachable([graph.get_operation_by_name(n) for n in pair.outputs], _producers)
         region |= downstream & upstream
     if regions.on_host:
-        return sorted(region, key=lambda op: op._id)
+        return sorted(region, key=creation_order)
     return [op for op in graph.get_operations() if op not in region]
 
 
 def _consumers(op):
-    return [consumer for output in op.outputs for consumer in output.consumers()] + list(op._control_outputs)
+    return [consumer for output in op.outputs for consumer in output.consumers()] + control_outputs(op)
 
 
 def _producers(op):

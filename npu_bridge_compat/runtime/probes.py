@@ -18,8 +18,8 @@ import threading
 import numpy as np
 import tensorflow as tf
 
-from npu_bridge_compat.runtime.dump import TensorDumper
 from npu_bridge_compat.host.features import NumericChecks, TensorDump
+from npu_bridge_compat.runtime.dump import TensorDumper
 from npu_bridge_compat.runtime.numeric import NumericCheck, check_operations
 
 _NO_FAILURE = (-1, -1, -1, -1)  # step, check, output row, kind (0 NaN, 1 Inf)

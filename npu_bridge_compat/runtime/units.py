@@ -16,16 +16,15 @@ import contextlib
 from typing import Any
 
 import tensorflow as tf
-from tensorflow.python.framework.func_graph import FuncGraph
-from tensorflow.python.ops.control_flow_v2_func_graphs import WhileBodyFuncGraph
 
+from npu_bridge_compat.compat.graph import building_in_finalized, is_function_graph, is_while_body_graph
+from npu_bridge_compat.compat.sessions import session_config_of
 from npu_bridge_compat.host.features import HostRegions, NumericChecks, ProfilerTrace, TensorDump
 from npu_bridge_compat.runtime.dump import TensorDumper
 from npu_bridge_compat.runtime.graph import (
     fetched_operations,
-    kept_dtype_operations,
     keeping_dtype,
-    open_graph,
+    kept_dtype_operations,
     step_operations,
     warn_kept_in_loop,
 )
@@ -117,12 +116,12 @@ def keep_dtype_in_function(graph, operations: list) -> None:
     if not kept:
         return
     outer = graph
-    while isinstance(outer, FuncGraph):
-        if isinstance(outer, WhileBodyFuncGraph):  # steps_per_execution > 1
+    while is_function_graph(outer):
+        if is_while_body_graph(outer):  # steps_per_execution > 1
             warn_kept_in_loop(kept, "Keras' steps_per_execution loop")
             return
         outer = outer.outer_graph
-    if isinstance(getattr(graph, "outer_graph", None), FuncGraph):
+    if is_function_graph(getattr(graph, "outer_graph", None)):
         warn_kept_in_loop(kept, "Keras 3's step function, which its train function calls",
                           "Keras 2 (tf_keras, TF_USE_LEGACY_KERAS=1) or the session door keeps them in float32")
         return
@@ -141,7 +140,7 @@ class NumericCheckUnit(_PerFetchStructureUnit):
 
     def fetches(self, graph, key, fetched, step):
         if key not in self._checks:
-            with open_graph(graph):
+            with building_in_finalized(graph):
                 self._checks[key] = numeric_check(graph, fetched, self._dump_path)
         return self._checks[key].flags if self._checks[key] is not None else None
 
@@ -214,7 +213,8 @@ class LoopServingUnit(tf.compat.v1.train.SessionRunHook):
 
     def after_create_session(self, session, coord) -> None:
         server = LoopServer(session.graph, lambda looped: StepProbes.for_plan(self._plan, self._graph_name))
-        server.install(session, caller_thread=bool(session._config and session._config.session_inter_op_thread_pool))
+        config = session_config_of(session)
+        server.install(session, caller_thread=bool(config and config.session_inter_op_thread_pool))
 
 
 def units_for(plan, graph_name: str | None = None) -> list:

@@ -8,9 +8,9 @@ import os  # noqa: F401 - scripts rely on the re-export
 import tensorflow as tf  # noqa: F401 - re-exported, as the adapter does (TF1 style under `run --tf1`)
 from tensorflow.core.protobuf import config_pb2, rewriter_config_pb2  # noqa: F401
 from tensorflow.core.protobuf.rewriter_config_pb2 import RewriterConfig
-from tensorflow.python.client import session  # noqa: F401
-from tensorflow.python.training import session_run_hook  # noqa: F401
 
+from npu_bridge_compat.compat.sessions import SESSION_RUN_HOOK_MODULE as session_run_hook  # noqa: F401
+from npu_bridge_compat.compat.sessions import TF1_SESSION_MODULE as session  # noqa: F401
 from npu_bridge_compat.distributed import (  # noqa: F401
     NPUBroadcastGlobalVariablesHook,
     NPUDistributedOptimizer,

@@ -11,6 +11,10 @@ and puts the 1.15 check back in front of the op wrapper `fused_batch_norm` calls
 2019-06-06 the legacy ops are emitted (with their own registered gradients); otherwise the call goes through
 untouched, so graphs built outside the horizon are unchanged. Only batch norm is affected: other date checks keep
 TensorFlow's own horizon. `batchnorm_workaround()` is the horizon the doors enter for mixed compute.
+
+Both hooks are private TensorFlow functions (`compat._update_forward_compatibility_date_number`,
+`gen_nn_ops.fused_batch_norm_v3`, which `nn.fused_batch_norm` looks up at each call); no public API selects the
+batch-norm op. Checked on TensorFlow 2.15 and 2.21.
 """
 
 from __future__ import annotations

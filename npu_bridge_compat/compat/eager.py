@@ -1,0 +1,70 @@
+"""The eager context: function-call options of the calling thread, and the collective cluster a rank joins
+(coordination service: task states, barriers, error reports). TensorFlow exposes these only on its private
+`context` module. Checked on TensorFlow 2.15 and 2.21.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Callable, Iterator
+
+import tensorflow as tf
+from tensorflow.python.eager import context
+
+
+@contextlib.contextmanager
+def function_calls_rewritten(rewrite: Callable[[object], None]) -> Iterator[None]:
+    """Meanwhile, the functions this thread calls are optimized with the grappler RewriterConfig that `rewrite`
+    edits in place (a copy of the current one). The settings travel in the config each function call carries;
+    the context's own switches (`tf.config.optimizer`) lack some passes, such as `auto_mixed_precision_cpu`.
+    Checked on TensorFlow 2.15 and 2.21."""
+    eager = context.context()
+    saved = eager._thread_local_data.function_call_options  # None: derived from the context's config when read
+    current = eager.function_call_options
+    config = tf.compat.v1.ConfigProto.FromString(current.config_proto_serialized)
+    rewrite(config.graph_options.rewrite_options)
+    eager.function_call_options = context.FunctionCallOptions(executor_type=current.executor_type,
+                                                              config_proto=config)
+    try:
+        yield
+    finally:
+        eager.function_call_options = saved
+
+
+def eager_context_started() -> bool:
+    """Whether TensorFlow's eager context has been initialized (a tensor was created, a device listed, ...):
+    devices and servers can no longer be set up. Checked on TensorFlow 2.15 and 2.21."""
+    return context.context()._context_handle is not None
+
+
+def context_config():
+    """The ConfigProto the process's eager context was configured with (tf.config's settings). Checked on
+    TensorFlow 2.15 and 2.21."""
+    return context.context().config
+
+
+def join_collective_cluster(server_def) -> None:
+    """Start this task's server of `server_def` and join the cluster's collectives and coordination service, as
+    MultiWorkerMirroredStrategy does. Raises tf.errors.OpError when the cluster does not form. Checked on
+    TensorFlow 2.15 and 2.21."""
+    eager = context.context()
+    eager.enable_collective_ops(server_def)
+    eager.ensure_initialized()
+
+
+def cluster_task_states(job: str, tasks: int) -> list:
+    """The coordination service's state of each task of `job` (None where the task is healthy). Checked on
+    TensorFlow 2.15 and 2.21."""
+    return context.context().get_task_states([(job, tasks)])
+
+
+def wait_for_cluster(barrier: str, timeout_ms: int) -> None:
+    """Wait until every task reaches the coordination service's barrier `barrier`. Checked on TensorFlow 2.15 and
+    2.21."""
+    context.context().wait_at_barrier(barrier, timeout_ms)
+
+
+def report_error_to_cluster(message: str) -> None:
+    """Tell the coordination service (and so every task) that this task failed. Checked on TensorFlow 2.15 and
+    2.21."""
+    context.context().report_error_to_cluster(tf.errors.UNKNOWN, message)

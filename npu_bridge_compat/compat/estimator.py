@@ -1,0 +1,51 @@
+"""tf.estimator: present on TensorFlow 2.15 (the tensorflow-estimator package), gone from 2.16 on, where the
+Estimator door's classes derive from stand-ins that raise TensorFlowVersionError when used. Checked on TensorFlow
+2.15 and 2.21."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from npu_bridge_compat.compat.versions import ESTIMATOR_TENSORFLOW, _stand_in, tensorflow_version, version_tuple
+
+
+@functools.lru_cache(maxsize=1)
+def estimator_api() -> Any:
+    """`tf.estimator`, or None where this TensorFlow has none (2.16 and later, or 2.15 without the package)."""
+    import tensorflow as tf
+
+    try:
+        return tf.estimator
+    except (AttributeError, ImportError):
+        return None
+
+
+def estimator_class(name: str) -> type:
+    """The class `tf.estimator.<name>`; where tf.estimator is gone, a stand-in that a class can derive from and
+    whose construction raises TensorFlowVersionError naming the TensorFlow the Estimator door needs."""
+    api = estimator_api()
+    return getattr(api, name) if api is not None else _stand_in(name, estimator_missing)
+
+
+def estimator_missing(what: str) -> str:
+    """Why `what` cannot run here, and what to do."""
+    version = tensorflow_version()
+    if version_tuple(version) > version_tuple(ESTIMATOR_TENSORFLOW):
+        return (f"{what} needs tf.estimator, which TensorFlow removed in 2.16; this is TensorFlow {version}. Run "
+                f"Estimator scripts with TensorFlow {ESTIMATOR_TENSORFLOW} and tensorflow-estimator (Python 3.11 or "
+                "older: pip install \"npu_bridge_compat[cpu]\"), or move the model to the session door (NPUSession "
+                "with util.set_iteration_per_loop) or the Keras door (NPUCallback), which run on every line.")
+    return (f"{what} needs tf.estimator, which TensorFlow {version} takes from the tensorflow-estimator package: "
+            f"pip install \"tensorflow-estimator=={ESTIMATOR_TENSORFLOW}.*\".")
+
+
+def estimator_model_fn(estimator) -> Any:
+    """The model_fn an Estimator was built with (model_to_estimator keeps no public handle on it). Checked on
+    TensorFlow 2.15."""
+    return estimator._model_fn
+
+
+def estimator_warm_start(estimator) -> Any:
+    """The warm-start settings an Estimator was built with. Checked on TensorFlow 2.15."""
+    return estimator._warm_start_settings

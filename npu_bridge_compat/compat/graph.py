@@ -1,0 +1,116 @@
+"""Graphs, ops and control flow: the private parts of TensorFlow's graph building that the run-time core needs.
+
+Each function says what it does in the package's terms; all were checked on TensorFlow 2.15 and 2.21.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from typing import Iterator
+
+import tensorflow as tf
+from tensorflow.python.framework.func_graph import FuncGraph
+from tensorflow.python.ops import control_flow_util
+from tensorflow.python.ops.control_flow_v2_func_graphs import WhileBodyFuncGraph
+
+
+@contextlib.contextmanager
+def building_in_finalized(graph) -> Iterator[None]:
+    """Build in `graph` even when it is finalized, then finalize it again. MonitoredSession finalizes the training
+    graph; the run-time units build their per-fetch ops and loop copies lazily, between runs of the same thread.
+    TensorFlow offers no public way back (`Graph._unsafe_unfinalize`). Checked on TensorFlow 2.15 and 2.21."""
+    finalized = graph.finalized
+    if finalized:
+        graph._unsafe_unfinalize()
+    try:
+        with graph.as_default():
+            yield
+    finally:
+        if finalized:
+            graph.finalize()
+
+
+def outside_v1_control_flow(op) -> bool:
+    """Whether `op` sits at its graph's own level, not inside a v1 cond or while loop. Checked on TensorFlow 2.15
+    and 2.21."""
+    return op._control_flow_context is None
+
+
+def is_stateful(op) -> bool:
+    """Whether `op`'s kernel has state (variable reads and updates, iterators, random ops). Checked on TensorFlow
+    2.15 and 2.21."""
+    return op._is_stateful
+
+
+def add_control_input(op, control) -> None:
+    """Make the built `op` wait for `control` (tf.control_dependencies only covers ops built inside it). Checked
+    on TensorFlow 2.15 and 2.21."""
+    op._add_control_input(control)
+
+
+def control_outputs(op) -> list:
+    """The ops that wait for `op` through a control edge. Checked on TensorFlow 2.15 and 2.21."""
+    return list(op._control_outputs)
+
+
+def creation_order(op) -> int:
+    """The position at which `op` was added to its graph. Checked on TensorFlow 2.15 and 2.21."""
+    return op._id
+
+
+def has_operation_named(graph, name: str) -> bool:
+    """Whether `graph` holds an op called `name`, without building a lookup error. Checked on TensorFlow 2.15 and
+    2.21."""
+    return name in graph._nodes_by_name
+
+
+def set_op_attribute(op, name: str, value) -> None:
+    """Set the attribute `name` (an AttrValue) on the built `op`. Checked on TensorFlow 2.15 and 2.21."""
+    op._set_attr(name, value)
+
+
+def set_op_device(op, device: str) -> None:
+    """Place the built `op` on `device`. Checked on TensorFlow 2.15 and 2.21."""
+    op._set_device(device)
+
+
+@contextlib.contextmanager
+def attribute_scope(attributes: dict) -> Iterator[None]:
+    """Every op built inside gets `attributes` (name -> AttrValue), as the adapter's scopes do. Checked on
+    TensorFlow 2.15 and 2.21."""
+    with tf.compat.v1.get_default_graph()._attr_scope(attributes):
+        yield
+
+
+def variable_graph_tensor(variable):
+    """The tensor a fetch of `variable` in a TF1 session reads. Checked on TensorFlow 2.15 and 2.21."""
+    return variable._as_graph_element()
+
+
+def is_function_graph(graph) -> bool:
+    """Whether `graph` is the graph of a traced function (tf.function, Keras' train function)."""
+    return isinstance(graph, FuncGraph)
+
+
+def is_while_body_graph(graph) -> bool:
+    """Whether `graph` is the body of a v2 while loop (Keras' steps_per_execution loop). Checked on TensorFlow 2.15
+    and 2.21."""
+    return isinstance(graph, WhileBodyFuncGraph)
+
+
+_control_flow_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def v1_control_flow() -> Iterator[None]:
+    """Build with v1 control flow (tf.while_loop makes Enter/Exit frames), whatever the process uses. The switch
+    is process-wide in TensorFlow (`control_flow_util.ENABLE_CONTROL_FLOW_V2`): it is held under a lock and put
+    back at once. Checked on TensorFlow 2.15 and 2.21."""
+    with _control_flow_lock:
+        saved = control_flow_util.ENABLE_CONTROL_FLOW_V2
+        control_flow_util.ENABLE_CONTROL_FLOW_V2 = False
+        try:
+            yield
+        finally:
+            control_flow_util.ENABLE_CONTROL_FLOW_V2 = saved

@@ -1,0 +1,158 @@
+"""Keras 2 (TensorFlow 2.15's tf.keras, tf_keras) and Keras 3 (tf.keras from TensorFlow 2.16): the trainer
+internals the Keras door needs, which the two name differently, and the Keras a ported script gets. Checked on
+TensorFlow 2.15 (Keras 2) and 2.21 (Keras 3, tf_keras)."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import importlib
+import importlib.metadata
+import importlib.util
+import os
+import sys
+from typing import Any, Iterator
+
+from npu_bridge_compat.compat.versions import ESTIMATOR_TENSORFLOW, _stand_in, tensorflow_version, version_tuple
+from npu_bridge_compat.errors import NpuCompatWarning, TensorFlowVersionError, warn
+
+LEGACY_KERAS_ENV = "TF_USE_LEGACY_KERAS"
+
+
+TF1_KERAS_APIS = ("layers", "nn.rnn_cell")  # the parts of tf.compat.v1 that Keras 2 implements
+
+
+def tf1_keras_api(path: str) -> Any:
+    """`tf.compat.v1.<path>` for the parts of TensorFlow 1's API that Keras 2 implements (`layers`,
+    `nn.rnn_cell`): with Keras 3 TensorFlow has none, and they come from the tf_keras package, where TensorFlow
+    itself routes them under TF_USE_LEGACY_KERAS."""
+    import tensorflow as tf
+
+    if not tf_keras_is_keras_3():
+        return functools.reduce(getattr, path.split("."), tf.compat.v1)
+    try:
+        return importlib.import_module(f"tf_keras.api._v1.keras.__internal__.legacy.{path.split('.')[-1]}")
+    except ImportError:
+        raise TensorFlowVersionError(f"tf.compat.v1.{path} is Keras 2, which TensorFlow {tensorflow_version()} "
+                                     "takes from the tf_keras package: pip install tf-keras.") from None
+
+
+def v1_layer_class() -> type:
+    """`tf.compat.v1.layers.Layer`, the Keras 2 layer that names its variables by variable scope (the adapter's
+    layers are such layers); without tf_keras on Keras 3, a stand-in that says what to install when used."""
+    try:
+        return tf1_keras_api("layers").Layer
+    except TensorFlowVersionError as error:
+        reason = str(error)  # Python unbinds `error` when the except clause ends; the lambda runs later
+        return _stand_in("Layer", lambda what: f"{what}: {reason}")
+
+
+def select_keras_2() -> None:
+    """Make `tf.keras` Keras 2 for a ported script: the adapter's scripts are written for TensorFlow 1.15 or
+    2.x up to 2.15, whose Keras is Keras 2 (and graph-mode Keras, which TF1 scripts use, exists only there).
+    Call it before TensorFlow is imported. A TF_USE_LEGACY_KERAS the user set is left as it is; TensorFlow 2.15
+    needs nothing; on later lines without the tf_keras package, a warning says what to install."""
+    if LEGACY_KERAS_ENV in os.environ or _installed_tensorflow() is None:
+        return
+    if version_tuple(_installed_tensorflow()) <= version_tuple(ESTIMATOR_TENSORFLOW):
+        return
+    if importlib.util.find_spec("tf_keras") is None:
+        warn(f"TensorFlow {_installed_tensorflow()} makes tf.keras Keras 3, and the tf_keras package (Keras 2, "
+             "which scripts ported from TensorFlow 1.15 to 2.15 are written for) is not installed: pip install "
+             f"\"tf-keras~={'.'.join(map(str, version_tuple(_installed_tensorflow())))}\".", NpuCompatWarning)
+        return
+    if "tensorflow" in sys.modules:
+        return  # too late to choose: tf.keras is whatever the process has loaded
+    os.environ[LEGACY_KERAS_ENV] = "1"
+
+
+def _installed_tensorflow() -> str | None:
+    """The installed TensorFlow's version, read without importing it (TF_USE_LEGACY_KERAS is read at import)."""
+    for distribution in importlib.metadata.packages_distributions().get("tensorflow", []):
+        try:
+            return importlib.metadata.version(distribution)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+def is_keras_3(model) -> bool:
+    """Whether `model` is a Keras 3 model (`tf.keras` from TensorFlow 2.16, or `import keras` there)."""
+    return _is_keras_3_class(type(model))
+
+
+def tf_keras_is_keras_3() -> bool:
+    """Whether `tf.keras` is Keras 3 (TensorFlow 2.16 and later, unless TF_USE_LEGACY_KERAS selected tf_keras)."""
+    import tensorflow as tf
+
+    return _is_keras_3_class(tf.keras.Model)
+
+
+def _is_keras_3_class(model_class: type) -> bool:
+    keras = sys.modules.get("keras")  # no Keras 3 model exists unless Keras 3 is loaded
+    return (keras is not None and version_tuple(getattr(keras, "__version__", "0"))[0] >= 3
+            and issubclass(model_class, keras.Model))
+
+
+def keras_step_number(model, mode: str):
+    """The number of `mode`'s ("train", "test", "predict") steps done in the current call, as a tensor read in the
+    traced step: Keras 2 counts them (`_train_counter` ...); Keras 3 keeps no such count, so None (the caller
+    counts)."""
+    counter = None if is_keras_3(model) else getattr(model, f"_{mode}_counter", None)
+    return counter.read_value() if counter is not None else None
+
+
+def remake_keras_function(model, mode: str):
+    """The model's `mode` function made anew, so that it traces (on first call) the step methods the model has
+    now. Keras 3 binds the step method when it makes the function; Keras 2 looks it up when it traces."""
+    getattr(model, f"make_{mode}_function")(force=True)
+    return getattr(model, f"{mode}_function")
+
+
+def keras_steps_per_execution(model) -> int:
+    """The steps per train-function call the model was compiled with."""
+    if is_keras_3(model):
+        return int(model.steps_per_execution)
+    variable = model._steps_per_execution  # Keras 2: a variable its functions read on every call
+    return 1 if variable is None else int(variable.numpy().item())
+
+
+@contextlib.contextmanager
+def steps_per_execution_in_fit(model, steps: int) -> Iterator[None]:
+    """Run `steps` steps per train-function call in the `fit` that is starting (entered from a callback's
+    `on_train_begin`), then restore the model's own number. Keras 2 reads a variable on every call. Keras 3 reads
+    a number when it makes the train function and when `fit` makes its epoch iterator, before any callback runs:
+    the epoch iterator of the running `fit` is told as well (it reads its number when each epoch starts)."""
+    chosen = keras_steps_per_execution(model)
+    if not is_keras_3(model):
+        model._steps_per_execution.assign(steps)
+        try:
+            yield
+        finally:
+            model._steps_per_execution.assign(chosen)
+        return
+    if chosen != steps:
+        iterator = _running_fit_epoch_iterator(model)
+        if iterator is None:
+            raise TensorFlowVersionError(
+                f"cannot run {steps} steps per train-function call in this Keras {sys.modules['keras'].__version__} "
+                f"fit: compile the model with steps_per_execution={steps} instead.")
+        iterator.steps_per_execution = steps
+    model.steps_per_execution = steps
+    try:
+        yield
+    finally:
+        model.steps_per_execution = chosen
+
+
+def _running_fit_epoch_iterator(model):
+    """The epoch iterator of the Keras 3 `fit` of `model` that is calling back: the innermost frame of a `fit` on
+    the model that holds one (Keras keeps it nowhere else)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_name == "fit" and frame.f_locals.get("self") is model:
+            iterator = frame.f_locals.get("epoch_iterator")
+            if hasattr(iterator, "steps_per_execution"):
+                return iterator
+        frame = frame.f_back
+    return None
