@@ -6,9 +6,11 @@ Every configuration problem is an `NpuConfigError`; the concrete classes are als
 
 from __future__ import annotations
 
+import difflib
 import os
 import sys
 import warnings
+from typing import Iterable
 
 
 class NpuConfigError(Exception):
@@ -81,3 +83,15 @@ def warn(message: str, category: type[Warning]) -> None:
     while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
         frame, level = frame.f_back, level + 1
     warnings.warn(message, category, stacklevel=level)
+
+
+def closest_name(name: str, known: Iterable[str]) -> str | None:
+    """The known name nearest to `name`, for "did you mean" hints on bad input; None when none is close."""
+    matches = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
+    return matches[0] if matches else None
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """" Did you mean 'x'?" for the known name nearest to `name`, or "" when none is close."""
+    close = closest_name(name, known)
+    return f" Did you mean '{close}'?" if close else ""

@@ -8,12 +8,11 @@ As on Ascend, profilers do not nest and do not combine with profiling_mode / pro
 
 from __future__ import annotations
 
-import difflib
 import os
 
 import tensorflow as tf
 
-from npu_bridge_compat.errors import NpuCompatWarning, NpuOptionValueError, warn
+from npu_bridge_compat.errors import NpuCompatWarning, NpuOptionValueError, closest_name, warn
 
 LEVELS = {"L0": 1, "L1": 2, "L2": 3}  # the TensorFlow host tracer's levels
 AIC_METRICS = ("ArithmeticUtilization", "PipeUtilization", "Memory", "MemoryL0", "MemoryUB", "ResourceConflictRatio",
@@ -24,8 +23,8 @@ def _check(option: str, value, allowed) -> None:
     if not isinstance(value, str):
         raise NpuOptionValueError(f"Option {option} should be str, but get type: {type(value)}")
     if allowed is not None and value not in allowed:
-        closest = difflib.get_close_matches(value, allowed, n=1)
-        hint = f" (did you mean '{closest[0]}'?)" if closest else ""
+        closest = closest_name(value, allowed)
+        hint = f" (did you mean '{closest}'?)" if closest else ""
         raise NpuOptionValueError(f"Option {option} must be one of {', '.join(allowed)}, got '{value}'{hint}")
 
 

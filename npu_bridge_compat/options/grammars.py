@@ -11,14 +11,13 @@ invalid value, which the table-driven tests use.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import json
 import os
 import re
 from pathlib import Path
 from typing import Any, Mapping
 
-from npu_bridge_compat.errors import ConfigurationAdvice, UnknownOptionWarning, warn
+from npu_bridge_compat.errors import ConfigurationAdvice, UnknownOptionWarning, closest_name, did_you_mean, warn
 
 GIB = 1024**3
 
@@ -162,8 +161,8 @@ class MultistreamMode(Check):
             return value, 8
         match = re.fullmatch(r"(LoadBalance|MainStream):(\d+)", value)
         if not match:
-            close = difflib.get_close_matches(value.partition(":")[0], ("cv", "LoadBalance", "MainStream"), n=1)
-            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            close = closest_name(value.partition(":")[0], ("cv", "LoadBalance", "MainStream"))
+            hint = f" (did you mean '{close}'?)" if close else ""
             raise GrammarError(f"it must be 'cv', 'LoadBalance:n' or 'MainStream:n', e.g. 'MainStream:4'{hint}")
         streams = int(match.group(2))
         if not 1 <= streams <= self.MAX_STREAMS:
@@ -435,11 +434,6 @@ def _read_file(path: str) -> str:
         raise GrammarError(f"the file {path} cannot be read ({error})")
 
 
-def _suggest(name: str, known: tuple[str, ...]) -> str:
-    close = difflib.get_close_matches(name, known, n=1)
-    return f" Did you mean '{close[0]}'?" if close else ""
-
-
 @dataclasses.dataclass(frozen=True)
 class MixList:
     """The changes a `modify_mixlist` file makes to the Ascend black/white/gray lists (Ascend op types)."""
@@ -466,7 +460,7 @@ class MixListFile(Check):
             if list_name not in MixList.LISTS:
                 raise GrammarError(
                     f"the modify_mixlist file {value} has an unknown list '{list_name}'; lists are "
-                    f"{', '.join(MixList.LISTS)}.{_suggest(list_name, MixList.LISTS)}"
+                    f"{', '.join(MixList.LISTS)}.{did_you_mean(list_name, MixList.LISTS)}"
                 )
             if not isinstance(edits, dict):
                 raise GrammarError(f"'{list_name}' in {value} must be an object with 'to-add' / 'to-remove'")
@@ -474,7 +468,7 @@ class MixListFile(Check):
                 if action not in MixList.ACTIONS:
                     raise GrammarError(
                         f"'{list_name}' in {value} has an unknown entry '{action}'; entries are "
-                        f"to-add, to-remove.{_suggest(action, MixList.ACTIONS)}"
+                        f"to-add, to-remove.{did_you_mean(action, MixList.ACTIONS)}"
                     )
                 if not isinstance(ops, list) or not all(isinstance(op, str) and op for op in ops):
                     raise GrammarError(f"'{list_name}.{action}' in {value} must be a list of operator type names")
@@ -567,7 +561,7 @@ class ProfilingOptions(Check):
             if key not in PROFILING_KEYS:
                 warn(
                     f"profiling_options has a key '{key}' this package does not know; it is ignored."
-                    f"{_suggest(key, PROFILING_KEYS)}",
+                    f"{did_you_mean(key, PROFILING_KEYS)}",
                     UnknownOptionWarning,
                 )
             elif not isinstance(item, str):

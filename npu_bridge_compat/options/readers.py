@@ -10,7 +10,6 @@ warned about with the closest known key and otherwise ignored: it is not validat
 
 from __future__ import annotations
 
-import difflib
 from types import MappingProxyType
 from typing import Any, Iterable, Mapping
 
@@ -19,6 +18,7 @@ from npu_bridge_compat.errors import (
     NpuOptionTypeError,
     NpuOptionValueError,
     UnknownOptionWarning,
+    closest_name,
     warn,
 )
 from npu_bridge_compat.options.grammars import ByteSize, GrammarError
@@ -34,8 +34,7 @@ _ATTR_FIELD_TYPES = {"b": "bool", "i": "int", "s": "bytes", "f": "float", "list"
 
 def closest_option(key: str) -> str | None:
     """The known option name nearest to `key` (for typo suggestions)."""
-    matches = difflib.get_close_matches(key, list(OPTIONS), n=1, cutoff=0.6)
-    return matches[0] if matches else None
+    return closest_name(key, OPTIONS)
 
 
 def _warn_unknown(key: str, source: str) -> None:

@@ -17,14 +17,13 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import difflib
 import inspect
 import os
 import re
 import warnings
 from typing import Any, Callable, Iterator, Mapping, TypeVar
 
-from npu_bridge_compat.errors import NpuCompatWarning, NpuConfigError
+from npu_bridge_compat.errors import NpuCompatWarning, NpuConfigError, closest_name
 from npu_bridge_compat.host import HostFacts, build_plan
 from npu_bridge_compat.options import OPTIONS, closest_option, options_from_kwargs
 from npu_bridge_compat.options.readers import NPU_OPTIMIZER, _parse, _python_value, config_proto_values
@@ -415,11 +414,6 @@ class _CallContext:
                 failure = error
         return None, findings + [Finding(call.line, Category.ARGUMENT, cls.__name__, Outcome.INVALID,
                                          Severity.BLOCKED, str(failure))]
-
-
-def closest_name(name: str, candidates: list[str]) -> str | None:
-    matches = difflib.get_close_matches(name, candidates, n=1, cutoff=0.6)
-    return matches[0] if matches else None
 
 
 def _shown(value: Any) -> str | None:

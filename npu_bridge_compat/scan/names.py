@@ -13,7 +13,6 @@ Only npu_bridge_compat's and TensorFlow's own modules are imported; the scanned 
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import functools
 import importlib
 import importlib.util
@@ -24,7 +23,7 @@ import types
 from typing import Any
 
 from npu_bridge_compat import compat
-from npu_bridge_compat.errors import TensorFlowVersionError, device_only
+from npu_bridge_compat.errors import TensorFlowVersionError, closest_name, device_only
 from npu_bridge_compat.legacy import ALIASED_PACKAGES
 
 _DEVICE_ONLY_CODE = device_only("probe").__code__  # every device_only stand-in runs this code object
@@ -95,9 +94,9 @@ def resolve_adapter(dotted: str) -> Resolved:
         elif isinstance(obj, types.ModuleType) and (module := _submodule(obj, part)) is not None:
             obj = module
         elif isinstance(obj, types.ModuleType):
-            close = difflib.get_close_matches(part, _public_names(obj), n=1, cutoff=0.6)
+            close = closest_name(part, _public_names(obj))
             return Resolved(".".join(found), obj, missing=".".join(parts[: index + 1]),
-                            suggestion=".".join((*found, close[0])) if close else None)
+                            suggestion=".".join((*found, close)) if close else None)
         else:  # attributes of classes and objects are not followed further
             return Resolved(".".join(found), obj)
         if not _is_ours(obj) and not isinstance(obj, types.ModuleType):
