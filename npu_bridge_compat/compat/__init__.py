@@ -13,7 +13,7 @@ ported script gets.
 Modules, one per part of TensorFlow they touch (every private TensorFlow, Keras or Estimator name the package
 uses is in one of them, with the versions it was checked on):
 - versions: the TensorFlow version and stand-ins for classes a line lacks;
-- estimator: tf.estimator (TensorFlow 2.15 only);
+- estimator: tf.estimator (TensorFlow 2.15 only); estimator_training: the Estimator's private training steps;
 - keras: Keras 2 and Keras 3 trainer internals, the Keras a ported script gets;
 - graph: graphs, ops and v1 control flow;
 - sessions: TF1 sessions and the hook driver;

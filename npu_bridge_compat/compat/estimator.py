@@ -49,3 +49,4 @@ def estimator_model_fn(estimator) -> Any:
 def estimator_warm_start(estimator) -> Any:
     """The warm-start settings an Estimator was built with. Checked on TensorFlow 2.15."""
     return estimator._warm_start_settings
+

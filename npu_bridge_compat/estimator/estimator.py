@@ -21,6 +21,7 @@ import tensorflow as tf
 
 from npu_bridge_compat.compat import estimator_class
 from npu_bridge_compat.compat.batchnorm import batchnorm_workaround, install_horizon_gate
+from npu_bridge_compat.compat.estimator_training import EstimatorWithTrainingHooks
 from npu_bridge_compat.distributed.doors import rank_estimator
 from npu_bridge_compat.errors import NpuCompatWarning, NpuOptionValueError, warn
 from npu_bridge_compat.estimator.config import NPURunConfig
@@ -90,7 +91,7 @@ def _run_host_call(spec) -> list:
     return [op for op in tf.nest.flatten(result) if op is not None]
 
 
-class NPUEstimator(estimator_class("Estimator")):
+class NPUEstimator(EstimatorWithTrainingHooks):
     """The adapter's NPUEstimator on host TensorFlow (no JOB_ID needed; several ranks
     as in npu_bridge_compat.distributed)."""
 
@@ -116,9 +117,6 @@ class NPUEstimator(estimator_class("Estimator")):
         super().__init__(model_fn=model_fn, model_dir=model_dir, config=config, params=params,
                          warm_start_from=warm_start_from)
         self._rank_hooks = rank_estimator(self)  # several ranks: as the adapter's NPUEstimator
-
-    def _assert_members_are_not_overridden(self) -> None:
-        """NPUEstimator overrides training on purpose, as the adapter's does (Estimator forbids it otherwise)."""
 
     def _check_run_boundaries(self, config: NPURunConfig) -> None:
         """Hooks fire once per run, i.e. every N steps: intervals that are not multiples of N drift."""
@@ -147,13 +145,12 @@ class NPUEstimator(estimator_class("Estimator")):
         return super().train(input_fn, hooks=hooks, steps=steps, max_steps=max_steps,
                              saving_listeners=saving_listeners)
 
-    def _convert_train_steps_to_hooks(self, steps, max_steps):
+    def stop_hooks(self, steps, max_steps) -> list:
         if self._steps_per_run == 1 or self._last_step is None:
-            return super()._convert_train_steps_to_hooks(steps, max_steps)
+            return super().stop_hooks(steps, max_steps)
         return [_StopAtLastStepHook(self._last_step)]
 
-    def _call_input_fn(self, input_fn, mode, input_context=None):
-        result = super()._call_input_fn(input_fn, mode, input_context)
+    def checked_input(self, result, mode):
         if mode == ModeKeys.TRAIN and self._steps_per_run > 1 and not isinstance(result, tf.data.Dataset):
             raise NpuOptionValueError(
                 f"iterations_per_loop={self._steps_per_run} needs an input_fn that returns a tf.data.Dataset, so "
@@ -161,10 +158,10 @@ class NPUEstimator(estimator_class("Estimator")):
                 "one-shot iterator's get_next(), say). Return the dataset, or set iterations_per_loop=1.")
         return result
 
-    def _call_model_fn(self, features, labels, mode, config):
-        scope = batchnorm_workaround() if self._build_with_batchnorm_workaround else contextlib.nullcontext()
-        with scope:
-            spec = super()._call_model_fn(features, labels, mode, config)
+    def model_fn_scope(self, mode):
+        return batchnorm_workaround() if self._build_with_batchnorm_workaround else contextlib.nullcontext()
+
+    def adjusted_spec(self, spec, mode):
         if mode == ModeKeys.TRAIN and getattr(spec, "host_call", None) is not None:
             if self._steps_per_run > 1:
                 raise NpuOptionValueError(
@@ -175,8 +172,7 @@ class NPUEstimator(estimator_class("Estimator")):
                 spec = spec._replace(train_op=tf.group(spec.train_op, *host_ops))
         return spec
 
-    def _train_with_estimator_spec(self, estimator_spec, worker_hooks, hooks, global_step_tensor,
-                                   saving_listeners):
+    def training_spec(self, estimator_spec, global_step_tensor):
         if self._steps_per_run > 1:  # the step model_fn built, N times per run
             iterations = tf.constant(self._steps_per_run, tf.int64)
             if self._last_step is not None:
@@ -184,8 +180,7 @@ class NPUEstimator(estimator_class("Estimator")):
                 iterations = tf.maximum(tf.minimum(iterations, self._last_step - done), 0)
             looped = loop_train_op(estimator_spec.train_op, iterations, most_steps=self._steps_per_run)
             estimator_spec = estimator_spec._replace(train_op=looped.loop_op)
-        return super()._train_with_estimator_spec(estimator_spec, worker_hooks, hooks, global_step_tensor,
-                                                  saving_listeners)
+        return estimator_spec
 
 
 class _StopAtLastStepHook(tf.compat.v1.train.SessionRunHook):
