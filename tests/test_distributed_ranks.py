@@ -113,23 +113,31 @@ def test_session_door_three_ranks_under_launch(processes, tmp_path):
 
 
 @pytest.mark.needs_estimator
-@pytest.mark.parametrize("iterations", [1, 10])
-def test_estimator_door_per_rank_shell_loop_with_rank_table(processes, tmp_path, iterations):
-    """An unmodified ported-style script started the way ModelZoo's *_8p.sh scripts start it."""
+@pytest.mark.parametrize("iterations, model_dirs", [(1, "per rank"), (10, "per rank"), (10, "shared")])
+def test_estimator_door_per_rank_shell_loop_with_rank_table(processes, tmp_path, iterations, model_dirs):
+    """An unmodified ported-style script started the way ModelZoo's *_8p.sh scripts start it: it trains, then
+    evaluates (a metric all-reduced across the ranks) and reads a variable on every rank. Each rank writes its own
+    model_dir as the adapter's NPUEstimator does; ranks sharing one leave it to rank 0 and restore from it."""
+    shared = "shared" if model_dirs == "shared" else ""
     loop = ("for i in 0 1; do RANK_ID=$i DEVICE_ID=$i \"$PYTHON\" -m npu_bridge_compat run \"$SCRIPT\" \"$MODEL\" "
-            "$ITERATIONS 20 > \"$LOGS/rank_$i.log\" 2>&1 & done; wait")
+            "$ITERATIONS 20 $SHARED > \"$LOGS/rank_$i.log\" 2>&1 & done; wait")
     log = tmp_path / "loop.log"
     shell = start(processes, ["bash", "-c", loop], log, PYTHON=sys.executable, SCRIPT=SCRIPTS / "dist_estimator_port.py",
-                  MODEL=tmp_path / "model", ITERATIONS=iterations, LOGS=tmp_path, RANK_SIZE=2,
+                  MODEL=tmp_path / "model", ITERATIONS=iterations, LOGS=tmp_path, RANK_SIZE=2, SHARED=shared,
                   RANK_TABLE_FILE=HERE / "data" / "rank_table_2p.json", NPU_BRIDGE_COMPAT_PORT=free_port_block(2))
     finish(shell, log)
     output = "\n".join((tmp_path / f"rank_{i}.log").read_text() for i in range(2))
     found = reports(output)
-    assert sorted(found) == [0, 1], output[-4000:]
+    assert sorted(found) == [0, 1] and all("global_loss" in report for report in found.values()), output[-4000:]
     for report in found.values():
         assert report["global_steps"] == list(range(iterations, 21, iterations))
+        assert "model.ckpt-20.index" in report["checkpoints"]  # its own model_dir, or rank 0's, written by now
+        assert report["evaluated_at"] == 20
+        assert report["output_bias"] == found[0]["final"]["output/bias"]
+    assert found[1]["global_loss"] == pytest.approx(found[0]["global_loss"])  # both ranks joined the metric's allreduce
     assert_trained_like_one_process(found, steps=20)  # from rank 0's initial weights: the hook broadcast them
-    assert "model.ckpt-20.index" in found[0]["checkpoints"] and found[1]["checkpoints"] == []  # rank 0 writes
+    if shared:  # one writer: rank 1 wrote no checkpoint of its own
+        assert not list((tmp_path / "model").glob("rank*"))
 
 
 def test_keras_door_under_launch(processes, tmp_path):

@@ -68,3 +68,15 @@ def report_error_to_cluster(message: str) -> None:
     """Tell the coordination service (and so every task) that this task failed. Checked on TensorFlow 2.15 and
     2.21."""
     context.context().report_error_to_cluster(tf.errors.UNKNOWN, message)
+
+
+def publish_to_cluster(key: str, value: str) -> None:
+    """Store `value` under `key` in the coordination service's key-value store, for every task to read. Checked on
+    TensorFlow 2.15 and 2.21."""
+    context.context().set_config_key_value(key, value)
+
+
+def read_from_cluster(key: str, timeout_ms: int) -> str:
+    """The value another task stored under `key`, waiting up to `timeout_ms` for it. Checked on TensorFlow 2.15
+    and 2.21."""
+    return context.context().get_config_key_value(key, timeout_ms)

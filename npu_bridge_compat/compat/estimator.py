@@ -4,6 +4,7 @@ Estimator door's classes derive from stand-ins that raise TensorFlowVersionError
 
 from __future__ import annotations
 
+import copy
 import functools
 from typing import Any
 
@@ -50,3 +51,17 @@ def estimator_warm_start(estimator) -> Any:
     """The warm-start settings an Estimator was built with. Checked on TensorFlow 2.15."""
     return estimator._warm_start_settings
 
+
+
+def run_estimator_on(estimator, master: str, session_config, writes_model_dir: bool) -> None:
+    """Make a built Estimator run its sessions on `master` with `session_config`; without `writes_model_dir`, it
+    writes no checkpoints, summaries or step logs (it still restores from its model_dir). RunConfig has no public
+    way to change its master, and `replace` cannot turn checkpoints off. Checked on TensorFlow 2.15."""
+    config = copy.copy(estimator._config)  # Estimator reads its sessions' target and saving intervals here
+    config._master = master
+    if not writes_model_dir:
+        config._save_checkpoints_steps = config._save_checkpoints_secs = None
+        config._save_summary_steps = 0
+        config._log_step_count_steps = None
+    estimator._config = config
+    estimator._session_config = session_config(estimator._session_config)

@@ -254,7 +254,7 @@ def _report_uncaught_errors(cluster: Cluster) -> None:
         talking = f" talking to {', '.join(cluster.describe(rank) for rank in peers)}" if peers else ""
         sys.stderr.write(f"npu_bridge_compat: rank {cluster.rank} failed: {kind.__name__}{talking}"
                          f"{', which was probably lost' if peers and issubclass(kind, tf.errors.UnavailableError) else ''}"
-                         f"{_deadline_note(kind)}.\n")
+                         f"{_deadline_note(kind, value)}.\n")
         try:
             report_error_to_cluster(f"rank {cluster.rank} failed: {kind.__name__}{talking}")
         except (tf.errors.OpError, ValueError):
@@ -263,8 +263,8 @@ def _report_uncaught_errors(cluster: Cluster) -> None:
     sys.excepthook = report
 
 
-def _deadline_note(kind: type) -> str:
-    if not issubclass(kind, tf.errors.DeadlineExceededError):
+def _deadline_note(kind: type, value: BaseException) -> str:
+    if not issubclass(kind, tf.errors.DeadlineExceededError) or "Operation timed out" not in str(value):
         return ""
     return (f": a session run waited longer than HCCL_EXEC_TIMEOUT={ranks.exec_timeout_s()} s per step, most likely "
             "for a collective that another rank never joined (every rank must run the same collectives in the same "

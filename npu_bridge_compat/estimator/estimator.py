@@ -22,7 +22,7 @@ import tensorflow as tf
 from npu_bridge_compat.compat import estimator_class
 from npu_bridge_compat.compat.batchnorm import batchnorm_workaround, install_horizon_gate
 from npu_bridge_compat.compat.estimator_training import EstimatorWithTrainingHooks
-from npu_bridge_compat.distributed.doors import rank_estimator
+from npu_bridge_compat.distributed.doors import rank_estimator, rank_training_done
 from npu_bridge_compat.errors import NpuCompatWarning, NpuOptionValueError, warn
 from npu_bridge_compat.estimator.config import NPURunConfig
 from npu_bridge_compat.host.features import BatchNormWorkaround
@@ -142,8 +142,10 @@ class NPUEstimator(EstimatorWithTrainingHooks):
         hooks = list(hooks or []) + units_for(plan, GRAPH_NAME) + self._rank_hooks
         if self._steps_per_run > 1:
             hooks.append(LoopServingUnit(plan, GRAPH_NAME))
-        return super().train(input_fn, hooks=hooks, steps=steps, max_steps=max_steps,
-                             saving_listeners=saving_listeners)
+        trained = super().train(input_fn, hooks=hooks, steps=steps, max_steps=max_steps,
+                                saving_listeners=saving_listeners)
+        rank_training_done(self)
+        return trained
 
     def stop_hooks(self, steps, max_steps) -> list:
         if self._steps_per_run == 1 or self._last_step is None:
