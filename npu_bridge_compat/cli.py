@@ -142,6 +142,7 @@ def run_script(arguments: argparse.Namespace) -> int:
 
     from npu_bridge_compat.legacy import install_aliases, install_tf1_imports
     from npu_bridge_compat.logs import quiet_library_deprecations
+    from npu_bridge_compat.scan.tf1 import tf1_hint
 
     script = os.path.abspath(arguments.script)
     if not os.path.isfile(script):
@@ -159,7 +160,14 @@ def run_script(arguments: argparse.Namespace) -> int:
         quiet_library_deprecations()
     sys.argv = [arguments.script, *arguments.script_arguments]
     sys.path.insert(0, os.path.dirname(script))
-    runpy.run_path(script, run_name="__main__")  # exceptions and SystemExit propagate as with `python SCRIPT`
+    try:
+        runpy.run_path(script, run_name="__main__")  # exceptions and SystemExit propagate as with `python SCRIPT`
+    except AttributeError as error:
+        hint = None if arguments.tf1 else tf1_hint(error)
+        if hint:  # a note is printed after the traceback
+            error.add_note(f"npu_bridge_compat: {hint}. Run it as a TF 1.15 program: python -m npu_bridge_compat "
+                           f"run --tf1 {arguments.script} (`scan` lists the files that need it).")
+        raise
     return 0
 
 

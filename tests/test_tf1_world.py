@@ -387,3 +387,17 @@ def test_contrib_data_batching_and_cross_shard_optimizer():
     assert v1.contrib.tpu.CrossShardOptimizer(sgd) is sgd  # one shard: nothing to sum across
     with pytest.raises(TypeError, match="CrossShardOptimizer only works with tf.compat.v1.train.Optimizer"):
         v1.contrib.tpu.CrossShardOptimizer(tf.keras.optimizers.SGD())
+
+
+@pytest.mark.parametrize("code, name", [("config = tf.ConfigProto()", "tf.ConfigProto"),
+                                        ("class Hook(tf.train.SessionRunHook):\n    pass", "tf.train.SessionRunHook")])
+def test_run_without_tf1_says_a_tf1_name_needs_it(tmp_path, code, name):
+    script = tmp_path / "tf1_script.py"
+    script.write_text(f"import tensorflow as tf\n{code}\n")
+    result = run(str(script))
+    assert result.returncode == 1
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"npu_bridge_compat: {name} is TensorFlow 1.15 API: ") and last.endswith(
+        f"Run it as a TF 1.15 program: python -m npu_bridge_compat run --tf1 {script} (`scan` lists the files that "
+        "need it).")
+    assert "Traceback" in result.stderr and "has no attribute" in result.stderr  # the script's own error first

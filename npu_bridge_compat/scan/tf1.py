@@ -50,3 +50,18 @@ def classify_tf1_name(dotted: str) -> tuple[str, Severity, str]:
     status, detail = tf1_name_status(dotted)
     outcome, severity = _OUTCOMES[status]
     return outcome, severity, detail
+
+
+def tf1_hint(error: AttributeError) -> str | None:
+    """What to tell a user whose script, run without `--tf1`, stopped on a TF 1.15 name (`tf.ConfigProto`,
+    `tf.train.SessionRunHook`, ...); None when the missing attribute is not a TensorFlow 1.15 name."""
+    module, name = getattr(error, "obj", None), getattr(error, "name", None)
+    module_name = getattr(module, "__name__", "")
+    if not name or not module_name.startswith("tensorflow"):
+        return None
+    public = module_name.replace("tensorflow._api.v2.", "tensorflow.", 1).replace("tensorflow._api.v2", "tensorflow")
+    dotted = f"{public}.{name}"
+    status, detail = tf1_name_status(dotted)
+    if status not in ("works", "differs"):
+        return None
+    return f"{dotted.replace('tensorflow.', 'tf.', 1)} is TensorFlow 1.15 API: {detail}"
