@@ -54,10 +54,11 @@ class ExponentialUpdateLossScaleManager:
         self._decr_every_n_nan_or_inf = decr_every_n_nan_or_inf
         self._incr_ratio = float(incr_ratio)
         self._decr_ratio = float(decr_ratio)
-        with v1.variable_scope("loss_scale", reuse=v1.AUTO_REUSE):
-            self._loss_scale = _state("loss_scale", float(init_loss_scale), tf.float32)
-            self._good_steps = _state("good_steps", 0, tf.int32)
-            self._bad_steps = _state("bad_steps", 0, tf.int32)
+        # TF 1.15's names (tf.contrib.mixed_precision, which the adapter's manager subclasses): scripts fetch
+        # 'loss_scale:0' to log the scale, and checkpoints hold `loss_scale`, `good_steps`, `bad_steps`.
+        self._loss_scale = _state("loss_scale", float(init_loss_scale), tf.float32)
+        self._good_steps = _state("good_steps", 0, tf.int32)
+        self._bad_steps = _state("bad_steps", 0, tf.int32)
 
     def get_loss_scale(self):
         return self._loss_scale.read_value()
@@ -85,9 +86,12 @@ class ExponentialUpdateLossScaleManager:
 
 
 def _state(name: str, value, dtype):
-    # A callable initializer, so the variable can also be created inside a loop body or function.
-    return v1.get_variable(name, shape=[], dtype=dtype, initializer=v1.constant_initializer(value), trainable=False,
-                           use_resource=True, collections=[v1.GraphKeys.GLOBAL_VARIABLES])
+    """A scalar state variable named as TF 1.15 named it (`name:0`, made unique by the graph), of the kind
+    TensorFlow's own default gives: under TF1 behaviour (`run --tf1`) a TF1 variable, whose `name:0` tensor is
+    its value, as scripts that fetch it by name expect. The initial value is a callable, so the variable can also
+    be created inside a loop body or function."""
+    return v1.Variable(lambda: tf.constant(value, dtype), name=name, dtype=dtype, trainable=False,
+                       collections=[v1.GraphKeys.GLOBAL_VARIABLES])
 
 
 class NPULossScaleOptimizer:

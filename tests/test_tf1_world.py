@@ -401,3 +401,22 @@ def test_run_without_tf1_says_a_tf1_name_needs_it(tmp_path, code, name):
         f"Run it as a TF 1.15 program: python -m npu_bridge_compat run --tf1 {script} (`scan` lists the files that "
         "need it).")
     assert "Traceback" in result.stderr and "has no attribute" in result.stderr  # the script's own error first
+
+
+def test_loss_scale_manager_names_its_variables_as_tf_1_15_did(tmp_path):
+    """Scripts fetch 'loss_scale:0' by name (a logging hook) and checkpoints hold TF 1.15's keys."""
+    script = tmp_path / "loss_scale_names.py"
+    script.write_text(
+        "import tensorflow as tf\nfrom npu_bridge.npu_init import *\n"
+        "w = tf.get_variable('w', initializer=[1.0, 2.0])\n"
+        "manager = ExponentialUpdateLossScaleManager(init_loss_scale=2**10, incr_every_n_steps=2)\n"
+        "train = NPULossScaleOptimizer(tf.train.GradientDescentOptimizer(0.1), manager).minimize(tf.reduce_sum(w * w))\n"
+        "with tf.Session() as sess:\n"
+        "    sess.run(tf.global_variables_initializer())\n"
+        "    for _ in range(2):\n"
+        "        sess.run(train)\n"
+        "    print(sess.run('loss_scale:0'), sess.run('good_steps:0'), sess.run('bad_steps:0'),\n"
+        "          sorted(v.op.name for v in tf.global_variables()))\n")
+    result = run("--tf1", str(script))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip().splitlines()[-1] == "2048.0 0 0 ['bad_steps', 'good_steps', 'loss_scale', 'w']"
