@@ -420,3 +420,11 @@ def test_loss_scale_manager_names_its_variables_as_tf_1_15_did(tmp_path):
     result = run("--tf1", str(script))
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.strip().splitlines()[-1] == "2048.0 0 0 ['bad_steps', 'good_steps', 'loss_scale', 'w']"
+
+
+def test_tf1_private_module_paths_resolve_under_run_tf1():
+    result = run("--tf1", str(Path(__file__).parent / "scripts" / "tf1_private_modules_port.py"))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip().splitlines()[-5:] == [
+        "True True True", "2", "['cell/bias', 'cell/kernel'] (2, 4)", "[[0, 1]] ImageDataGenerator",
+        "NoCounterpartError"]

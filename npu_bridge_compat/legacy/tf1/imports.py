@@ -19,11 +19,13 @@ import sysconfig
 from typing import Any
 
 from npu_bridge_compat.legacy.tf1 import install_tf1_world
+from npu_bridge_compat.legacy.tf1.table import ROOTS
 from npu_bridge_compat.legacy.tf1.world import virtual_module
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # npu_bridge_compat/
 _ADAPTER_TREES = tuple(os.path.join(_PACKAGE, "legacy", tree) + os.sep for tree in ("npu_bridge", "hccl"))
-_PER_IMPORTER_ROOTS = ("python.keras",)  # real modules of TensorFlow 2.15 that its own code still imports
+# TF 1.15's private modules: real modules of TensorFlow 2.15 (or absent there) that its own code still imports
+_PER_IMPORTER_ROOTS = tuple(root for root in ROOTS if root.startswith("python."))
 
 _installed = False
 

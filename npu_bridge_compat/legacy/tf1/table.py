@@ -13,7 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping
 
-ROOTS = ("contrib", "python.keras", "examples")  # the trees of `tensorflow.` that this table answers for
+# The trees of `tensorflow.` that this table answers for. TF 1.15's private modules (`python.*`) are answered for
+# the user's program only: TensorFlow's own code keeps importing its real ones.
+ROOTS = ("contrib", "python.keras", "python.framework.ops", "python.data.experimental.ops.threadpool", "examples")
 LOCAL = "npu_bridge_compat.legacy.tf1.contrib"  # counterparts written in this package
 MNIST = "npu_bridge_compat.legacy.tf1.mnist"
 ADAPTER = "npu_bridge_compat.legacy.npu_bridge"  # the adapter's module tree (its pre-npu_bridge paths below)
@@ -75,6 +77,7 @@ _FRAMEWORK_NAMES = {
     "py_func": "tensorflow.compat.v1.py_func",
 }
 _RNN_SOURCES = ("tensorflow.compat.v1.nn.rnn_cell",)
+_RNN_PRIVATE = {"_Linear": f"{LOCAL}.rnn.Linear"}  # private, but custom cells of ported scripts build on it
 _RNN_NAMES = {
     "static_rnn": "tensorflow.compat.v1.nn.static_rnn",
     "static_bidirectional_rnn": "tensorflow.compat.v1.nn.static_bidirectional_rnn",
@@ -178,8 +181,9 @@ MODULES: dict[str, Module] = {
                           note="tf.compat.v1.nn.rnn_cell and tf.compat.v1.nn's static RNNs"),
     "contrib.rnn.python": Module(),
     "contrib.rnn.python.ops": Module(sources=_RNN_SOURCES, names=_RNN_NAMES, missing=_RNN_MISSING),
-    "contrib.rnn.python.ops.rnn_cell": Module(sources=_RNN_SOURCES, missing=_RNN_MISSING),
-    "contrib.rnn.python.ops.core_rnn_cell": Module(sources=_RNN_SOURCES, missing=_RNN_MISSING),
+    "contrib.rnn.python.ops.rnn_cell": Module(sources=_RNN_SOURCES, names=_RNN_PRIVATE, missing=_RNN_MISSING),
+    "contrib.rnn.python.ops.core_rnn_cell": Module(sources=_RNN_SOURCES, names=_RNN_PRIVATE,
+                                                   missing=_RNN_MISSING),
     "contrib.rnn.python.ops.rnn": Module(sources=(f"{LOCAL}.rnn",)),
     "contrib.training": Module(sources=_TRAINING_SOURCES, missing=_TRAINING_MISSING,
                                note="tf_slim.training and HParams written here"),
@@ -322,6 +326,13 @@ MODULES: dict[str, Module] = {
     "python.keras": Module(sources=("tensorflow.compat.v1.keras", "keras.src"),
                            note="Keras 2.15 (the tf.keras of this TensorFlow): its API, then its modules"),
     "python.keras.layers.recurrent": Module(sources=("keras.src.layers.rnn",)),
+    # --- TF 1.15's private modules that scripts import: moved names, removed modules ---------------------------
+    "python.framework.ops": Module(sources=("tensorflow.python.framework.ops",), names={"Tensor": "tensorflow.Tensor"},
+                                   note="TensorFlow's ops module, with the names TF 1.15 had there (ops.Tensor)"),
+    "python.data.experimental.ops.threadpool": Module(
+        names={"PrivateThreadPool": f"{LOCAL}.data.PrivateThreadPool",
+               "override_threadpool": f"{LOCAL}.data.override_threadpool"},
+        note="tf.data.Options().threading (private_threadpool_size, max_intra_op_parallelism)"),
     # --- tensorflow.examples ------------------------------------------------------------------------------------
     "examples": Module(),
     "examples.tutorials": Module(),

@@ -271,7 +271,7 @@ class Tf1Module(types.ModuleType):
     def __getattr__(self, name: str) -> Any:
         if name == "__all__":
             return sorted(public_names(self._tf1_path))
-        if name.startswith("_"):
+        if name.startswith("__"):  # Python's own protocol names; private TF 1.15 names (`_Linear`) resolve below
             raise AttributeError(f"module {self.__name__!r} has no attribute {name!r}")
         value = attribute(self._tf1_path, name)
         setattr(self, name, value)

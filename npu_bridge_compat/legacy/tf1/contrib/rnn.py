@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-__all__ = ["stack_bidirectional_dynamic_rnn", "stack_bidirectional_rnn"]
+__all__ = ["Linear", "stack_bidirectional_dynamic_rnn", "stack_bidirectional_rnn"]
 
 v1 = tf.compat.v1
 
@@ -72,3 +72,38 @@ def stack_bidirectional_rnn(cells_fw, cells_bw, inputs, initial_states_fw=None, 
     if not inputs:
         raise ValueError("inputs must not be empty")
     return _stack(layer, cells_fw, cells_bw, inputs, initial_states_fw, initial_states_bw, scope)
+
+
+class Linear:
+    """TF 1.15's `_Linear` (rnn_cell_impl, re-exported by contrib's rnn_cell modules), which custom RNN cells of
+    ported scripts build on: `Linear(args, output_size, build_bias)` makes a kernel [sum of the args' widths,
+    output_size] and a bias in the current variable scope, named `kernel` and `bias` as TF 1.15 named them (its
+    checkpoints restore); calling it maps the concatenated 2-D args."""
+
+    def __init__(self, args, output_size: int, build_bias: bool, bias_initializer=None,
+                 kernel_initializer=None) -> None:
+        if args is None or (isinstance(args, (list, tuple)) and not args):
+            raise ValueError("`args` must be specified")
+        self._is_sequence = isinstance(args, (list, tuple))
+        args = list(args) if self._is_sequence else [args]
+        widths = []
+        for arg in args:
+            shape = arg.shape
+            if shape.rank != 2:
+                raise ValueError(f"linear is expecting 2D arguments: {[a.shape for a in args]}")
+            if shape[1] is None:
+                raise ValueError(f"linear expects shape[1] to be provided for shape {shape}, but saw None")
+            widths.append(int(shape[1]))
+        dtype = args[0].dtype
+        self._build_bias = build_bias
+        self._weights = v1.get_variable("kernel", [sum(widths), output_size], dtype=dtype,
+                                        initializer=kernel_initializer)
+        if build_bias:
+            initializer = bias_initializer or v1.constant_initializer(0.0, dtype=dtype)
+            self._biases = v1.get_variable("bias", [output_size], dtype=dtype, initializer=initializer)
+
+    def __call__(self, args):
+        args = list(args) if self._is_sequence else [args]
+        inputs = args[0] if len(args) == 1 else tf.concat(args, 1)
+        result = tf.matmul(inputs, self._weights)
+        return tf.nn.bias_add(result, self._biases) if self._build_bias else result
