@@ -428,3 +428,12 @@ def test_tf1_private_module_paths_resolve_under_run_tf1():
     assert result.stdout.strip().splitlines()[-5:] == [
         "True True True", "2", "['cell/bias', 'cell/kernel'] (2, 4)", "[[0, 1]] ImageDataGenerator",
         "NoCounterpartError"]
+
+
+def test_standalone_keras_trains_in_graph_mode_under_run_tf1():
+    """`import keras` gets the TF 1.15 API of tf.keras's Keras: its optimizers work in graph mode (Keras 2.15's
+    new ones raised NotImplementedError in compile)."""
+    result = run("--tf1", str(Path(__file__).parent / "scripts" / "tf1_standalone_keras_port.py"))
+    assert result.returncode == 0, result.stderr[-3000:]
+    eager, optimizer_module = result.stdout.strip().splitlines()[-1].split()
+    assert eager == "False" and optimizer_module.endswith("keras.src.optimizers.legacy.adam")

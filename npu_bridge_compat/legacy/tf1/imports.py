@@ -3,8 +3,8 @@
 Every module whose file lies outside the Python installation and site-packages (the script, its folder, sibling
 packages on PYTHONPATH, a launcher and what it runs with runpy) gets, from `import tensorflow as tf`,
 `tensorflow.compat.v1` with `tf.contrib` on it; its `tensorflow.python.keras.*` imports get Keras 2.15's modules
-(tf.keras). npu_bridge_compat's own modules are library code, except the adapter's module tree, which re-exports
-`tf` to scripts as the adapter did.
+(tf.keras), and its `keras.*` imports the TF 1.15 API of the same Keras. npu_bridge_compat's own modules are
+library code, except the adapter's module tree, which re-exports `tf` to scripts as the adapter did.
 """
 
 from __future__ import annotations
@@ -92,6 +92,8 @@ def install_tf1_imports() -> None:
         return module
 
     def tf1_import(name, globals=None, locals=None, fromlist=(), level=0):
+        if not level and (name == "keras" or name.startswith("keras.")):
+            return keras_import(name, globals, locals, fromlist)
         if level or not (name == "tensorflow" or name.startswith("tensorflow.")):
             return original_import(name, globals, locals, fromlist, level)
         filename = (globals or {}).get("__file__")
@@ -108,6 +110,20 @@ def install_tf1_imports() -> None:
         for depth in range(len(parts) - 1, -1, -1):
             bound = _Overlay(chain[depth], parts[depth], bound)
         return bound
+
+    def keras_import(name, globals, locals, fromlist):
+        """The program's `import keras...` gets the Keras of its `tf.keras`: Keras 2's TF 1.15 API, whose
+        optimizers work in graph mode (Keras 2.15's own new optimizers need eager execution)."""
+        filename = (globals or {}).get("__file__")
+        if not filename or not sees_tf1(filename):
+            return original_import(name, globals, locals, fromlist, 0)
+        tf1_keras = v1.keras.__name__  # keras.api._v1.keras, or tf_keras.api._v1.keras from TensorFlow 2.16
+        rest = name.partition(".")[2]
+        try:
+            module = original_import(f"{tf1_keras}.{rest}" if rest else tf1_keras, globals, locals, ["_"], 0)
+        except ImportError:  # Keras' own modules (keras.src...): as they are
+            return original_import(name, globals, locals, fromlist, 0)
+        return module if fromlist else sys.modules[tf1_keras]
 
     builtins.__import__ = tf1_import
     _installed = True
