@@ -88,7 +88,7 @@ def assert_trained_like_one_process(found: dict[int, dict], steps: int, initial=
 def test_session_door_three_ranks_under_launch(processes, tmp_path):
     log = tmp_path / "launch.log"
     launch = start(processes, [sys.executable, "-m", "npu_bridge_compat", "launch", "-n", "3", "--tf1",
-                               str(SCRIPTS / "dist_session_port.py")], log)
+                               str(SCRIPTS / "dist_session_port.py"), str(tmp_path / "model")], log)
     output = finish(launch, log)
     assert launch.returncode == 0, output[-4000:]
     found = reports(output)
@@ -109,6 +109,9 @@ def test_session_door_three_ranks_under_launch(processes, tmp_path):
         assert report["initial"] == found[0]["own_initial"]
         assert (report["own_initial"] == report["initial"]) == (rank == 0)
         assert report["global_steps"] == [10, 20]  # iterations_per_loop=10 in the session door's loop
+        # Saved into its own model_dir, restored and evaluated on every rank, with a metric all the ranks joined.
+        assert "model.ckpt-20.index" in report["checkpoints"] and report["restored"] == report["final"]
+        assert report["global_loss"] == pytest.approx(found[0]["global_loss"])
     assert_trained_like_one_process(found, steps=20)
 
 
@@ -143,11 +146,14 @@ def test_estimator_door_per_rank_shell_loop_with_rank_table(processes, tmp_path,
 def test_keras_door_under_launch(processes, tmp_path):
     log = tmp_path / "launch.log"
     launch = start(processes, [sys.executable, "-m", "npu_bridge_compat", "launch", "-n", "2",
-                               str(SCRIPTS / "dist_keras_port.py"), "20", "10"], log)
+                               str(SCRIPTS / "dist_keras_port.py"), "20", "10", str(tmp_path / "model")], log)
     output = finish(launch, log)
     assert launch.returncode == 0, output[-4000:]
     found = reports(output)
     assert sorted(found) == [0, 1] and all(report["iterations"] == 20 for report in found.values())
+    for report in found.values():  # saved into its own model_dir, loaded and evaluated on every rank
+        assert report["checkpoints"] == ["weights.weights.h5"] and report["restored"] == report["final"]
+        assert report["global_loss"] == pytest.approx(found[0]["global_loss"])
     assert found[0]["own_initial"] != found[1]["own_initial"]
     assert_trained_like_one_process(found, steps=20, initial=found[0]["own_initial"])
 

@@ -1,8 +1,12 @@
 """A ported TF1 session script on several ranks (run with `--tf1`): hccl collectives checked value by value, then
 training with NPUDistributedOptimizer and iterations_per_loop=10. Prints one JSON line per rank.
 
-Usage: dist_session_port.py [--forever]   (--forever: keep training until stopped, printing each run)
+Then, as 8p scripts do, each rank saves into its own model_dir, restores from it in a fresh graph and evaluates
+(the loss all-reduced across the ranks).
+
+Usage: dist_session_port.py [--forever] [MODEL_DIR]   (--forever: keep training until stopped, printing each run)
 """
+import os
 import json
 import sys
 
@@ -68,6 +72,22 @@ with tf.Graph().as_default():
         loop = util.set_iteration_per_loop(sess, train_op, 10)
         report["global_steps"] = [int(sess.run([loop, global_step])[1]) for _ in range(2)]
         report["final"] = dist_model.weights(sess)
+        model_dirs = [argument for argument in sys.argv[1:] if not argument.startswith("--")]
+        if model_dirs:
+            os.makedirs(os.path.join(model_dirs[0], f"rank{rank}"), exist_ok=True)
+            saved = tf.train.Saver().save(sess, os.path.join(model_dirs[0], f"rank{rank}", "model.ckpt"),
+                                          global_step=global_step)
         print(json.dumps(report), flush=True)
         while "--forever" in sys.argv:
             print("trained to step", sess.run([loop, global_step])[1], flush=True)
+
+if model_dirs:  # evaluate on every rank from its own checkpoint
+    with tf.Graph().as_default():
+        features, labels = tf.data.make_one_shot_iterator(dist_model.dataset(rank, size)).get_next()
+        loss = dist_model.loss_of(features, labels, seed=rank)
+        global_loss = hccl_ops.allreduce(loss, "sum") / size
+        with tf.Session() as sess:
+            tf.train.Saver().restore(sess, tf.train.latest_checkpoint(os.path.dirname(saved)))
+            print(json.dumps({"rank": rank, "restored": dist_model.weights(sess),
+                              "global_loss": float(sess.run(global_loss)),
+                              "checkpoints": sorted(os.listdir(os.path.dirname(saved)))}), flush=True)
