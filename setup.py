@@ -1,4 +1,5 @@
 """Packaging for npu_bridge_compat (metadata lives in pyproject.toml)."""
+
 from setuptools import setup
 
 setup()

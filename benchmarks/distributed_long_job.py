@@ -39,7 +39,8 @@ def rank_main(steps: int) -> None:
     kernel = v1.get_variable("kernel", [16, 1], initializer=v1.zeros_initializer())
     loss = tf.reduce_mean(tf.square(tf.matmul(features, kernel) - 1.0))
     train_op = NPUDistributedOptimizer(v1.train.GradientDescentOptimizer(0.01)).minimize(
-        loss, global_step=v1.train.get_or_create_global_step())
+        loss, global_step=v1.train.get_or_create_global_step()
+    )
     with NPUSession() as sess:
         sess.run(v1.global_variables_initializer())
         sess.run(train_op)
@@ -49,8 +50,18 @@ def rank_main(steps: int) -> None:
             sess.run(train_op)
         seconds = time.perf_counter() - began
         end = {"threads": os_threads(), "resident_mb": resident_mb()}
-    print(json.dumps({"rank": get_rank_id(), "start": start, "end": end, "steps_per_s": round(steps / seconds),
-                      "collectives": steps}), flush=True)
+    print(
+        json.dumps(
+            {
+                "rank": get_rank_id(),
+                "start": start,
+                "end": end,
+                "steps_per_s": round(steps / seconds),
+                "collectives": steps,
+            }
+        ),
+        flush=True,
+    )
 
 
 def main() -> None:
@@ -62,14 +73,30 @@ def main() -> None:
         rank_main(arguments.steps)
         return
     began = time.perf_counter()
-    job = subprocess.run([sys.executable, "-m", "npu_bridge_compat", "launch", "-n", "2", __file__, "--rank",
-                          "--steps", str(arguments.steps)], capture_output=True, text=True)
+    job = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "npu_bridge_compat",
+            "launch",
+            "-n",
+            "2",
+            __file__,
+            "--rank",
+            "--steps",
+            str(arguments.steps),
+        ],
+        capture_output=True,
+        text=True,
+    )
     reports = [json.loads(line.split("] ", 1)[1]) for line in job.stdout.splitlines() if '] {"rank"' in line]
     for report in sorted(reports, key=lambda found: found["rank"]):
-        print(f"rank {report['rank']}: {report['collectives']} steps (one allreduce each), "
-              f"{report['steps_per_s']} steps/s; OS threads {report['start']['threads']} -> "
-              f"{report['end']['threads']}; resident memory {report['start']['resident_mb']} -> "
-              f"{report['end']['resident_mb']} MB")
+        print(
+            f"rank {report['rank']}: {report['collectives']} steps (one allreduce each), "
+            f"{report['steps_per_s']} steps/s; OS threads {report['start']['threads']} -> "
+            f"{report['end']['threads']}; resident memory {report['start']['resident_mb']} -> "
+            f"{report['end']['resident_mb']} MB"
+        )
     print(f"job exit status {job.returncode} after {time.perf_counter() - began:.0f} s")
     if job.returncode != 0 or len(reports) != 2:
         sys.stderr.write(job.stdout[-3000:] + job.stderr[-3000:])

@@ -41,7 +41,8 @@ def rank_main(arguments) -> None:
         hidden = tf.nn.relu(tf.matmul(hidden, kernel))
     loss = tf.reduce_mean(tf.square(hidden))
     train_op = NPUDistributedOptimizer(v1.train.GradientDescentOptimizer(1e-4)).minimize(
-        loss, global_step=v1.train.get_or_create_global_step())
+        loss, global_step=v1.train.get_or_create_global_step()
+    )
     config = npu_config_proto(v1.ConfigProto(intra_op_parallelism_threads=1, inter_op_parallelism_threads=1))
     config.graph_options.rewrite_options.custom_optimizers[0].parameter_map["iterations_per_loop"].i = LOOP
     with NPUSession(config=config) as sess:
@@ -63,8 +64,10 @@ def measure(processes: int, ranks: int, port: int = 0) -> list[float]:
     environment = {**os.environ, "PYTHONPATH": os.path.dirname(os.path.dirname(os.path.abspath(__file__)))}
     if ranks > 1:
         environment.update(RANK_SIZE=str(ranks), NPU_BRIDGE_COMPAT_PORT=str(port))
-    started = [subprocess.Popen(command, env={**environment, "RANK_ID": str(index)}, stdout=subprocess.PIPE,
-                                text=True) for index in range(processes)]
+    started = [
+        subprocess.Popen(command, env={**environment, "RANK_ID": str(index)}, stdout=subprocess.PIPE, text=True)
+        for index in range(processes)
+    ]
     rates = []
     for process in started:
         output, _ = process.communicate(timeout=1800)
@@ -87,8 +90,10 @@ def main() -> None:
     from npu_bridge_compat.distributed.launch import free_port_block
 
     cores = len(os.sched_getaffinity(0))
-    print(f"{cores} CPU cores available; each rank is held to one"
-          + ("" if cores >= 2 else " (the two ranks share it: expect no speed-up)"))
+    print(
+        f"{cores} CPU cores available; each rank is held to one"
+        + ("" if cores >= 2 else " (the two ranks share it: expect no speed-up)")
+    )
     one = measure(1, 1)[0]
     alone = sum(measure(2, 1))  # the host's own limit: two processes at once, talking to nobody
     two = min(measure(2, 2, free_port_block(2)))  # they step together: the slowest rank's view is the job's

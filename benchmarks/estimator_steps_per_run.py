@@ -36,7 +36,8 @@ def model_fn(features, labels, mode):
     hidden = tf.compat.v1.layers.dense(features, 16, activation=tf.nn.relu)
     loss = tf.compat.v1.losses.mean_squared_error(labels, tf.compat.v1.layers.dense(hidden, 1))
     train_op = tf.compat.v1.train.GradientDescentOptimizer(0.01).minimize(
-        loss, global_step=tf.compat.v1.train.get_global_step())
+        loss, global_step=tf.compat.v1.train.get_global_step()
+    )
     return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
 
 
@@ -51,12 +52,18 @@ class Timer(tf.compat.v1.train.SessionRunHook):
 
     def end(self, session):
         self.steps_per_second = (session.run(self._global_step) - self._start[0]) / (
-            time.perf_counter() - self._start[1])
+            time.perf_counter() - self._start[1]
+        )
 
 
 def estimator_steps_per_second(iterations_per_loop: int, steps: int) -> float:
-    config = NPURunConfig(model_dir=tempfile.mkdtemp(), iterations_per_loop=iterations_per_loop,
-                          save_checkpoints_steps=None, save_checkpoints_secs=10**6, log_step_count_steps=10**6)
+    config = NPURunConfig(
+        model_dir=tempfile.mkdtemp(),
+        iterations_per_loop=iterations_per_loop,
+        save_checkpoints_steps=None,
+        save_checkpoints_secs=10**6,
+        log_step_count_steps=10**6,
+    )
     timer = Timer()
     NPUEstimator(model_fn, config=config).train(lambda: dataset(), max_steps=steps, hooks=[timer])
     return timer.steps_per_second
@@ -76,8 +83,10 @@ def main(argv: list[str]) -> None:
     tf.compat.v1.logging.set_verbosity(tf.compat.v1.logging.ERROR)
     keras = keras_steps_per_second(100, steps)
     if estimator_api() is None:
-        print(f"NPUEstimator: not measured, TensorFlow {tf.__version__} has no tf.estimator (the Estimator door "
-              "needs TensorFlow 2.15)")
+        print(
+            f"NPUEstimator: not measured, TensorFlow {tf.__version__} has no tf.estimator (the Estimator door "
+            "needs TensorFlow 2.15)"
+        )
         print(f"Keras steps_per_execution=100         {keras:8.0f} steps/s")
         return
     one = estimator_steps_per_second(1, steps)

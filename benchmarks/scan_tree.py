@@ -56,7 +56,7 @@ LICENSE = """# Copyright 2017 The TensorFlow Authors. All Rights Reserved.
 # limitations under the License.
 """
 
-ESTIMATOR_ENTRY = '''
+ESTIMATOR_ENTRY = """
 import os
 import sys
 import argparse
@@ -109,9 +109,9 @@ def main(_):
 
 if __name__ == "__main__":
     tf.app.run()
-'''
+"""
 
-SESSION_ENTRY = '''
+SESSION_ENTRY = """
 import time
 
 import numpy as np
@@ -145,15 +145,15 @@ with tf.compat.v1.Session(config=config) as sess:
         _, loss_value = sess.run([train_op, loss], feed_dict={{images: np.zeros([32, 224, 224, 3]),
                                                               labels: np.zeros([32])}})
         print("step %d loss %.4f time %.3f" % (step, loss_value, time.time() - start))
-'''
+"""
 
-MODEL_HEADER = '''
+MODEL_HEADER = """
 import tensorflow as tf
 from npu_bridge.npu_init import *
 from npu_bridge.estimator import npu_ops
 
 slim = tf.contrib.slim
-'''
+"""
 
 MODEL_BLOCK = '''
 
@@ -172,7 +172,7 @@ def block_{index}(inputs, filters, is_training, scope="block_{index}"):
         return tf.nn.relu(net + shortcut)
 '''
 
-MODEL_FOOTER = '''
+MODEL_FOOTER = """
 
 def inference(images, is_training):
     net = images
@@ -180,9 +180,9 @@ def inference(images, is_training):
         net = globals()["block_%d" % (index % 4)](net, filters, is_training)
     net = tf.reduce_mean(net, axis=[1, 2])
     return tf.layers.dense(net, 1000)
-'''
+"""
 
-DATA_UTILS = '''
+DATA_UTILS = """
 import os
 import json
 import random
@@ -196,7 +196,7 @@ IMAGE_MEAN = [123.68, 116.78, 103.94]
 def load_annotations(path):
     with open(path) as handle:
         return json.load(handle)
-'''
+"""
 
 DATA_BLOCK = '''
 
@@ -212,7 +212,7 @@ def transform_{index}(image, size=224, training=True):
     return crop / 255.0 if {index} % 2 else crop
 '''
 
-PYTHON2 = '''
+PYTHON2 = """
 import os
 import cPickle as pickle
 
@@ -220,7 +220,7 @@ import cPickle as pickle
 def summarize(results):
     for name, value in results.items():
         print "%s: %.4f" % (name, value)
-'''
+"""
 
 SHELL = """#!/bin/bash
 cur_path=`pwd`
@@ -232,11 +232,18 @@ python3 ${cur_path}/../train.py --data_dir=${data_path} --iterations_per_loop=10
 
 
 def _python_file(rng: random.Random, kind: str) -> str:
-    precision = rng.choice(["allow_mix_precision", "allow_mix_precision", "force_fp32", "allow_fp32_to_fp16",
-                            "allow_mix_precison"])  # ports carry the odd typo
-    values = {"model": "resnet_model", "data": "data_utils", "iterations": rng.choice([1, 10, 100]),
-              "dump": rng.choice([True, False]), "precision": precision, "mix": False,
-              "loop_key": rng.choice(["iterations_per_loop"] * 9 + ["iteration_per_loop"])}
+    precision = rng.choice(
+        ["allow_mix_precision", "allow_mix_precision", "force_fp32", "allow_fp32_to_fp16", "allow_mix_precison"]
+    )  # ports carry the odd typo
+    values = {
+        "model": "resnet_model",
+        "data": "data_utils",
+        "iterations": rng.choice([1, 10, 100]),
+        "dump": rng.choice([True, False]),
+        "precision": precision,
+        "mix": False,
+        "loop_key": rng.choice(["iterations_per_loop"] * 9 + ["iteration_per_loop"]),
+    }
     if kind == "estimator":
         body = ESTIMATOR_ENTRY.format(**values)
     elif kind == "session":
@@ -263,10 +270,21 @@ def make_tree(root: Path, files: int = FILES, seed: int = 0) -> tuple[int, int, 
         model += 1
         for index in range(min(FILES_PER_MODEL, files - written)):
             if index < FILES_PER_MODEL * PYTHON_SHARE:
-                kind = ("estimator" if index == 0 else "session" if index == 1 else "python2" if rng.random() < 0.005
-                        else rng.choice(["model", "data", "data"]))
-                name = {"estimator": "train.py", "session": "train_sess.py", "model": "resnet_model.py",
-                        "data": "data_utils.py"}.get(kind, "summarize.py")
+                kind = (
+                    "estimator"
+                    if index == 0
+                    else "session"
+                    if index == 1
+                    else "python2"
+                    if rng.random() < 0.005
+                    else rng.choice(["model", "data", "data"])
+                )
+                name = {
+                    "estimator": "train.py",
+                    "session": "train_sess.py",
+                    "model": "resnet_model.py",
+                    "data": "data_utils.py",
+                }.get(kind, "summarize.py")
                 path = folder / ("" if index < 4 else f"src/part{index}") / name
                 text = _python_file(rng, kind)
                 python += 1
@@ -274,8 +292,13 @@ def make_tree(root: Path, files: int = FILES, seed: int = 0) -> tuple[int, int, 
             else:
                 suffix = rng.choice(["sh", "md", "txt", "json"])
                 path = folder / ("test" if suffix == "sh" else "") / f"file{index}.{suffix}"
-                text = SHELL if suffix == "sh" else json.dumps({"lr": 0.1, "epochs": 90}) if suffix == "json" \
+                text = (
+                    SHELL
+                    if suffix == "sh"
+                    else json.dumps({"lr": 0.1, "epochs": 90})
+                    if suffix == "json"
                     else f"# Model {model}\n\nTrain with `bash test/train_full_1p.sh`.\n"
+                )
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text)
             written += 1
@@ -285,8 +308,12 @@ def make_tree(root: Path, files: int = FILES, seed: int = 0) -> tuple[int, int, 
 def measure(tree: Path, output: Path) -> dict:
     start = time.perf_counter()
     with open(output, "w") as handle:
-        result = subprocess.run([sys.executable, "-m", "npu_bridge_compat", "scan", "--format", "json", str(tree)],
-                                stdout=handle, stderr=subprocess.PIPE, text=True)
+        result = subprocess.run(
+            [sys.executable, "-m", "npu_bridge_compat", "scan", "--format", "json", str(tree)],
+            stdout=handle,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
     seconds = time.perf_counter() - start
     if result.returncode != 0:
         raise SystemExit(f"scan failed:\n{result.stderr[-3000:]}")
@@ -308,15 +335,21 @@ def main() -> None:
             tree = Path(scratch) / "tree"
             start = time.perf_counter()
             files, python_files, python_bytes = make_tree(tree, arguments.files)
-            print(f"wrote {files} files ({python_files} Python, {python_bytes / 1e6:.0f} MB) in "
-                  f"{time.perf_counter() - start:.0f} s")
+            print(
+                f"wrote {files} files ({python_files} Python, {python_bytes / 1e6:.0f} MB) in "
+                f"{time.perf_counter() - start:.0f} s"
+            )
         result = measure(tree, Path(scratch) / "scan.json")
     totals = result["totals"]
-    print(f"scan of {files} files ({python_files} Python files, {python_bytes / 1e6:.0f} MB of Python) on "
-          f"{len(os.sched_getaffinity(0))} CPU cores: {result['seconds']:.1f} s "
-          f"({python_files / result['seconds']:.0f} Python files/s)")
-    print(f"  {totals['ready']} ready, {totals['warning']} with warnings, {totals['blocked']} blocked "
-          f"({', '.join(f'{k} {v}' for k, v in totals['blocked_by'].items())})")
+    print(
+        f"scan of {files} files ({python_files} Python files, {python_bytes / 1e6:.0f} MB of Python) on "
+        f"{len(os.sched_getaffinity(0))} CPU cores: {result['seconds']:.1f} s "
+        f"({python_files / result['seconds']:.0f} Python files/s)"
+    )
+    print(
+        f"  {totals['ready']} ready, {totals['warning']} with warnings, {totals['blocked']} blocked "
+        f"({', '.join(f'{k} {v}' for k, v in totals['blocked_by'].items())})"
+    )
     verdict = "within" if result["seconds"] <= BUDGET_SECONDS else "OVER"
     print(f"{verdict} the {BUDGET_SECONDS} s budget")
 

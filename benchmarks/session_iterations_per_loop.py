@@ -1,10 +1,10 @@
 """Session door, side by side in one run:
 
-  1. util.set_iteration_per_loop with N=100: one sess.run of the looped op vs 100 sess.run(train_op), same model
-     (a tiny dataset-fed MLP), in steps per second (target >= 2.5x);
-  2. NPUSession.run vs a raw tf.compat.v1.Session.run on a tiny graph: the wrapper's overhead (target <= 2%).
+1. util.set_iteration_per_loop with N=100: one sess.run of the looped op vs 100 sess.run(train_op), same model
+   (a tiny dataset-fed MLP), in steps per second (target >= 2.5x);
+2. NPUSession.run vs a raw tf.compat.v1.Session.run on a tiny graph: the wrapper's overhead (target <= 2%).
 
-    python benchmarks/session_iterations_per_loop.py
+  python benchmarks/session_iterations_per_loop.py
 """
 
 import os
@@ -31,12 +31,14 @@ FEATURES = np.random.RandomState(0).randn(2048, 16).astype(np.float32)
 def looped_vs_single(rounds: int = 5) -> tuple[float, float]:
     with tf.Graph().as_default():
         iterator = v1.data.make_initializable_iterator(
-            tf.data.Dataset.from_tensor_slices((FEATURES, FEATURES[:, :1])).repeat().batch(32))
+            tf.data.Dataset.from_tensor_slices((FEATURES, FEATURES[:, :1])).repeat().batch(32)
+        )
         x, y = iterator.get_next()
         hidden = v1.layers.dense(x, 16, activation=tf.nn.relu)
         loss = v1.losses.mean_squared_error(y, v1.layers.dense(hidden, 1))
         train_op = v1.train.GradientDescentOptimizer(0.01).minimize(
-            loss, global_step=v1.train.get_or_create_global_step())
+            loss, global_step=v1.train.get_or_create_global_step()
+        )
         config = npu_config_proto(v1.ConfigProto())
         config.graph_options.rewrite_options.custom_optimizers[0].parameter_map["iterations_per_loop"].i = N
         with NPUSession(config=config) as sess:

@@ -17,8 +17,9 @@ from npu_bridge_compat import build_plan, options_from_config_proto  # noqa: E40
 workdir = tempfile.mkdtemp(prefix="npu_example_")
 mixlist = os.path.join(workdir, "ops_info.json")
 with open(mixlist, "w") as file:
-    file.write('{"black-list": {"to-add": ["Matmul"]},  // keep matmuls in float32\n'
-               ' "white-list": {"to-remove": ["Conv2D"]}}')
+    file.write(
+        '{"black-list": {"to-add": ["Matmul"]},  // keep matmuls in float32\n "white-list": {"to-remove": ["Conv2D"]}}'
+    )
 
 config = tf.compat.v1.ConfigProto(allow_soft_placement=True)
 custom_op = config.graph_options.rewrite_options.custom_optimizers.add()

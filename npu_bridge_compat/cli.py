@@ -14,8 +14,9 @@ import argparse
 import os
 import sys
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from npu_bridge_compat.compat import is_repeated, select_keras_2
 from npu_bridge_compat.errors import NpuConfigError
@@ -130,8 +131,15 @@ def markdown_table() -> str:
         if spec.requires:
             host += f" (read only when {' or '.join(spec.requires)} is on)"
         doc = spec.doc + (f" *{spec.deprecated}.*" if spec.deprecated else "")
-        cells = [f"`{spec.key}`", spec.kind.value, "unset" if spec.default is None else f"`{spec.default!r}`",
-                 allowed, spec.concern.value, host, doc]
+        cells = [
+            f"`{spec.key}`",
+            spec.kind.value,
+            "unset" if spec.default is None else f"`{spec.default!r}`",
+            allowed,
+            spec.concern.value,
+            host,
+            doc,
+        ]
         rows.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
     return "\n".join(rows)
 
@@ -165,8 +173,10 @@ def run_script(arguments: argparse.Namespace) -> int:
     except AttributeError as error:
         hint = None if arguments.tf1 else tf1_hint(error)
         if hint:  # a note is printed after the traceback
-            error.add_note(f"npu_bridge_compat: {hint}. Run it as a TF 1.15 program: python -m npu_bridge_compat "
-                           f"run --tf1 {arguments.script} (`scan` lists the files that need it).")
+            error.add_note(
+                f"npu_bridge_compat: {hint}. Run it as a TF 1.15 program: python -m npu_bridge_compat "
+                f"run --tf1 {arguments.script} (`scan` lists the files that need it)."
+            )
         raise
     return 0
 
@@ -183,12 +193,20 @@ def launch_ranks(arguments: argparse.Namespace) -> int:
         again = [sys.executable, "-m", "npu_bridge_compat", *arguments.command_line]
         refused = None if arguments.host_network else in_private_network(again)
         if refused:
-            print(f"launch: the ranks run in this host's network, where TensorFlow's servers listen on every "
-                  f"interface, because {refused}; block their ports with a firewall, or run on a trusted network",
-                  file=sys.stderr)
+            print(
+                f"launch: the ranks run in this host's network, where TensorFlow's servers listen on every "
+                f"interface, because {refused}; block their ports with a firewall, or run on a trusted network",
+                file=sys.stderr,
+            )
     try:
-        return launch(os.path.abspath(arguments.script), arguments.script_arguments, arguments.nproc, hosts,
-                      arguments.host_index, arguments.tf1)
+        return launch(
+            os.path.abspath(arguments.script),
+            arguments.script_arguments,
+            arguments.nproc,
+            hosts,
+            arguments.host_index,
+            arguments.tf1,
+        )
     except NpuConfigError as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_INVALID
@@ -218,24 +236,35 @@ def scan_paths(arguments: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m npu_bridge_compat", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m npu_bridge_compat", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     explain_parser = commands.add_parser("explain", help="validate NPU options and report their host effect")
-    explain_parser.add_argument("assignments", nargs="*", metavar="key=value",
-                                help="NPU options, e.g. precision_mode=allow_mix_precision iterations_per_loop=10")
+    explain_parser.add_argument(
+        "assignments",
+        nargs="*",
+        metavar="key=value",
+        help="NPU options, e.g. precision_mode=allow_mix_precision iterations_per_loop=10",
+    )
     explain_parser.add_argument("--config", help="a file holding a tf.compat.v1.ConfigProto in text format")
     explain_parser.add_argument("--host", choices=("cpu", "gpu"), help="plan for a CPU or GPU host instead of this one")
     explain_parser.set_defaults(run=explain)
     options_parser = commands.add_parser("options", help="print the table of NPU options as Markdown")
     options_parser.set_defaults(run=options_table)
     run_parser = commands.add_parser("run", help="run a ported script with the npu_bridge/hccl imports aliased")
-    run_parser.add_argument("--tf1", action="store_true",
-                            help="the program is written for TF 1.15: `import tensorflow` in its modules (not in "
-                                 "installed libraries) gives tf.compat.v1, and tensorflow.contrib is importable")
-    run_parser.add_argument("--show-deprecations", action="store_true",
-                            help="print the deprecation notices of TensorFlow and other libraries (hidden by "
-                                 "default; PYTHONWARNINGS or -W also brings them back)")
+    run_parser.add_argument(
+        "--tf1",
+        action="store_true",
+        help="the program is written for TF 1.15: `import tensorflow` in its modules (not in "
+        "installed libraries) gives tf.compat.v1, and tensorflow.contrib is importable",
+    )
+    run_parser.add_argument(
+        "--show-deprecations",
+        action="store_true",
+        help="print the deprecation notices of TensorFlow and other libraries (hidden by "
+        "default; PYTHONWARNINGS or -W also brings them back)",
+    )
     run_parser.add_argument("script", help="the Python script to run")
     run_parser.add_argument("script_arguments", nargs=argparse.REMAINDER, help="its arguments")
     run_parser.set_defaults(run=run_script)
@@ -244,24 +273,33 @@ def build_parser() -> argparse.ArgumentParser:
     launch_parser.add_argument("--hosts", help="all hosts of the job, comma-separated, the same list on each host")
     launch_parser.add_argument("--host-index", type=int, help="this host's position in --hosts (found by default)")
     launch_parser.add_argument("--tf1", action="store_true", help="as `run --tf1`")
-    launch_parser.add_argument("--host-network", action="store_true",
-                               help="one host: run the ranks in this host's network instead of a private one whose "
-                                    "only interface is loopback (for scripts that reach other machines)")
+    launch_parser.add_argument(
+        "--host-network",
+        action="store_true",
+        help="one host: run the ranks in this host's network instead of a private one whose "
+        "only interface is loopback (for scripts that reach other machines)",
+    )
     launch_parser.add_argument("script", help="the Python script to run")
     launch_parser.add_argument("script_arguments", nargs=argparse.REMAINDER, help="its arguments")
     launch_parser.set_defaults(run=launch_ranks)
     scan_parser = commands.add_parser(
-        "scan", help="report what each ported script under PATH becomes on this host, without running it",
+        "scan",
+        help="report what each ported script under PATH becomes on this host, without running it",
         description="Read every Python file under the paths (never executing it) and report, per script, what its "
-                    "adapter imports, NPU options, TF 1.15 names and third-party imports become on this host. Exit "
-                    f"status: 0; {EXIT_FAILED_CHECK} when --fail-on is given and a script reaches that status; "
-                    f"{EXIT_INVALID} when a path does not exist.")
+        "adapter imports, NPU options, TF 1.15 names and third-party imports become on this host. Exit "
+        f"status: 0; {EXIT_FAILED_CHECK} when --fail-on is given and a script reaches that status; "
+        f"{EXIT_INVALID} when a path does not exist.",
+    )
     scan_parser.add_argument("paths", nargs="+", metavar="PATH", help="Python files or folders (read recursively)")
-    scan_parser.add_argument("--format", choices=("text", "json"), default="text",
-                             help="text for people (default), json for tools")
-    scan_parser.add_argument("--fail-on", choices=("blocked", "warning"),
-                             help=f"exit {EXIT_FAILED_CHECK} when a script is blocked (or, with 'warning', has "
-                                  "warnings or is blocked): for CI")
+    scan_parser.add_argument(
+        "--format", choices=("text", "json"), default="text", help="text for people (default), json for tools"
+    )
+    scan_parser.add_argument(
+        "--fail-on",
+        choices=("blocked", "warning"),
+        help=f"exit {EXIT_FAILED_CHECK} when a script is blocked (or, with 'warning', has "
+        "warnings or is blocked): for CI",
+    )
     scan_parser.add_argument("--host", choices=("cpu", "gpu"), help="plan for a CPU or GPU host instead of this one")
     scan_parser.set_defaults(run=scan_paths)
     return parser

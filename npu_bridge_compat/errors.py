@@ -10,7 +10,7 @@ import difflib
 import os
 import sys
 import warnings
-from typing import Iterable
+from collections.abc import Iterable
 
 
 class NpuConfigError(Exception):
@@ -92,6 +92,6 @@ def closest_name(name: str, known: Iterable[str]) -> str | None:
 
 
 def did_you_mean(name: str, known: Iterable[str]) -> str:
-    """" Did you mean 'x'?" for the known name nearest to `name`, or "" when none is close."""
+    """ " Did you mean 'x'?" for the known name nearest to `name`, or "" when none is close."""
     close = closest_name(name, known)
     return f" Did you mean '{close}'?" if close else ""

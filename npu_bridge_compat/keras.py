@@ -51,10 +51,12 @@ from npu_bridge_compat.runtime.probes import StepProbes
 from npu_bridge_compat.runtime.profiling import profiler_trace
 from npu_bridge_compat.runtime.units import keep_dtype_in_function
 
-KERAS_DOOR = Door("NPUCallback", (StepLoop, BatchNormWorkaround, ProfilerTrace, TensorDump, NumericChecks,
-                                  RewriteSetting),
-                  "Session settings cannot change once TensorFlow runs: set them with tf.config before anything "
-                  "runs, or use the session door.")
+KERAS_DOOR = Door(
+    "NPUCallback",
+    (StepLoop, BatchNormWorkaround, ProfilerTrace, TensorDump, NumericChecks, RewriteSetting),
+    "Session settings cannot change once TensorFlow runs: set them with tf.config before anything "
+    "runs, or use the session door.",
+)
 
 
 class NPUCallback(tf.keras.callbacks.Callback):
@@ -92,7 +94,8 @@ class NPUCallback(tf.keras.callbacks.Callback):
                 raise NpuOptionValueError(
                     f"the Keras mixed-precision policy is '{policy}' and the NPU options ask for grappler mixed "
                     "precision; TensorFlow allows one or the other. Keep the NPU precision_mode, or set the policy "
-                    "to 'float32'.")
+                    "to 'float32'."
+                )
 
     # Keras calls the *_begin/_end pairs of fit, evaluate and predict; evaluate may run inside fit.
     def on_train_begin(self, logs=None) -> None:
@@ -119,7 +122,8 @@ class NPUCallback(tf.keras.callbacks.Callback):
             raise NpuOptionValueError(
                 "NPUCallback works with TensorFlow 2 Keras, whose steps run as traced functions; this Keras runs in "
                 "graph mode (TF2 behaviour disabled, as under `run --tf1`). Give Keras' session the NPU options "
-                "instead: set_keras_session_npu_config(config) before fit, as the adapter's Keras guide does.")
+                "instead: set_keras_session_npu_config(config) before fit, as the adapter's Keras guide does."
+            )
         if not self._replaced:
             self._check_keras_policy()
             self._active = contextlib.ExitStack()
@@ -143,10 +147,12 @@ class NPUCallback(tf.keras.callbacks.Callback):
         # next call with this callback and the model's own come back at the end. Keras 2's evaluate calls the
         # function it made before on_test_begin instead: that one is traced (on first use) with the wrapped step.
         step_attribute = f"{mode}_step"
-        self._replaced.append((mode, getattr(self.model, f"{mode}_function"),
-                               self.model.__dict__.get(step_attribute)))
-        setattr(self.model, step_attribute, _ProbedStep(getattr(self.model, step_attribute), self.model, mode,
-                                                        probes, self.npu_plan))
+        self._replaced.append((mode, getattr(self.model, f"{mode}_function"), self.model.__dict__.get(step_attribute)))
+        setattr(
+            self.model,
+            step_attribute,
+            _ProbedStep(getattr(self.model, step_attribute), self.model, mode, probes, self.npu_plan),
+        )
         cached = self._functions.get((id(self.model), mode))
         if cached is None or cached[0] is not self.model:
             function = remake_keras_function(self.model, mode)
@@ -243,7 +249,8 @@ def _steps_per_execution(model, steps: int):
     if chosen not in (1, steps):
         raise NpuOptionValueError(
             f"the model was compiled with steps_per_execution={chosen} but the NPU options set "
-            f"iterations_per_loop={steps}; keep one of them (or make them equal).")
+            f"iterations_per_loop={steps}; keep one of them (or make them equal)."
+        )
     return steps_per_execution_in_fit(model, steps)
 
 
@@ -251,8 +258,11 @@ def _steps_per_execution(model, steps: int):
 def _without_xla(model):
     """The model's functions made meanwhile run without XLA: dumps and the inputs of failing ops are written by
     host callbacks (numpy_function), which XLA cannot compile. Keras 3 compiles with XLA by default on GPUs."""
-    warn("the model is compiled with jit_compile=True; XLA cannot compile the dumps and numeric checks the NPU "
-         "options ask for, so NPUCallback's functions run without XLA.", NpuCompatWarning)
+    warn(
+        "the model is compiled with jit_compile=True; XLA cannot compile the dumps and numeric checks the NPU "
+        "options ask for, so NPUCallback's functions run without XLA.",
+        NpuCompatWarning,
+    )
     model.jit_compile = False
     try:
         yield
@@ -264,5 +274,3 @@ def _grappler_options(plan: HostPlan):
     """The plan's grappler rewrite settings for the functions this thread calls meanwhile (Keras runs its steps
     in the thread that called fit)."""
     return function_calls_rewritten(plan.rewrite_options)
-
-

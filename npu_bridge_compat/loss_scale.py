@@ -39,14 +39,21 @@ class FixedLossScaleManager:
 class ExponentialUpdateLossScaleManager:
     """A loss scale that grows after a run of good steps and shrinks after a run of bad ones."""
 
-    def __init__(self, init_loss_scale, incr_every_n_steps: int, decr_every_n_nan_or_inf: int = 2,
-                 incr_ratio: float = 2, decr_ratio: float = 0.8) -> None:
-        checks = [(init_loss_scale >= 1, f"init_loss_scale must be at least 1 (got {init_loss_scale})"),
-                  (incr_every_n_steps > 0, f"incr_every_n_steps must be positive (got {incr_every_n_steps})"),
-                  (decr_every_n_nan_or_inf > 0,
-                   f"decr_every_n_nan_or_inf must be positive (got {decr_every_n_nan_or_inf})"),
-                  (incr_ratio > 1, f"incr_ratio must be greater than 1 (got {incr_ratio})"),
-                  (0 < decr_ratio < 1, f"decr_ratio must be in (0, 1) (got {decr_ratio})")]
+    def __init__(
+        self,
+        init_loss_scale,
+        incr_every_n_steps: int,
+        decr_every_n_nan_or_inf: int = 2,
+        incr_ratio: float = 2,
+        decr_ratio: float = 0.8,
+    ) -> None:
+        checks = [
+            (init_loss_scale >= 1, f"init_loss_scale must be at least 1 (got {init_loss_scale})"),
+            (incr_every_n_steps > 0, f"incr_every_n_steps must be positive (got {incr_every_n_steps})"),
+            (decr_every_n_nan_or_inf > 0, f"decr_every_n_nan_or_inf must be positive (got {decr_every_n_nan_or_inf})"),
+            (incr_ratio > 1, f"incr_ratio must be greater than 1 (got {incr_ratio})"),
+            (0 < decr_ratio < 1, f"decr_ratio must be in (0, 1) (got {decr_ratio})"),
+        ]
         for ok, message in checks:
             if not ok:
                 raise NpuOptionValueError(message)
@@ -71,16 +78,20 @@ class ExponentialUpdateLossScaleManager:
             grow = self._good_steps + 1 >= self._incr_every_n_steps
             grown = self._loss_scale * self._incr_ratio
             new_scale = tf.where(grow & tf.math.is_finite(grown), grown, self._loss_scale)
-            return tf.group(self._loss_scale.assign(new_scale),
-                            self._good_steps.assign(tf.where(grow, 0, self._good_steps + 1)),
-                            self._bad_steps.assign(0))
+            return tf.group(
+                self._loss_scale.assign(new_scale),
+                self._good_steps.assign(tf.where(grow, 0, self._good_steps + 1)),
+                self._bad_steps.assign(0),
+            )
 
         def bad_step():
             shrink = self._bad_steps + 1 >= self._decr_every_n_nan_or_inf
             new_scale = tf.where(shrink, tf.maximum(self._loss_scale * self._decr_ratio, 1.0), self._loss_scale)
-            return tf.group(self._loss_scale.assign(new_scale),
-                            self._bad_steps.assign(tf.where(shrink, 0, self._bad_steps + 1)),
-                            self._good_steps.assign(0))
+            return tf.group(
+                self._loss_scale.assign(new_scale),
+                self._bad_steps.assign(tf.where(shrink, 0, self._bad_steps + 1)),
+                self._good_steps.assign(0),
+            )
 
         return tf.cond(finite_grads, good_step, bad_step)
 
@@ -90,8 +101,13 @@ def _state(name: str, value, dtype):
     TensorFlow's own default gives: under TF1 behaviour (`run --tf1`) a TF1 variable, whose `name:0` tensor is
     its value, as scripts that fetch it by name expect. The initial value is a callable, so the variable can also
     be created inside a loop body or function."""
-    return v1.Variable(lambda: tf.constant(value, dtype), name=name, dtype=dtype, trainable=False,
-                       collections=[v1.GraphKeys.GLOBAL_VARIABLES])
+    return v1.Variable(
+        lambda: tf.constant(value, dtype),
+        name=name,
+        dtype=dtype,
+        trainable=False,
+        collections=[v1.GraphKeys.GLOBAL_VARIABLES],
+    )
 
 
 class NPULossScaleOptimizer:
@@ -99,8 +115,9 @@ class NPULossScaleOptimizer:
 
     def __init__(self, opt, loss_scale_manager, is_distributed: bool = False) -> None:
         if loss_scale_manager is None:
-            raise NpuOptionValueError("loss_scale_manager must be a FixedLossScaleManager or an "
-                                      "ExponentialUpdateLossScaleManager, got None")
+            raise NpuOptionValueError(
+                "loss_scale_manager must be a FixedLossScaleManager or an ExponentialUpdateLossScaleManager, got None"
+            )
         self._is_distributed = is_distributed  # skip a step on every rank when one rank overflows
         self._optimizer = opt
         self._manager = loss_scale_manager
@@ -126,9 +143,9 @@ class NPULossScaleOptimizer:
         if self._is_distributed:
             finite = all_ranks_true(finite)
         update_scale = self._manager.update_loss_scale(finite)
-        apply = tf.cond(finite,
-                        lambda: tf.group(self._optimizer.apply_gradients(grads_and_vars, global_step=global_step)),
-                        tf.no_op)
+        apply = tf.cond(
+            finite, lambda: tf.group(self._optimizer.apply_gradients(grads_and_vars, global_step=global_step)), tf.no_op
+        )
         return tf.group(apply, update_scale, name=name)
 
     def minimize(self, loss, global_step=None, var_list=None, name=None, **kwargs):
@@ -148,8 +165,14 @@ def _unscale(grad, scale):
     return grad / tf.cast(scale, grad.dtype)
 
 
-def NPUOptimizer(opt, loss_scale_manager=None, is_distributed: bool = False, is_loss_scale: bool = False,  # noqa: N802
-                 is_tailing_optimization: bool = False, name=None):
+def NPUOptimizer(
+    opt,
+    loss_scale_manager=None,
+    is_distributed: bool = False,
+    is_loss_scale: bool = False,  # noqa: N802
+    is_tailing_optimization: bool = False,
+    name=None,
+):
     """The adapter's all-in-one wrapper: loss scaling when `is_loss_scale`, distribution when `is_distributed`."""
     if is_loss_scale and loss_scale_manager is None:
         raise NpuOptionValueError("NPUOptimizer(is_loss_scale=True) needs a loss_scale_manager")

@@ -62,5 +62,6 @@ class _AicoreOps:
 npu_unary_ops = _UnaryOps()
 npu_aicore_ops = _AicoreOps()
 
-embeddingrankid = device_only("npu_cpu_ops.embeddingrankid",
-                              "keep the embedding table in a variable and read it with tf.nn.embedding_lookup")
+embeddingrankid = device_only(
+    "npu_cpu_ops.embeddingrankid", "keep the embedding table in a variable and read it with tf.nn.embedding_lookup"
+)

@@ -11,7 +11,7 @@ host effect.
 from __future__ import annotations
 
 import contextlib
-from typing import Iterator
+from collections.abc import Iterator
 
 import tensorflow as tf
 from tensorflow.core.framework import attr_value_pb2
@@ -63,8 +63,9 @@ def keep_tensors_dtypes(graph: tf.Graph, input_tensors: tuple[str, ...] | list[s
     if not isinstance(graph, tf.Graph):  # ValueError, as the adapter raises
         raise NpuOptionValueError(f"graph param must be ops.Graph class. (got {type(graph).__name__})")
     if not isinstance(input_tensors, (tuple, list)):
-        raise NpuOptionValueError(f"input_tensors must be list or tuple. (got {type(input_tensors).__name__} "
-                                  f"{input_tensors!r})")
+        raise NpuOptionValueError(
+            f"input_tensors must be list or tuple. (got {type(input_tensors).__name__} {input_tensors!r})"
+        )
     operations = []
     for name in input_tensors:
         try:
@@ -72,7 +73,8 @@ def keep_tensors_dtypes(graph: tf.Graph, input_tensors: tuple[str, ...] | list[s
         except (KeyError, ValueError, TypeError) as error:
             reason = error.args[0] if error.args else error
             raise NpuOptionValueError(
-                f"keep_tensors_dtypes: {name!r} names no tensor of the graph ({reason})") from None
+                f"keep_tensors_dtypes: {name!r} names no tensor of the graph ({reason})"
+            ) from None
     for op in operations:
         set_op_attribute(op, KEEP_DTYPE, _int(1))
 
@@ -93,17 +95,23 @@ def npu_mem_type_scope() -> contextlib.AbstractContextManager:
     return _attr_scope({"_output_memory_type": _int(1)})
 
 
-def npu_weight_prefetch_scope(buffer_pool_id: int = 0, buffer_pool_size: int = 536870912
-                              ) -> contextlib.AbstractContextManager:
+def npu_weight_prefetch_scope(
+    buffer_pool_id: int = 0, buffer_pool_size: int = 536870912
+) -> contextlib.AbstractContextManager:
     """Ascend weight prefetching (`_weight_prefetch_*`); no host effect."""
-    return _attr_scope({"_weight_prefetch_buffer_pool_id": _int(buffer_pool_id),
-                        "_weight_prefetch_buffer_pool_size": _int(buffer_pool_size)})
+    return _attr_scope(
+        {
+            "_weight_prefetch_buffer_pool_id": _int(buffer_pool_id),
+            "_weight_prefetch_buffer_pool_size": _int(buffer_pool_size),
+        }
+    )
 
 
 def op_specified_engine_scope(engine_name: str = "", kernel_lib_name: str = "") -> contextlib.AbstractContextManager:
     """Ascend engine choice (`_specified_engine_name`, `_specified_kernel_lib_name`); no host effect."""
-    return _attr_scope({"_specified_engine_name": _text(engine_name),
-                        "_specified_kernel_lib_name": _text(kernel_lib_name)})
+    return _attr_scope(
+        {"_specified_engine_name": _text(engine_name), "_specified_kernel_lib_name": _text(kernel_lib_name)}
+    )
 
 
 def npu_qos_label_scope(qos_label: int) -> contextlib.AbstractContextManager:

@@ -84,7 +84,7 @@ class NPUSession(tf.compat.v1.Session):
         """Check the ops added since the last run, and begin the units before the first run; TensorFlow has not
         seen the new ops yet, so they can still be changed."""
         operations = self.graph.get_operations()
-        new_ops, self._ops_checked = operations[self._ops_checked:], len(operations)
+        new_ops, self._ops_checked = operations[self._ops_checked :], len(operations)
         self._graph_version_checked = self.graph.version
         if self.npu_plan.feature(BatchNormWorkaround):
             v3 = [op.name for op in new_ops if op.type in V3_BATCH_NORM_OPS]
@@ -93,7 +93,8 @@ class NPUSession(tf.compat.v1.Session):
                     f"mix_compile_mode is True but the graph has FusedBatchNormV3 ops ({', '.join(v3[:3])}"
                     f"{', ...' if len(v3) > 3 else ''}), which mixed compute cannot run on the NPU. Build the model "
                     "inside `with tf.compat.forward_compatibility_horizon(2019, 5, 1):` (as Ascend's mixed-compute "
-                    "guide says) so that batch norm uses FusedBatchNorm / FusedBatchNormV2.")
+                    "guide says) so that batch norm uses FusedBatchNorm / FusedBatchNormV2."
+                )
         if not self._begun:
             self._begun = True
             with self.graph.as_default():
@@ -133,6 +134,7 @@ class _PlainRuns:
 
 # --- the adapter's ConfigProto helpers ----------------------------------------------------------------------
 
+
 def npu_config_proto(config_proto=None) -> config_pb2.ConfigProto:
     """The adapter's helper: a ConfigProto with an NpuOptimizer entry (added once, turning memory optimisation
     off), soft placement, no remapping and XLA off."""
@@ -157,8 +159,11 @@ def npu_graph_options(graph_options=None) -> config_pb2.GraphOptions:
 
 def npu_optimizer_options(optimizer_options=None) -> config_pb2.OptimizerOptions:
     """The adapter's helper: OptimizerOptions with XLA off."""
-    options = (optimizer_options if isinstance(optimizer_options, config_pb2.OptimizerOptions)
-               else config_pb2.OptimizerOptions())
+    options = (
+        optimizer_options
+        if isinstance(optimizer_options, config_pb2.OptimizerOptions)
+        else config_pb2.OptimizerOptions()
+    )
     options.global_jit_level = config_pb2.OptimizerOptions.OFF
     return options
 
@@ -173,6 +178,7 @@ def npu_run_config_init(run_config=None):
 
 
 # --- resources and ranks ------------------------------------------------------------------------------------
+
 
 @dataclasses.dataclass
 class _Ranks:

@@ -27,8 +27,9 @@ from npu_bridge_compat.runtime.loop import loop_train_op
 
 def _check_train_op(train_op) -> None:
     if not isinstance(train_op, tf.Operation):
-        raise NpuOptionValueError(f"The incoming 'train_op' type is '{type(train_op).__name__}', and the need "
-                                  "type is 'Operation'")
+        raise NpuOptionValueError(
+            f"The incoming 'train_op' type is '{type(train_op).__name__}', and the need type is 'Operation'"
+        )
 
 
 def _check_iterations(iterations_per_loop) -> None:
@@ -48,11 +49,15 @@ def _check_against_session_config(sess, iterations_per_loop: int) -> None:
     if config.mix_compile_mode and iterations_per_loop > 1:
         raise NpuOptionValueError(
             f'"iterations_per_loop" must be 1 with "mix_compile_mode" is True (set_iteration_per_loop got '
-            f"{iterations_per_loop})")
+            f"{iterations_per_loop})"
+        )
     if config.iterations_per_loop != iterations_per_loop:
-        warn(f"set_iteration_per_loop(..., {iterations_per_loop}) differs from the session config's "
-             f'parameter_map["iterations_per_loop"]={config.iterations_per_loop}; Ascend requires them equal. '
-             f"{iterations_per_loop} steps per run are used.", NpuCompatWarning)
+        warn(
+            f"set_iteration_per_loop(..., {iterations_per_loop}) differs from the session config's "
+            f'parameter_map["iterations_per_loop"]={config.iterations_per_loop}; Ascend requires them equal. '
+            f"{iterations_per_loop} steps per run are used.",
+            NpuCompatWarning,
+        )
 
 
 class IterationPerLoop:
@@ -63,9 +68,14 @@ class IterationPerLoop:
         _check_train_op(train_op)
         graph = train_op.graph
         with graph.as_default(), tf.name_scope("npu_runconfig"):
-            iterations = tf.compat.v1.Variable(1, dtype=tf.int64, trainable=False, use_resource=True,
-                                               name="iterations_per_loop",
-                                               collections=[tf.compat.v1.GraphKeys.LOCAL_VARIABLES])
+            iterations = tf.compat.v1.Variable(
+                1,
+                dtype=tf.int64,
+                trainable=False,
+                use_resource=True,
+                name="iterations_per_loop",
+                collections=[tf.compat.v1.GraphKeys.LOCAL_VARIABLES],
+            )
         self._looped = loop_train_op(train_op, iterations, most_steps=1)
         return self._looped.loop_op
 
@@ -73,8 +83,11 @@ class IterationPerLoop:
         _check_iterations(iterations_per_loop)
         _check_against_session_config(sess, iterations_per_loop)
         if iterations_per_loop > 1 and self._looped.feeds_its_data:
-            warn("the looped train op reads no tf.data iterator: every iteration of a run trains on the same fed "
-                 "batch. Feed data through a dataset iterator for N distinct steps per run.", NpuCompatWarning)
+            warn(
+                "the looped train op reads no tf.data iterator: every iteration of a run trains on the same fed "
+                "batch. Feed data through a dataset iterator for N distinct steps per run.",
+                NpuCompatWarning,
+            )
         self._looped.iterations.load(iterations_per_loop, sess)
         self._looped.most_steps = iterations_per_loop
 

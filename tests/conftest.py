@@ -9,12 +9,18 @@ from npu_bridge_compat.host import HostFacts  # noqa: E402
 
 # Tests that only make sense on one TensorFlow line: marker -> (whether this line has it, why others skip).
 LINE_MARKERS = {
-    "needs_estimator": (lambda: compat.estimator_api() is not None,
-                        "need tf.estimator, which TensorFlow removed in 2.16"),
-    "without_estimator": (lambda: compat.estimator_api() is None,
-                          "check the Estimator door's error where tf.estimator is gone (TensorFlow 2.16 and later)"),
-    "needs_keras_2": (lambda: not compat.tf_keras_is_keras_3(),
-                      "need tf.keras to be Keras 2 (TF_USE_LEGACY_KERAS=1 from TensorFlow 2.16)"),
+    "needs_estimator": (
+        lambda: compat.estimator_api() is not None,
+        "need tf.estimator, which TensorFlow removed in 2.16",
+    ),
+    "without_estimator": (
+        lambda: compat.estimator_api() is None,
+        "check the Estimator door's error where tf.estimator is gone (TensorFlow 2.16 and later)",
+    ),
+    "needs_keras_2": (
+        lambda: not compat.tf_keras_is_keras_3(),
+        "need tf.keras to be Keras 2 (TF_USE_LEGACY_KERAS=1 from TensorFlow 2.16)",
+    ),
     "needs_keras_3": (lambda: compat.tf_keras_is_keras_3(), "check Keras 3 (tf.keras from TensorFlow 2.16)"),
 }
 
@@ -34,12 +40,15 @@ def pytest_collection_modifyitems(config, items) -> None:
 
 def pytest_terminal_summary(terminalreporter) -> None:
     """How many tests this line skipped, and why (the line's skips, not other skips)."""
-    reasons = [report.longrepr[2] for report in terminalreporter.stats.get("skipped", [])
-               if isinstance(report.longrepr, tuple)]
+    reasons = [
+        report.longrepr[2] for report in terminalreporter.stats.get("skipped", []) if isinstance(report.longrepr, tuple)
+    ]
     for _, reason in LINE_MARKERS.values():
         count = sum(reason in text for text in reasons)
         if count:
-            terminalreporter.write_line(f"{count} test{'s' * (count != 1)} skipped on TensorFlow {compat.tensorflow_version()}: {reason}")
+            terminalreporter.write_line(
+                f"{count} test{'s' * (count != 1)} skipped on TensorFlow {compat.tensorflow_version()}: {reason}"
+            )
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ def lstm(x, w, b, init_h, init_c, lengths=None, forget_bias=0.0, cell_clip=-1.0,
     h, c = init_h.astype(np.float64), init_c.astype(np.float64)
     names = ("y", "output_h", "output_c", "i", "j", "f", "o", "tanhc")
     out = {name: np.zeros((steps, batch, h.shape[1])) for name in names}
-    for t in (range(steps - 1, -1, -1) if reverse else range(steps)):
+    for t in range(steps - 1, -1, -1) if reverse else range(steps):
         gates = np.concatenate([x[t], h], axis=1) @ w + b
         i, j, f, o = np.split(gates, 4, axis=1)
         i, f = sigmoid(i + wci * c), sigmoid(f + forget_bias + wcf * c)
@@ -33,12 +33,22 @@ def lstm(x, w, b, init_h, init_c, lengths=None, forget_bias=0.0, cell_clip=-1.0,
         h, c = np.where(inside, h_next, h), np.where(inside, c_next, c)
         for name, value in zip(names, (h_next * inside, h, c, i, j, f, o, np.tanh(c_next))):
             out[name][t] = value
-    out["inside"] = (np.arange(steps)[:, None] < lengths[None, :])
+    out["inside"] = np.arange(steps)[:, None] < lengths[None, :]
     return out
 
 
-def gru(x, weight_input, weight_hidden, bias_input, bias_hidden, init_h, lengths=None, attention=None,
-        gate_order="zrh", reset_after=True):
+def gru(
+    x,
+    weight_input,
+    weight_hidden,
+    bias_input,
+    bias_hidden,
+    init_h,
+    lengths=None,
+    attention=None,
+    gate_order="zrh",
+    reset_after=True,
+):
     """DynamicGRUV2 / DynamicAUGRU unrolled by hand: h' = u·h + (1 - u)·new with u = (1 - a)·z."""
     steps, batch = x.shape[:2]
     hidden = init_h.shape[1]
@@ -47,7 +57,7 @@ def gru(x, weight_input, weight_hidden, bias_input, bias_hidden, init_h, lengths
     z_at, r_at = (0, 1) if gate_order == "zrh" else (1, 0)
 
     def block(matrix, k):
-        return matrix[..., k * hidden:(k + 1) * hidden]
+        return matrix[..., k * hidden : (k + 1) * hidden]
 
     h = init_h.astype(np.float64)
     names = ("y", "output_h", "update", "update_att", "reset", "new", "hidden_new")
@@ -69,7 +79,7 @@ def gru(x, weight_input, weight_hidden, bias_input, bias_hidden, init_h, lengths
         h = np.where(inside, h_next, h)
         for name, value in zip(names, (h_next * inside, h, z, u, r, new, hidden_new)):
             out[name][t] = value
-    out["inside"] = (np.arange(steps)[:, None] < lengths[None, :])
+    out["inside"] = np.arange(steps)[:, None] < lengths[None, :]
     return out
 
 
@@ -122,7 +132,7 @@ def lars(weight, grad, weight_decay, hyperpara=0.001, epsilon=1e-5, learning_rat
 
 
 def adam_apply_one(grad, v, m, var, lr, beta1, beta2, epsilon, decay=0.0):
-    v = beta2 * v + (1 - beta2) * grad ** 2
+    v = beta2 * v + (1 - beta2) * grad**2
     m = beta1 * m + (1 - beta1) * grad
     var = var - lr * (m / (np.sqrt(v) + epsilon) + decay * var)
     return v, m, var
@@ -130,9 +140,9 @@ def adam_apply_one(grad, v, m, var, lr, beta1, beta2, epsilon, decay=0.0):
 
 def lamb_step(grad, v, m, param, lr, beta1, beta2, epsilon, step, weight_decay):
     """One LAMB step as BERT's optimizer writes it: Adam's unbiased update plus decay, scaled by the trust ratio."""
-    v = beta2 * v + (1 - beta2) * grad ** 2
+    v = beta2 * v + (1 - beta2) * grad**2
     m = beta1 * m + (1 - beta1) * grad
-    update = (m / (1 - beta1 ** step)) / (np.sqrt(v / (1 - beta2 ** step)) + epsilon) + weight_decay * param
+    update = (m / (1 - beta1**step)) / (np.sqrt(v / (1 - beta2**step)) + epsilon) + weight_decay * param
     w_norm, g_norm = np.linalg.norm(param), np.linalg.norm(update)
     ratio = w_norm / g_norm if w_norm > 0 and g_norm > 0 else 1.0
     return v, m, param - ratio * lr * update

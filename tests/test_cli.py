@@ -35,8 +35,14 @@ def section(report: str, name: str) -> str:
 def test_seed_000_mixed_compute_with_a_host_region(capsys, tmp_path):
     in_nodes = ["_arg_tf_image_string_0_0", "strided_slice_1/stack", "strided_slice_1/stack_1", "Const"]
     out_nodes = ["strided_slice_2", "strided_slice_3", "strided_slice_4"]
-    config = npu_config({"use_off_line": True, "mix_compile_mode": True, "in_out_pair_flag": False,
-                         "in_out_pair": str([[in_nodes, out_nodes]])})
+    config = npu_config(
+        {
+            "use_off_line": True,
+            "mix_compile_mode": True,
+            "in_out_pair_flag": False,
+            "in_out_pair": str([[in_nodes, out_nodes]]),
+        }
+    )
     config.graph_options.rewrite_options.remapping = 2
     code, out, err = explain(capsys, "--config", write_config(tmp_path, config))
     assert code == 0, err
@@ -62,12 +68,24 @@ def test_seed_002_mixed_compute_with_iterations_is_refused(capsys):
 
 
 def test_seed_001_dump_and_profiling_examples(capsys, tmp_path):
-    profiling = {"output": str(tmp_path / "profiling"), "training_trace": "on",
-                 "fp_point": "resnet_model/conv2d/Conv2Dresnet_model/batch_normalization/FusedBatchNormV3_Reduce",
-                 "bp_point": "gradients/AddN_70"}
-    config = npu_config({"enable_dump": True, "dump_path": str(tmp_path), "dump_step": "0|5|10",
-                         "dump_mode": "all", "profiling_mode": True, "profiling_options": json.dumps(profiling),
-                         "precision_mode": "allow_mix_precision", "variable_format_optimize": True})
+    profiling = {
+        "output": str(tmp_path / "profiling"),
+        "training_trace": "on",
+        "fp_point": "resnet_model/conv2d/Conv2Dresnet_model/batch_normalization/FusedBatchNormV3_Reduce",
+        "bp_point": "gradients/AddN_70",
+    }
+    config = npu_config(
+        {
+            "enable_dump": True,
+            "dump_path": str(tmp_path),
+            "dump_step": "0|5|10",
+            "dump_mode": "all",
+            "profiling_mode": True,
+            "profiling_options": json.dumps(profiling),
+            "precision_mode": "allow_mix_precision",
+            "variable_format_optimize": True,
+        }
+    )
     code, out, err = explain(capsys, "--config", write_config(tmp_path, config), "--host", "cpu")
     assert code == 0, err
     translated = section(out, "translated")
@@ -95,12 +113,15 @@ def test_unknown_key_is_warned_about_and_the_rest_explained(capsys):
     assert "deterministic=1" in out
 
 
-@pytest.mark.parametrize("arguments, message", [
-    (["iterations_per_loop=ten"], 'error: NPU option "iterations_per_loop" takes an integer'),
-    (["mix_compile_mode=yes"], 'error: NPU option "mix_compile_mode" takes true or false'),
-    (["precision_mode"], "error: expected key=value"),
-    (["--config", "/nonexistent.pbtxt"], "error: cannot read /nonexistent.pbtxt"),
-])
+@pytest.mark.parametrize(
+    "arguments, message",
+    [
+        (["iterations_per_loop=ten"], 'error: NPU option "iterations_per_loop" takes an integer'),
+        (["mix_compile_mode=yes"], 'error: NPU option "mix_compile_mode" takes true or false'),
+        (["precision_mode"], "error: expected key=value"),
+        (["--config", "/nonexistent.pbtxt"], "error: cannot read /nonexistent.pbtxt"),
+    ],
+)
 def test_bad_command_lines_exit_2(capsys, arguments, message):
     code, _, err = explain(capsys, *arguments)
     assert code == 2 and message in err
@@ -125,8 +146,12 @@ def test_options_prints_the_table(capsys):
 
 
 def test_module_entry_point_runs():
-    result = subprocess.run([sys.executable, "-m", "npu_bridge_compat", "explain", "graph_run_mode=2"],
-                            capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-m", "npu_bridge_compat", "explain", "graph_run_mode=2"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 2
     assert 'NPU option "graph_run_mode" (the command line) has an invalid value 2' in result.stderr
 

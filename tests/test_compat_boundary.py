@@ -11,16 +11,43 @@ PACKAGE = Path(__file__).parent.parent / "npu_bridge_compat"
 COMPAT = PACKAGE / "compat"
 PRIVATE_MODULES = ("tensorflow.python", "tensorflow_estimator.python", "keras.src", "tf_keras.src")
 # Private attributes of TensorFlow, Keras and Estimator objects that the package has needed.
-PRIVATE_ATTRIBUTES = frozenset({
-    "_unsafe_unfinalize", "_control_flow_context", "_add_control_input", "_as_graph_element", "_set_attr",
-    "_set_device", "_nodes_by_name", "_control_outputs", "_attr_scope", "_is_stateful", "_thread_local_data",
-    "_context_handle", "_config", "_session_config", "_master", "_save_checkpoints_steps",
-    "_save_checkpoints_secs", "_save_summary_steps", "_log_step_count_steps", "_model_fn",
-    "_warm_start_settings", "_steps_per_execution", "_train_counter", "_HookedSession",
-    "_update_forward_compatibility_date_number", "_fused_batch_norm", "_FORWARD_COMPATIBILITY_HORIZON",
-    "_experimental_distribute_dataset", "_num_replicas_in_sync", "_call_model_fn", "_call_input_fn",
-    "_train_with_estimator_spec", "_convert_train_steps_to_hooks",
-})
+PRIVATE_ATTRIBUTES = frozenset(
+    {
+        "_unsafe_unfinalize",
+        "_control_flow_context",
+        "_add_control_input",
+        "_as_graph_element",
+        "_set_attr",
+        "_set_device",
+        "_nodes_by_name",
+        "_control_outputs",
+        "_attr_scope",
+        "_is_stateful",
+        "_thread_local_data",
+        "_context_handle",
+        "_config",
+        "_session_config",
+        "_master",
+        "_save_checkpoints_steps",
+        "_save_checkpoints_secs",
+        "_save_summary_steps",
+        "_log_step_count_steps",
+        "_model_fn",
+        "_warm_start_settings",
+        "_steps_per_execution",
+        "_train_counter",
+        "_HookedSession",
+        "_update_forward_compatibility_date_number",
+        "_fused_batch_norm",
+        "_FORWARD_COMPATIBILITY_HORIZON",
+        "_experimental_distribute_dataset",
+        "_num_replicas_in_sync",
+        "_call_model_fn",
+        "_call_input_fn",
+        "_train_with_estimator_spec",
+        "_convert_train_steps_to_hooks",
+    }
+)
 # Reaches not moved yet (issue 20 is open for them): the count may only fall.
 PENDING = {"estimator/config.py": 1, "legacy/tf1/__init__.py": 1}
 
@@ -35,8 +62,7 @@ def _private_reaches(path: Path) -> list[str]:
             modules = [alias.name for alias in node.names]
         else:
             modules = []
-        found += [f"line {node.lineno}: import of {module}" for module in modules
-                  if module.startswith(PRIVATE_MODULES)]
+        found += [f"line {node.lineno}: import of {module}" for module in modules if module.startswith(PRIVATE_MODULES)]
         if isinstance(node, ast.Attribute) and node.attr in PRIVATE_ATTRIBUTES:
             found.append(f"line {node.lineno}: private attribute {node.attr}")
     return sorted(found, key=lambda line: int(line.split()[1].rstrip(":")))
@@ -47,11 +73,16 @@ SOURCES = sorted(path for path in PACKAGE.rglob("*.py") if COMPAT not in path.pa
 
 def test_the_boundary_check_finds_private_reaches(tmp_path):
     sample = tmp_path / "sample.py"
-    sample.write_text("from tensorflow.python.eager import context\nimport keras.src.utils\n"
-                      "graph._unsafe_unfinalize()\nconfig = session._config\n")
-    assert _private_reaches(sample) == ["line 1: import of tensorflow.python.eager",
-                                        "line 2: import of keras.src.utils", "line 3: private attribute "
-                                        "_unsafe_unfinalize", "line 4: private attribute _config"]
+    sample.write_text(
+        "from tensorflow.python.eager import context\nimport keras.src.utils\n"
+        "graph._unsafe_unfinalize()\nconfig = session._config\n"
+    )
+    assert _private_reaches(sample) == [
+        "line 1: import of tensorflow.python.eager",
+        "line 2: import of keras.src.utils",
+        "line 3: private attribute _unsafe_unfinalize",
+        "line 4: private attribute _config",
+    ]
 
 
 @pytest.mark.parametrize("path", SOURCES, ids=lambda path: str(path.relative_to(PACKAGE)))

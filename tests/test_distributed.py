@@ -5,7 +5,6 @@ What needs several processes is in test_distributed_ranks.py."""
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import textwrap
@@ -25,9 +24,21 @@ HERE = Path(__file__).parent
 SCRIPTS = HERE / "scripts"
 RANK_TABLE = HERE / "data" / "rank_table_2p.json"
 v1 = tf.compat.v1
-JOB_VARIABLES = ("RANK_ID", "RANK_SIZE", "RANK_TABLE_FILE", "DEVICE_ID", "ASCEND_DEVICE_ID", "CM_CHIEF_IP",
-                 "CM_CHIEF_PORT", "CM_CHIEF_DEVICE", "CM_WORKER_SIZE", "CM_WORKER_IP", "NPU_BRIDGE_COMPAT_PORT",
-                 "HCCL_CONNECT_TIMEOUT", "HCCL_EXEC_TIMEOUT")
+JOB_VARIABLES = (
+    "RANK_ID",
+    "RANK_SIZE",
+    "RANK_TABLE_FILE",
+    "DEVICE_ID",
+    "ASCEND_DEVICE_ID",
+    "CM_CHIEF_IP",
+    "CM_CHIEF_PORT",
+    "CM_CHIEF_DEVICE",
+    "CM_WORKER_SIZE",
+    "CM_WORKER_IP",
+    "NPU_BRIDGE_COMPAT_PORT",
+    "HCCL_CONNECT_TIMEOUT",
+    "HCCL_EXEC_TIMEOUT",
+)
 
 
 @pytest.fixture(autouse=True)
@@ -46,6 +57,7 @@ def set_env(monkeypatch, **values):
 
 # --- ranks ---------------------------------------------------------------------------------------------------
 
+
 def test_one_rank_by_default():
     assert (ranks.rank_size(), ranks.rank_id(), ranks.device_id()) == (1, 0, None)
     assert (distributed.get_rank_size(), distributed.get_rank_id()) == (1, 0)
@@ -60,15 +72,18 @@ def test_device_id_follows_the_adapter_ascend_device_id_first(monkeypatch):
     assert ranks.device_id_source() == ("ASCEND_DEVICE_ID", 1)
 
 
-@pytest.mark.parametrize("values, message", [
-    ({"RANK_SIZE": 2, "CM_WORKER_SIZE": 2}, "RANK_SIZE and CM_WORK_SIZE cannot be configured at the same time"),
-    ({"RANK_SIZE": 2}, "RANK_SIZE=2 but RANK_ID is not set"),
-    ({"RANK_SIZE": 2, "RANK_ID": 2}, r"RANK_ID=2 is out of range for RANK_SIZE=2 \(0 to 1\)"),
-    ({"RANK_SIZE": "two"}, "RANK_SIZE is invalid, should be int, such as 0, 1, 2 \\(got RANK_SIZE='two'\\)"),
-    ({"RANK_SIZE": 0}, "RANK_SIZE should be >= 1"),
-    ({"ASCEND_DEVICE_ID": "gpu0"}, "ASCEND_DEVICE_ID is invalid, should be int"),
-    ({"DEVICE_ID": -1}, "DEVICE_ID should be >= 0"),
-])
+@pytest.mark.parametrize(
+    "values, message",
+    [
+        ({"RANK_SIZE": 2, "CM_WORKER_SIZE": 2}, "RANK_SIZE and CM_WORK_SIZE cannot be configured at the same time"),
+        ({"RANK_SIZE": 2}, "RANK_SIZE=2 but RANK_ID is not set"),
+        ({"RANK_SIZE": 2, "RANK_ID": 2}, r"RANK_ID=2 is out of range for RANK_SIZE=2 \(0 to 1\)"),
+        ({"RANK_SIZE": "two"}, "RANK_SIZE is invalid, should be int, such as 0, 1, 2 \\(got RANK_SIZE='two'\\)"),
+        ({"RANK_SIZE": 0}, "RANK_SIZE should be >= 1"),
+        ({"ASCEND_DEVICE_ID": "gpu0"}, "ASCEND_DEVICE_ID is invalid, should be int"),
+        ({"DEVICE_ID": -1}, "DEVICE_ID should be >= 0"),
+    ],
+)
 def test_bad_rank_environments_are_refused_clearly(monkeypatch, values, message):
     set_env(monkeypatch, **values)
     with pytest.raises(RankConfigError, match=message):
@@ -77,8 +92,14 @@ def test_bad_rank_environments_are_refused_clearly(monkeypatch, values, message)
 
 
 def test_cm_variables_number_the_devices_from_the_chief(monkeypatch):
-    set_env(monkeypatch, CM_CHIEF_IP="127.0.0.1", CM_CHIEF_PORT=30100, CM_CHIEF_DEVICE=1, CM_WORKER_SIZE=3,
-            ASCEND_DEVICE_ID=0)
+    set_env(
+        monkeypatch,
+        CM_CHIEF_IP="127.0.0.1",
+        CM_CHIEF_PORT=30100,
+        CM_CHIEF_DEVICE=1,
+        CM_WORKER_SIZE=3,
+        ASCEND_DEVICE_ID=0,
+    )
     assert (ranks.rank_size(), ranks.rank_id()) == (3, 2)  # devices 1, 2, 0 are ranks 0, 1, 2
     described = cluster.current_cluster()
     assert [slot.address for slot in described.slots] == ["127.0.0.1:30100", "127.0.0.1:30101", "127.0.0.1:30102"]
@@ -103,6 +124,7 @@ def test_hccl_timeouts_keep_their_ascend_defaults(monkeypatch):
 
 # --- cluster -------------------------------------------------------------------------------------------------
 
+
 def test_ranks_of_one_host_talk_over_loopback_on_consecutive_ports(monkeypatch):
     set_env(monkeypatch, RANK_SIZE=3, RANK_ID=1)
     described = cluster.current_cluster()
@@ -119,12 +141,15 @@ def test_ranks_of_one_host_talk_over_loopback_on_consecutive_ports(monkeypatch):
 def test_rank_table_gives_devices_and_never_the_npu_card_address(monkeypatch):
     set_env(monkeypatch, RANK_SIZE=2, RANK_ID=1, RANK_TABLE_FILE=RANK_TABLE, DEVICE_ID=1)
     described = cluster.current_cluster()
-    assert [(slot.address, slot.device_id) for slot in described.slots] == [("127.0.0.1:29600", 0),
-                                                                          ("127.0.0.1:29601", 1)]
+    assert [(slot.address, slot.device_id) for slot in described.slots] == [
+        ("127.0.0.1:29600", 0),
+        ("127.0.0.1:29601", 1),
+    ]
     assert "203.0.113" not in repr(described)  # device_ip is the NPU's own card
     set_env(monkeypatch, DEVICE_ID=0)
-    with pytest.raises(RankConfigError, match="RANK_ID=1 has device_id 1 in the rank table .* but this process "
-                                              "was given device 0"):
+    with pytest.raises(
+        RankConfigError, match="RANK_ID=1 has device_id 1 in the rank table .* but this process was given device 0"
+    ):
         cluster.current_cluster()
 
 
@@ -135,27 +160,52 @@ def test_multi_host_rank_table(monkeypatch, tmp_path):
     set_env(monkeypatch, RANK_SIZE=4, RANK_ID=3, RANK_TABLE_FILE=path)
     described = cluster.current_cluster()
     assert not described.single_host
-    assert [slot.address for slot in described.slots] == ["198.51.100.1:29600", "198.51.100.1:29601", "198.51.100.2:29600",
-                                                          "198.51.100.2:29601"]
+    assert [slot.address for slot in described.slots] == [
+        "198.51.100.1:29600",
+        "198.51.100.1:29601",
+        "198.51.100.2:29600",
+        "198.51.100.2:29601",
+    ]
     assert (described.local_ranks, described.local_rank) == ([2, 3], 1)
     assert (distributed.get_local_rank_size(), distributed.get_local_rank_id()) == (2, 1)
     with pytest.raises(RankConfigError, match="RANK_ID=3 is on server 198.51.100.2 .* not belong to this machine"):
         cluster.check_address_is_local(described)  # binds a socket to the address: nothing is sent
 
 
-@pytest.mark.parametrize("content, message", [
-    ("not json", "is not JSON"),
-    ({"server_list": []}, 'non-empty "server_list"'),
-    ({"server_list": [{"device": []}]}, 'each server needs a "server_id"'),
-    ({"server_list": [{"server_id": "127.0.0.1", "device": [{"device_id": "0", "rank_id": "0"},
-                                                           {"device_id": "1", "rank_id": "0"}]}]},
-     "rank_id 0 appears twice"),
-    ({"server_list": [{"server_id": "127.0.0.1", "device": [{"device_id": "0", "rank_id": "0"}]}]},
-     "RANK_SIZE=2 but rank table .* lists 1 devices"),
-    ({"server_list": [{"server_id": "127.0.0.1", "device": [{"device_id": "0", "rank_id": "0"},
-                                                           {"device_id": "1", "rank_id": "5"}]}]},
-     r"rank_id values must be 0 to 1, got \[0, 5\]"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("not json", "is not JSON"),
+        ({"server_list": []}, 'non-empty "server_list"'),
+        ({"server_list": [{"device": []}]}, 'each server needs a "server_id"'),
+        (
+            {
+                "server_list": [
+                    {
+                        "server_id": "127.0.0.1",
+                        "device": [{"device_id": "0", "rank_id": "0"}, {"device_id": "1", "rank_id": "0"}],
+                    }
+                ]
+            },
+            "rank_id 0 appears twice",
+        ),
+        (
+            {"server_list": [{"server_id": "127.0.0.1", "device": [{"device_id": "0", "rank_id": "0"}]}]},
+            "RANK_SIZE=2 but rank table .* lists 1 devices",
+        ),
+        (
+            {
+                "server_list": [
+                    {
+                        "server_id": "127.0.0.1",
+                        "device": [{"device_id": "0", "rank_id": "0"}, {"device_id": "1", "rank_id": "5"}],
+                    }
+                ]
+            },
+            r"rank_id values must be 0 to 1, got \[0, 5\]",
+        ),
+    ],
+)
 def test_bad_rank_tables_are_refused_clearly(monkeypatch, tmp_path, content, message):
     path = tmp_path / "table.json"
     path.write_text(content if isinstance(content, str) else json.dumps(content))
@@ -168,6 +218,7 @@ def test_bad_rank_tables_are_refused_clearly(monkeypatch, tmp_path, content, mes
 
 
 # --- one rank: collectives, groups, optimizers -----------------------------------------------------------------
+
 
 def test_one_rank_collectives_give_one_rank_results():
     x = tf.constant([[1.0, 2.0], [3.0, 4.0]])
@@ -183,17 +234,20 @@ def test_one_rank_collectives_give_one_rank_results():
     assert distributed.all_to_all_v_c(data, [[3]], 0).numpy().tolist() == [1.0, 2.0, 3.0]
 
 
-@pytest.mark.parametrize("call, message", [
-    (lambda: distributed.allreduce(tf.ones([2]), "avg"), "reduction must be one of sum, prod, max, min, got 'avg'"),
-    (lambda: distributed.allgather(tf.ones([2]), 8), "rank_size=8 but group 'hccl_world_group' has 1 ranks"),
-    (lambda: distributed.broadcast([tf.ones([2])], 1), r"root_rank=1 must be a rank of group .* \(0 to 0\)"),
-    (lambda: distributed.send(tf.ones([2]), 0, 0), "dest_rank=0 is this rank itself"),
-    (lambda: distributed.receive([2], tf.float32, 0, 3), "src_rank=3 must be a rank of group"),
-    (lambda: distributed.allreduce(tf.ones([2]), "sum", group="mine"), "group 'mine' does not exist"),
-    (lambda: distributed.npu_allreduce([tf.ones([2])], "avg"), "npu_allreduce reduction must be mean"),
-    (lambda: distributed.set_split_strategy_by_idx([20, 5]), "ascending gradient indices"),
-    (lambda: distributed.set_split_strategy_by_size([60, 20]), "percentages summing to 100"),
-])
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: distributed.allreduce(tf.ones([2]), "avg"), "reduction must be one of sum, prod, max, min, got 'avg'"),
+        (lambda: distributed.allgather(tf.ones([2]), 8), "rank_size=8 but group 'hccl_world_group' has 1 ranks"),
+        (lambda: distributed.broadcast([tf.ones([2])], 1), r"root_rank=1 must be a rank of group .* \(0 to 0\)"),
+        (lambda: distributed.send(tf.ones([2]), 0, 0), "dest_rank=0 is this rank itself"),
+        (lambda: distributed.receive([2], tf.float32, 0, 3), "src_rank=3 must be a rank of group"),
+        (lambda: distributed.allreduce(tf.ones([2]), "sum", group="mine"), "group 'mine' does not exist"),
+        (lambda: distributed.npu_allreduce([tf.ones([2])], "avg"), "npu_allreduce reduction must be mean"),
+        (lambda: distributed.set_split_strategy_by_idx([20, 5]), "ascending gradient indices"),
+        (lambda: distributed.set_split_strategy_by_size([60, 20]), "percentages summing to 100"),
+    ],
+)
 def test_bad_collective_arguments_are_refused_clearly(call, message):
     with pytest.raises(collectives.CollectiveError, match=message):
         call()
@@ -229,9 +283,10 @@ def test_one_rank_optimizers_leave_gradients_as_they_are():
         w = v1.get_variable("w", initializer=[1.0, 2.0])
         loss = tf.reduce_sum(w * w)
         optimizer = distributed.NPUDistributedOptimizer(v1.train.GradientDescentOptimizer(0.1))
-        assert isinstance(optimizer, v1.train.Optimizer) and optimizer.get_name() == \
-            "DistributedGradientDescentOptimizer"
-        (gradient, variable), = optimizer.compute_gradients(loss)
+        assert (
+            isinstance(optimizer, v1.train.Optimizer) and optimizer.get_name() == "DistributedGradientDescentOptimizer"
+        )
+        ((gradient, variable),) = optimizer.compute_gradients(loss)
         assert variable is w and gradient.op.type != "CollectiveReduceV2"
         wrapped = v1.train.AdamOptimizer()
         assert distributed.npu_distributed_optimizer_wrapper(wrapped) is wrapped
@@ -256,14 +311,18 @@ def test_several_ranks_build_tensorflow_collectives_with_keys_in_construction_or
         assert isinstance(gradients["table"], tf.IndexedSlices)
         graph = tf.compat.v1.get_default_graph()
         collective_ops = [op for op in graph.get_operations() if op.type.startswith("Collective")]
-        assert sorted(op.type for op in collective_ops) == ["CollectiveGatherV2", "CollectiveGatherV2",
-                                                            "CollectiveReduceV2"]
+        assert sorted(op.type for op in collective_ops) == [
+            "CollectiveGatherV2",
+            "CollectiveGatherV2",
+            "CollectiveReduceV2",
+        ]
         assert all(op.get_attr("timeout_seconds") == 0 for op in collective_ops)  # each would cost a thread
         keys = [int(tf.get_static_value(op.inputs[3])) for op in collective_ops]  # instance keys, per group
         assert keys == list(range(keys[0], keys[0] + 3))  # consecutive, in construction order
         with pytest.raises(collectives.CollectiveError, match="The number of gradients is less than rank_size"):
             distributed.NPUDistributedOptimizer(v1.train.GradientDescentOptimizer(0.1), True).compute_gradients(
-                tf.reduce_sum(table), var_list=[table])
+                tf.reduce_sum(table), var_list=[table]
+            )
 
 
 def test_dense_gradients_travel_fused_where_hccl_split_strategy_cuts(monkeypatch):
@@ -276,8 +335,11 @@ def test_dense_gradients_travel_fused_where_hccl_split_strategy_cuts(monkeypatch
             weights = [v1.get_variable(f"w{i}", shape=[size]) for i, size in enumerate([10, 30, 20, 40])]
             loss = tf.add_n([tf.reduce_sum(w * w) for w in weights])
             distributed.NPUDistributedOptimizer(v1.train.GradientDescentOptimizer(0.1)).compute_gradients(loss)
-            return [op.inputs[0].shape.num_elements() for op in v1.get_default_graph().get_operations()
-                    if op.type == "CollectiveReduceV2"]
+            return [
+                op.inputs[0].shape.num_elements()
+                for op in v1.get_default_graph().get_operations()
+                if op.type == "CollectiveReduceV2"
+            ]
 
     assert reduced_sizes() == [100]  # one allreduce for all four gradients
     distributed.set_split_strategy_by_idx([0, 2])
@@ -293,12 +355,16 @@ def test_distributed_loss_scaling_skips_a_step_on_every_rank(monkeypatch):
     monkeypatch.setattr(distributed.runtime, "start", lambda: None)
     with tf.Graph().as_default():
         w = v1.get_variable("w", initializer=[1.0])
-        optimizer = NPUOptimizer(v1.train.GradientDescentOptimizer(0.1), FixedLossScaleManager(8),
-                                 is_distributed=True, is_loss_scale=True)
+        optimizer = NPUOptimizer(
+            v1.train.GradientDescentOptimizer(0.1), FixedLossScaleManager(8), is_distributed=True, is_loss_scale=True
+        )
         assert isinstance(optimizer, NPULossScaleOptimizer)
         optimizer.minimize(tf.reduce_sum(w))
-        merges = sorted(op.get_attr("merge_op").decode() for op in v1.get_default_graph().get_operations()
-                        if op.type == "CollectiveReduceV2")
+        merges = sorted(
+            op.get_attr("merge_op").decode()
+            for op in v1.get_default_graph().get_operations()
+            if op.type == "CollectiveReduceV2"
+        )
         assert merges == ["Add", "Min"]
 
 
@@ -336,31 +402,45 @@ def test_each_rank_gets_the_gpu_of_its_device_id(monkeypatch):
 
 
 def test_eager_collectives_set_up_too_late_are_refused_clearly():
-    code = ("import tensorflow as tf; from npu_bridge_compat import distributed; tf.constant(1.0); "
-            "distributed.start()")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                            env={**os.environ, "RANK_SIZE": "2", "RANK_ID": "0"})
+    code = "import tensorflow as tf; from npu_bridge_compat import distributed; tf.constant(1.0); distributed.start()"
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "RANK_SIZE": "2", "RANK_ID": "0"},
+    )
     assert result.returncode == 1
-    assert "RANK_SIZE=2: the collectives of several ranks must be set up before TensorFlow runs anything eagerly" \
+    assert (
+        "RANK_SIZE=2: the collectives of several ranks must be set up before TensorFlow runs anything eagerly"
         in result.stderr
+    )
 
 
 # --- launch --------------------------------------------------------------------------------------------------
 
+
 def run_launch(*arguments, timeout=240, **kwargs):
-    return subprocess.run([sys.executable, "-m", "npu_bridge_compat", "launch", *arguments], capture_output=True,
-                          text=True, timeout=timeout, **kwargs)
+    return subprocess.run(
+        [sys.executable, "-m", "npu_bridge_compat", "launch", *arguments],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        **kwargs,
+    )
 
 
 def test_launch_gives_each_rank_its_environment_and_prefixes_its_output(tmp_path):
     script = tmp_path / "show.py"
-    script.write_text(textwrap.dedent("""
+    script.write_text(
+        textwrap.dedent("""
         import json, os, sys
         table = json.load(open(os.environ["RANK_TABLE_FILE"]))
         print(json.dumps({name: os.environ[name] for name in ("RANK_ID", "RANK_SIZE", "DEVICE_ID",
                           "ASCEND_DEVICE_ID", "NPU_BRIDGE_COMPAT_PORT")}), sys.argv[1:], __name__)
         print(json.dumps(table["server_list"]))
-    """))
+    """)
+    )
     result = run_launch("-n", "2", str(script), "--lr", "0.1", env={**os.environ, "RANK_ID": "7", "CM_CHIEF_IP": "x"})
     assert result.returncode == 0, result.stderr[-3000:]
     lines = sorted(line for line in result.stdout.splitlines() if line.startswith("[rank"))
@@ -369,27 +449,35 @@ def test_launch_gives_each_rank_its_environment_and_prefixes_its_output(tmp_path
     for line in lines:
         prefix, _, text = line.partition("] ")
         if text.startswith("{"):
-            values = json.loads(text[:text.index("}") + 1])
+            values = json.loads(text[: text.index("}") + 1])
             assert text.endswith("['--lr', '0.1'] __main__")
             seen[prefix] = values
         else:
-            assert json.loads(text) == [{"server_id": "127.0.0.1", "device": [{"device_id": "0", "rank_id": "0"},
-                                                                               {"device_id": "1", "rank_id": "1"}]}]
+            assert json.loads(text) == [
+                {
+                    "server_id": "127.0.0.1",
+                    "device": [{"device_id": "0", "rank_id": "0"}, {"device_id": "1", "rank_id": "1"}],
+                }
+            ]
     assert [(v["RANK_ID"], v["RANK_SIZE"], v["DEVICE_ID"], v["ASCEND_DEVICE_ID"]) for v in seen.values()] == [
-        ("0", "2", "0", "0"), ("1", "2", "1", "1")]
+        ("0", "2", "0", "0"),
+        ("1", "2", "1", "1"),
+    ]
     assert seen["[rank 0"]["NPU_BRIDGE_COMPAT_PORT"] == seen["[rank 1"]["NPU_BRIDGE_COMPAT_PORT"]
 
 
 def test_launch_stops_every_rank_when_one_fails(tmp_path):
     script = tmp_path / "fail.py"
-    script.write_text(textwrap.dedent("""
+    script.write_text(
+        textwrap.dedent("""
         import os, sys, time
         print("pid", os.getpid(), flush=True)
         if os.environ["RANK_ID"] == "1":
             time.sleep(2)
             sys.exit(3)
         time.sleep(600)
-    """))
+    """)
+    )
     started = time.monotonic()
     result = run_launch("-n", "3", str(script))
     assert result.returncode == 3 and time.monotonic() - started < 120
@@ -404,10 +492,11 @@ def test_launch_refuses_bad_arguments(tmp_path):
     script = tmp_path / "ok.py"
     script.write_text("")
     result = run_launch("-n", "2", "--hosts", "198.51.100.1,198.51.100.2", str(script))
-    assert result.returncode == 2 and "none of them is an address of this machine; give --host-index" in \
-        result.stderr
-    assert "--host-index 5 is out of range for 2 hosts" in run_launch(
-        "-n", "2", "--hosts", "198.51.100.1,198.51.100.2", "--host-index", "5", str(script)).stderr
+    assert result.returncode == 2 and "none of them is an address of this machine; give --host-index" in result.stderr
+    assert (
+        "--host-index 5 is out of range for 2 hosts"
+        in run_launch("-n", "2", "--hosts", "198.51.100.1,198.51.100.2", "--host-index", "5", str(script)).stderr
+    )
     assert "-n must be at least 1" in run_launch("-n", "0", str(script)).stderr
 
 
@@ -449,12 +538,16 @@ def listening_addresses(pid: int) -> list[str]:
 def network_of_ranks(*arguments: str) -> dict[int, dict]:
     result = run_launch(*arguments, "-n", "2", str(SCRIPTS / "dist_network_port.py"), timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]
-    return {report["rank"]: report for report in (json.loads(line.split("] ", 1)[1]) for line in
-                                                  result.stdout.splitlines() if '{"rank"' in line)}
+    return {
+        report["rank"]: report
+        for report in (json.loads(line.split("] ", 1)[1]) for line in result.stdout.splitlines() if '{"rank"' in line)
+    }
 
 
-USER_NAMESPACES = shutil.which("unshare") is not None and subprocess.run(
-    ["unshare", "--user", "--map-root-user", "--net", "true"], capture_output=True).returncode == 0
+USER_NAMESPACES = (
+    shutil.which("unshare") is not None
+    and subprocess.run(["unshare", "--user", "--map-root-user", "--net", "true"], capture_output=True).returncode == 0
+)
 
 
 @pytest.mark.skipif(not USER_NAMESPACES, reason="this system refuses user network namespaces (launch then says so)")

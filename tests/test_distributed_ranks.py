@@ -14,20 +14,31 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from test_distributed import LOOPBACK_PREFIXES, listening_addresses, tcp_sockets
 
 from npu_bridge_compat.distributed.launch import free_port_block
 from npu_bridge_compat.host.platform import detect_host
-from test_distributed import LOOPBACK_PREFIXES, listening_addresses, tcp_sockets
 
 HERE = Path(__file__).parent
 SCRIPTS = HERE / "scripts"
 sys.path.insert(0, str(SCRIPTS))
 import dist_model  # noqa: E402
 
-ENVIRONMENT = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE.parent), os.environ.get("PYTHONPATH", "")]),
-               "TF_CPP_MIN_LOG_LEVEL": "2"}
-for _name in ("RANK_ID", "RANK_SIZE", "RANK_TABLE_FILE", "DEVICE_ID", "ASCEND_DEVICE_ID", "CM_CHIEF_IP",
-              "CM_WORKER_SIZE", "NPU_BRIDGE_COMPAT_PORT"):
+ENVIRONMENT = {
+    **os.environ,
+    "PYTHONPATH": os.pathsep.join([str(HERE.parent), os.environ.get("PYTHONPATH", "")]),
+    "TF_CPP_MIN_LOG_LEVEL": "2",
+}
+for _name in (
+    "RANK_ID",
+    "RANK_SIZE",
+    "RANK_TABLE_FILE",
+    "DEVICE_ID",
+    "ASCEND_DEVICE_ID",
+    "CM_CHIEF_IP",
+    "CM_WORKER_SIZE",
+    "NPU_BRIDGE_COMPAT_PORT",
+):
     ENVIRONMENT.pop(_name, None)
 TIMEOUT_S = 400
 
@@ -45,8 +56,13 @@ def processes():
 
 def start(processes, command, log: Path, **environment) -> subprocess.Popen:
     with open(log, "w") as output:
-        process = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT, start_new_session=True,
-                                   env={**ENVIRONMENT, **{k: str(v) for k, v in environment.items()}})
+        process = subprocess.Popen(
+            command,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env={**ENVIRONMENT, **{k: str(v) for k, v in environment.items()}},
+        )
     processes.append(process)
     return process
 
@@ -87,8 +103,21 @@ def assert_trained_like_one_process(found: dict[int, dict], steps: int, initial=
 
 def test_session_door_three_ranks_under_launch(processes, tmp_path):
     log = tmp_path / "launch.log"
-    launch = start(processes, [sys.executable, "-m", "npu_bridge_compat", "launch", "-n", "3", "--tf1",
-                               str(SCRIPTS / "dist_session_port.py"), str(tmp_path / "model")], log)
+    launch = start(
+        processes,
+        [
+            sys.executable,
+            "-m",
+            "npu_bridge_compat",
+            "launch",
+            "-n",
+            "3",
+            "--tf1",
+            str(SCRIPTS / "dist_session_port.py"),
+            str(tmp_path / "model"),
+        ],
+        log,
+    )
     output = finish(launch, log)
     assert launch.returncode == 0, output[-4000:]
     found = reports(output)
@@ -122,12 +151,25 @@ def test_estimator_door_per_rank_shell_loop_with_rank_table(processes, tmp_path,
     evaluates (a metric all-reduced across the ranks) and reads a variable on every rank. Each rank writes its own
     model_dir as the adapter's NPUEstimator does; ranks sharing one leave it to rank 0 and restore from it."""
     shared = "shared" if model_dirs == "shared" else ""
-    loop = ("for i in 0 1; do RANK_ID=$i DEVICE_ID=$i \"$PYTHON\" -m npu_bridge_compat run \"$SCRIPT\" \"$MODEL\" "
-            "$ITERATIONS 20 $SHARED > \"$LOGS/rank_$i.log\" 2>&1 & done; wait")
+    loop = (
+        'for i in 0 1; do RANK_ID=$i DEVICE_ID=$i "$PYTHON" -m npu_bridge_compat run "$SCRIPT" "$MODEL" '
+        '$ITERATIONS 20 $SHARED > "$LOGS/rank_$i.log" 2>&1 & done; wait'
+    )
     log = tmp_path / "loop.log"
-    shell = start(processes, ["bash", "-c", loop], log, PYTHON=sys.executable, SCRIPT=SCRIPTS / "dist_estimator_port.py",
-                  MODEL=tmp_path / "model", ITERATIONS=iterations, LOGS=tmp_path, RANK_SIZE=2, SHARED=shared,
-                  RANK_TABLE_FILE=HERE / "data" / "rank_table_2p.json", NPU_BRIDGE_COMPAT_PORT=free_port_block(2))
+    shell = start(
+        processes,
+        ["bash", "-c", loop],
+        log,
+        PYTHON=sys.executable,
+        SCRIPT=SCRIPTS / "dist_estimator_port.py",
+        MODEL=tmp_path / "model",
+        ITERATIONS=iterations,
+        LOGS=tmp_path,
+        RANK_SIZE=2,
+        SHARED=shared,
+        RANK_TABLE_FILE=HERE / "data" / "rank_table_2p.json",
+        NPU_BRIDGE_COMPAT_PORT=free_port_block(2),
+    )
     finish(shell, log)
     output = "\n".join((tmp_path / f"rank_{i}.log").read_text() for i in range(2))
     found = reports(output)
@@ -145,8 +187,22 @@ def test_estimator_door_per_rank_shell_loop_with_rank_table(processes, tmp_path,
 
 def test_keras_door_under_launch(processes, tmp_path):
     log = tmp_path / "launch.log"
-    launch = start(processes, [sys.executable, "-m", "npu_bridge_compat", "launch", "-n", "2",
-                               str(SCRIPTS / "dist_keras_port.py"), "20", "10", str(tmp_path / "model")], log)
+    launch = start(
+        processes,
+        [
+            sys.executable,
+            "-m",
+            "npu_bridge_compat",
+            "launch",
+            "-n",
+            "2",
+            str(SCRIPTS / "dist_keras_port.py"),
+            "20",
+            "10",
+            str(tmp_path / "model"),
+        ],
+        log,
+    )
     output = finish(launch, log)
     assert launch.returncode == 0, output[-4000:]
     found = reports(output)
@@ -162,29 +218,49 @@ def test_keras_door_under_launch(processes, tmp_path):
 def test_a_killed_rank_ends_the_others_naming_it(processes, tmp_path, victim):
     port = free_port_block(2)
     logs = [tmp_path / f"rank_{rank}.log" for rank in range(2)]
-    ranks = [start(processes, [sys.executable, "-m", "npu_bridge_compat", "run", "--tf1",
-                               str(SCRIPTS / "dist_session_port.py"), "--forever"], logs[rank],
-                   RANK_ID=rank, RANK_SIZE=2, NPU_BRIDGE_COMPAT_PORT=port) for rank in range(2)]
+    ranks = [
+        start(
+            processes,
+            [
+                sys.executable,
+                "-m",
+                "npu_bridge_compat",
+                "run",
+                "--tf1",
+                str(SCRIPTS / "dist_session_port.py"),
+                "--forever",
+            ],
+            logs[rank],
+            RANK_ID=rank,
+            RANK_SIZE=2,
+            NPU_BRIDGE_COMPAT_PORT=port,
+        )
+        for rank in range(2)
+    ]
     deadline = time.monotonic() + TIMEOUT_S
     while not all("trained to step" in log.read_text() for log in logs):
-        assert time.monotonic() < deadline and all(r.poll() is None for r in ranks), \
-            "\n".join(log.read_text()[-3000:] for log in logs)
+        assert time.monotonic() < deadline and all(r.poll() is None for r in ranks), "\n".join(
+            log.read_text()[-3000:] for log in logs
+        )
         time.sleep(0.5)
     # Each rank listens on its own port of the cluster and nothing else, and talks over 127.0.0.1 only.
     for rank, process in enumerate(ranks):
         ports = {int(address.rsplit(":", 1)[1], 16) for address in listening_addresses(process.pid)}
         assert ports == {port + rank}
         connected = [(local, remote) for state, local, remote in tcp_sockets(process.pid) if state == "01"]
-        assert connected and all(local.startswith(LOOPBACK_PREFIXES) and remote.startswith(LOOPBACK_PREFIXES)
-                                 for local, remote in connected), connected
+        assert connected and all(
+            local.startswith(LOOPBACK_PREFIXES) and remote.startswith(LOOPBACK_PREFIXES) for local, remote in connected
+        ), connected
     os.killpg(ranks[victim].pid, signal.SIGKILL)
     killed_at = time.monotonic()
     survivor = ranks[1 - victim]
     output = finish(survivor, logs[1 - victim], timeout=60)
     assert time.monotonic() - killed_at < 60
     assert survivor.returncode != 0
-    assert f"lost rank {victim} (127.0.0.1:{port + victim})" in output or \
-        f"talking to rank {victim} (127.0.0.1:{port + victim})" in output, output[-3000:]
+    assert (
+        f"lost rank {victim} (127.0.0.1:{port + victim})" in output
+        or f"talking to rank {victim} (127.0.0.1:{port + victim})" in output
+    ), output[-3000:]
 
 
 @pytest.mark.parametrize("mode", ["session", "function"])
@@ -192,8 +268,21 @@ def test_collectives_cost_no_thread_each(processes, tmp_path, mode):
     """1,500 collectives per rank leave its OS thread count flat (a collective's own timeout used to keep a
     sleeping thread per call alive for HCCL_EXEC_TIMEOUT, and long jobs died at the process's thread limit)."""
     log = tmp_path / "launch.log"
-    job = start(processes, [sys.executable, "-m", "npu_bridge_compat", "launch", "-n", "2",
-                            str(SCRIPTS / "dist_collective_threads.py"), "--mode", mode], log)
+    job = start(
+        processes,
+        [
+            sys.executable,
+            "-m",
+            "npu_bridge_compat",
+            "launch",
+            "-n",
+            "2",
+            str(SCRIPTS / "dist_collective_threads.py"),
+            "--mode",
+            mode,
+        ],
+        log,
+    )
     output = finish(job, log)
     assert job.returncode == 0, output[-3000:]
     found = reports(output)
@@ -205,14 +294,29 @@ def test_collectives_cost_no_thread_each(processes, tmp_path, mode):
 
 def test_a_collective_another_rank_never_joins_ends_the_run_naming_the_deadline(processes, tmp_path):
     log = tmp_path / "launch.log"
-    job = start(processes, [sys.executable, "-m", "npu_bridge_compat", "launch", "-n", "2",
-                            str(SCRIPTS / "dist_collective_threads.py"), "--mode", "stuck"], log,
-                HCCL_EXEC_TIMEOUT=3)
+    job = start(
+        processes,
+        [
+            sys.executable,
+            "-m",
+            "npu_bridge_compat",
+            "launch",
+            "-n",
+            "2",
+            str(SCRIPTS / "dist_collective_threads.py"),
+            "--mode",
+            "stuck",
+        ],
+        log,
+        HCCL_EXEC_TIMEOUT=3,
+    )
     output = finish(job, log, timeout=120)
     assert job.returncode != 0
     assert 3.0 <= reports(output)[1]["waited"] < 20, output[-3000:]
-    assert ("rank 1 failed: DeadlineExceededError: a session run waited longer than HCCL_EXEC_TIMEOUT=3 s per "
-            "step, most likely for a collective that another rank never joined") in output, output[-3000:]
+    assert (
+        "rank 1 failed: DeadlineExceededError: a session run waited longer than HCCL_EXEC_TIMEOUT=3 s per "
+        "step, most likely for a collective that another rank never joined"
+    ) in output, output[-3000:]
 
 
 @pytest.mark.parametrize("mode, late", [("session", 1), ("eager", 1), ("session", 0), ("eager", 0)])
@@ -220,8 +324,23 @@ def test_ranks_that_finish_apart_all_exit_cleanly(processes, tmp_path, mode, lat
     """A rank that finishes first waits for the others, so no finished rank is reported lost (rank 0 hosts the
     coordination service: its early exit used to read as its loss on rank 1)."""
     log = tmp_path / "launch.log"
-    job = start(processes, [sys.executable, "-m", "npu_bridge_compat", "launch", "-n", "2",
-                            str(SCRIPTS / "dist_finish_apart.py"), "--mode", mode, "--late", str(late)], log)
+    job = start(
+        processes,
+        [
+            sys.executable,
+            "-m",
+            "npu_bridge_compat",
+            "launch",
+            "-n",
+            "2",
+            str(SCRIPTS / "dist_finish_apart.py"),
+            "--mode",
+            mode,
+            "--late",
+            str(late),
+        ],
+        log,
+    )
     output = finish(job, log, timeout=120)
     assert job.returncode == 0 and "lost rank" not in output, output[-3000:]
     assert {rank: report["total"] for rank, report in reports(output).items()} == {0: [2.0, 1.0], 1: [2.0, 1.0]}
@@ -232,13 +351,28 @@ def test_ranks_that_finish_apart_all_exit_cleanly(processes, tmp_path, mode, lat
 def test_mixed_precision_trains_on_two_ranks_as_in_one_process(processes, tmp_path):
     """allow_mix_precision with Conv2D+BiasAdd+Relu under NPUEstimator (iterations_per_loop 2): the ranks run their
     convolutions in bfloat16 as one process does, and end with one process's weights on the global batch (the
-    remapper's bfloat16 fused convolution, which only the oneDNN rewrite of a local session can run, failed on ranks)."""
+    remapper's bfloat16 fused convolution, which only the oneDNN rewrite of a local session can run, failed on
+    ranks)."""
     script = [str(SCRIPTS / "dist_mixed_precision_port.py"), "2", "4"]
     found = {}
     for size in (1, 2):
         log = tmp_path / f"launch_{size}.log"
-        job = start(processes, [sys.executable, "-m", "npu_bridge_compat", "launch", "-n", str(size), "--tf1",
-                                script[0], str(tmp_path / f"ranks{size}"), *script[1:]], log)
+        job = start(
+            processes,
+            [
+                sys.executable,
+                "-m",
+                "npu_bridge_compat",
+                "launch",
+                "-n",
+                str(size),
+                "--tf1",
+                script[0],
+                str(tmp_path / f"ranks{size}"),
+                *script[1:],
+            ],
+            log,
+        )
         output = finish(job, log)
         assert job.returncode == 0, output[-3000:]
         found[size] = reports(output)

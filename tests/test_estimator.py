@@ -34,18 +34,25 @@ def input_fn():
 
 
 def dense_model_fn(features, labels, mode):
-    hidden = tf.compat.v1.layers.dense(features, 4, activation=tf.nn.relu, name="hidden",
-                                       kernel_initializer=tf.compat.v1.glorot_uniform_initializer(seed=1))
-    logits = tf.compat.v1.layers.dense(hidden, 1, name="logits",
-                                       kernel_initializer=tf.compat.v1.glorot_uniform_initializer(seed=2))
+    hidden = tf.compat.v1.layers.dense(
+        features,
+        4,
+        activation=tf.nn.relu,
+        name="hidden",
+        kernel_initializer=tf.compat.v1.glorot_uniform_initializer(seed=1),
+    )
+    logits = tf.compat.v1.layers.dense(
+        hidden, 1, name="logits", kernel_initializer=tf.compat.v1.glorot_uniform_initializer(seed=2)
+    )
     if mode == tf.estimator.ModeKeys.PREDICT:
         return tf.estimator.EstimatorSpec(mode, predictions={"logits": logits})
     loss = tf.compat.v1.losses.sigmoid_cross_entropy(labels, logits)
     tf.compat.v1.summary.scalar("step_loss", loss)
     optimizer = tf.compat.v1.train.GradientDescentOptimizer(0.05)
     train_op = optimizer.minimize(loss, global_step=tf.compat.v1.train.get_global_step())
-    return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op,
-                                      eval_metric_ops={"mean_loss": tf.compat.v1.metrics.mean(loss)})
+    return tf.estimator.EstimatorSpec(
+        mode, loss=loss, train_op=train_op, eval_metric_ops={"mean_loss": tf.compat.v1.metrics.mean(loss)}
+    )
 
 
 def batchnorm_model_fn(features, labels, mode, params):
@@ -54,13 +61,15 @@ def batchnorm_model_fn(features, labels, mode, params):
         x = tf.keras.layers.BatchNormalization(dtype=params.get("dtype", tf.float32))(x, training=True)
     else:
         x = tf.compat.v1.layers.batch_normalization(x, fused=True, training=True)
-    logits = tf.compat.v1.layers.dense(tf.reshape(tf.cast(x, tf.float32), [-1, 6]), 1,
-                                       kernel_initializer=tf.compat.v1.constant_initializer(0.1))
+    logits = tf.compat.v1.layers.dense(
+        tf.reshape(tf.cast(x, tf.float32), [-1, 6]), 1, kernel_initializer=tf.compat.v1.constant_initializer(0.1)
+    )
     loss = tf.compat.v1.losses.sigmoid_cross_entropy(labels, logits)
     update_ops = tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.UPDATE_OPS)
     with tf.control_dependencies(update_ops):
         train_op = tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(
-            loss, global_step=tf.compat.v1.train.get_global_step())
+            loss, global_step=tf.compat.v1.train.get_global_step()
+        )
     return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
 
 
@@ -94,6 +103,7 @@ def train(tmp_path, model_fn=dense_model_fn, max_steps=20, params=None, **config
 
 # --- NPURunConfig ------------------------------------------------------------------------------------------
 
+
 def test_npurunconfig_has_the_adapter_defaults():
     config = NPURunConfig()
     assert config.save_summary_steps == 0
@@ -103,20 +113,31 @@ def test_npurunconfig_has_the_adapter_defaults():
 
 
 def test_npurunconfig_translates_its_arguments_and_holders(tmp_path):
-    config = NPURunConfig(iterations_per_loop=10, precision_mode="allow_mix_precision", hcom_parallel=False,
-                          dump_config=DumpConfig(enable_dump=True, dump_path=str(tmp_path), dump_step="0|5"),
-                          profiling_config=ProfilingConfig(True, f'{{"output": "{tmp_path}"}}'))
+    config = NPURunConfig(
+        iterations_per_loop=10,
+        precision_mode="allow_mix_precision",
+        hcom_parallel=False,
+        dump_config=DumpConfig(enable_dump=True, dump_path=str(tmp_path), dump_step="0|5"),
+        profiling_config=ProfilingConfig(True, f'{{"output": "{tmp_path}"}}'),
+    )
     assert config.npu_options.set_options() == {
-        "iterations_per_loop": 10, "precision_mode": "allow_mix_precision", "enable_dump": True,
-        "dump_path": str(tmp_path), "dump_step": "0|5", "profiling_mode": True,
-        "profiling_options": f'{{"output": "{tmp_path}"}}', "hcom_parallel": False}
+        "iterations_per_loop": 10,
+        "precision_mode": "allow_mix_precision",
+        "enable_dump": True,
+        "dump_path": str(tmp_path),
+        "dump_step": "0|5",
+        "profiling_mode": True,
+        "profiling_options": f'{{"output": "{tmp_path}"}}',
+        "hcom_parallel": False,
+    }
     with pytest.warns(NpuCompatWarning, match="take effect only with NPUEstimator"):
         assert config.session_config.graph_options.rewrite_options.custom_optimizers == []
 
 
 def test_npurunconfig_arguments_override_session_config_entries():
-    session_config = npu_config({"precision_mode": "force_fp32", "iterations_per_loop": 4},
-                                optimizers=("GradFusionOptimizer",))
+    session_config = npu_config(
+        {"precision_mode": "force_fp32", "iterations_per_loop": 4}, optimizers=("GradFusionOptimizer",)
+    )
     config = NPURunConfig(session_config=session_config, precision_mode="allow_mix_precision")
     assert config.npu_options.precision_mode == "allow_mix_precision"
     assert config.npu_options.iterations_per_loop == 4
@@ -124,18 +145,28 @@ def test_npurunconfig_arguments_override_session_config_entries():
     assert list(rewrite.optimizers) == [] and rewrite.auto_mixed_precision_onednn_bfloat16 == 1
 
 
-@pytest.mark.parametrize("arguments, error, message", [
-    ({"mix_compile_mode": True, "iterations_per_loop": 10}, NpuOptionValueError,
-     '"iterations_per_loop" must be 1 with "mix_compile_mode" is True'),
-    ({"iterations_per_loop": 0}, NpuOptionValueError, '"iterations_per_loop" .* invalid value 0'),
-    ({"iterations_per_loop": "10"}, NpuOptionTypeError, '"iterations_per_loop" .* must be int'),
-    ({"mix_compile_mode": "True"}, NpuOptionTypeError, '"mix_compile_mode" type must be bool'),
-    ({"jit_compile": True}, NpuOptionTypeError, "jit_compile: Expected str, got bool"),
-    ({"graph_run_mode": 2}, NpuOptionValueError, '"graph_run_mode" .* invalid value 2'),
-    ({"dump_config": {"enable_dump": True}}, NpuOptionValueError, "dump_config must be provided with type DumpConfig"),
-    ({"dump_config": DumpConfig(enable_dump=True)}, NpuOptionValueError, "dump_path must be set"),
-    ({"precision_mode": "mixed"}, NpuOptionValueError, '"precision_mode" .* invalid value'),
-])
+@pytest.mark.parametrize(
+    "arguments, error, message",
+    [
+        (
+            {"mix_compile_mode": True, "iterations_per_loop": 10},
+            NpuOptionValueError,
+            '"iterations_per_loop" must be 1 with "mix_compile_mode" is True',
+        ),
+        ({"iterations_per_loop": 0}, NpuOptionValueError, '"iterations_per_loop" .* invalid value 0'),
+        ({"iterations_per_loop": "10"}, NpuOptionTypeError, '"iterations_per_loop" .* must be int'),
+        ({"mix_compile_mode": "True"}, NpuOptionTypeError, '"mix_compile_mode" type must be bool'),
+        ({"jit_compile": True}, NpuOptionTypeError, "jit_compile: Expected str, got bool"),
+        ({"graph_run_mode": 2}, NpuOptionValueError, '"graph_run_mode" .* invalid value 2'),
+        (
+            {"dump_config": {"enable_dump": True}},
+            NpuOptionValueError,
+            "dump_config must be provided with type DumpConfig",
+        ),
+        ({"dump_config": DumpConfig(enable_dump=True)}, NpuOptionValueError, "dump_path must be set"),
+        ({"precision_mode": "mixed"}, NpuOptionValueError, '"precision_mode" .* invalid value'),
+    ],
+)
 def test_npurunconfig_errors_surface_at_construction(arguments, error, message):
     with pytest.raises(error, match=message):
         NPURunConfig(**arguments)
@@ -160,23 +191,28 @@ def test_replace_reads_and_plans_a_new_session_config_without_warning():
             assert getattr(rewrite, mixed.grappler_pass) == 1  # ON
     assert rerooted.model_dir == "elsewhere" and not config.npu_options.is_set("enable_exception_dump")
     with pytest.warns(NpuCompatWarning, match="StepLoop.*take effect only with NPUEstimator"):
-        replaced.session_config  # a plain Estimator reading the replaced config is still told
+        _ = replaced.session_config  # a plain Estimator reading the replaced config is still told
 
 
 def test_recompute_becomes_grapplers_memory_optimizer():
     experimental = ExperimentalConfig(graph_memory_optimize_config=GraphMemoryOptimizeConfig(recompute="manual"))
     config = NPURunConfig(experimental_config=experimental)
-    assert config._session_config.graph_options.rewrite_options.memory_optimization == \
-        rewriter_config_pb2.RewriterConfig.MANUAL
+    assert (
+        config._session_config.graph_options.rewrite_options.memory_optimization
+        == rewriter_config_pb2.RewriterConfig.MANUAL
+    )
     assert any("recompute='manual'" in note and "_recompute_hint" in note for note in config.npu_plan.report.notes)
     with tf.Graph().as_default():
         with scope.npu_recompute_scope():
             marked = tf.square(tf.ones([2]), name="square")
         assert marked.op.name == "NpuRecompute/square" and marked.op.get_attr("_recompute_hint") == 1
-    auto = NPURunConfig(experimental_config=ExperimentalConfig(
-        graph_memory_optimize_config=GraphMemoryOptimizeConfig(recompute="auto")))
-    assert auto._session_config.graph_options.rewrite_options.memory_optimization == \
-        rewriter_config_pb2.RewriterConfig.RECOMPUTATION_HEURISTICS
+    auto = NPURunConfig(
+        experimental_config=ExperimentalConfig(graph_memory_optimize_config=GraphMemoryOptimizeConfig(recompute="auto"))
+    )
+    assert (
+        auto._session_config.graph_options.rewrite_options.memory_optimization
+        == rewriter_config_pb2.RewriterConfig.RECOMPUTATION_HEURISTICS
+    )
 
 
 def test_plain_estimator_trains_with_the_host_config_and_warns_once_about_iterations(tmp_path):
@@ -190,9 +226,12 @@ def test_plain_estimator_trains_with_the_host_config_and_warns_once_about_iterat
 
 # --- NPUEstimator: N steps per run -------------------------------------------------------------------------
 
+
 def test_each_run_advances_global_step_by_n_and_the_last_loop_is_shortened(tmp_path):
-    with pytest.warns(NpuCompatWarning, match="training for 25 steps, which is not a multiple of "
-                                              "iterations_per_loop=10.*ends exactly at step 25"):
+    with pytest.warns(
+        NpuCompatWarning,
+        match="training for 25 steps, which is not a multiple of iterations_per_loop=10.*ends exactly at step 25",
+    ):
         estimator, recorder = train(tmp_path, iterations_per_loop=10, max_steps=25)
     assert recorder.steps == [10, 20, 25]
     assert estimator.get_variable_value("global_step") == 25
@@ -202,17 +241,19 @@ def named_tensors_model_fn(features, labels, mode, params):
     """The official-models layout: learning_rate, cross_entropy and train_accuracy named in model_fn (the
     accuracy is not needed by the train op), with resource or TF1 reference variables (`params["resource"]`)."""
     global_step = tf.compat.v1.train.get_global_step()
-    kernel = tf.compat.v1.get_variable("kernel", [6, 1], initializer=tf.compat.v1.constant_initializer(0.1),
-                                       use_resource=params["resource"])
+    kernel = tf.compat.v1.get_variable(
+        "kernel", [6, 1], initializer=tf.compat.v1.constant_initializer(0.1), use_resource=params["resource"]
+    )
     logits = tf.matmul(features, kernel)
     cross_entropy = tf.identity(tf.compat.v1.losses.sigmoid_cross_entropy(labels, logits), name="cross_entropy")
-    learning_rate = tf.identity(tf.compat.v1.train.exponential_decay(0.5, global_step, 1, 0.9),
-                                name="learning_rate")
-    accuracy = tf.reduce_mean(tf.cast(tf.equal(tf.cast(logits > 0, tf.float32), labels), tf.float32),
-                              name="train_accuracy")
+    learning_rate = tf.identity(tf.compat.v1.train.exponential_decay(0.5, global_step, 1, 0.9), name="learning_rate")
+    accuracy = tf.reduce_mean(
+        tf.cast(tf.equal(tf.cast(logits > 0, tf.float32), labels), tf.float32), name="train_accuracy"
+    )
     del accuracy  # fetched by name only, as the official models' logging hooks do
-    train_op = tf.compat.v1.train.GradientDescentOptimizer(learning_rate).minimize(cross_entropy,
-                                                                                  global_step=global_step)
+    train_op = tf.compat.v1.train.GradientDescentOptimizer(learning_rate).minimize(
+        cross_entropy, global_step=global_step
+    )
     return tf.estimator.EstimatorSpec(mode, loss=cross_entropy, train_op=train_op)
 
 
@@ -232,11 +273,16 @@ class ByNameHook(tf.compat.v1.train.SessionRunHook):
 def train_with_named_hooks(model_dir, iterations_per_loop, resource):
     seen = []
     logging_hook = tf.compat.v1.train.LoggingTensorHook(
-        {"lr": "learning_rate", "ce": "cross_entropy", "acc": "train_accuracy"}, every_n_iter=1,
-        formatter=lambda values: seen.append(dict(values)) or "")
+        {"lr": "learning_rate", "ce": "cross_entropy", "acc": "train_accuracy"},
+        every_n_iter=1,
+        formatter=lambda values: seen.append(dict(values)) or "",
+    )
     by_name = ByNameHook("cross_entropy:0")
-    estimator = NPUEstimator(named_tensors_model_fn, params={"resource": resource},
-                             config=NPURunConfig(model_dir=str(model_dir), iterations_per_loop=iterations_per_loop))
+    estimator = NPUEstimator(
+        named_tensors_model_fn,
+        params={"resource": resource},
+        config=NPURunConfig(model_dir=str(model_dir), iterations_per_loop=iterations_per_loop),
+    )
     estimator.train(input_fn, max_steps=8, hooks=[by_name], saving_listeners=None)
     estimator.train(input_fn, max_steps=16, hooks=[logging_hook])
     return estimator, seen, by_name.values
@@ -269,8 +315,9 @@ def test_n_step_training_matches_single_step_training(tmp_path):
     assert single_steps.steps == list(range(1, 41)) and looped_steps.steps == [8, 16, 24, 32, 40]
     for name in single.get_variable_names():
         if name.startswith(("hidden", "logits")):
-            np.testing.assert_allclose(single.get_variable_value(name), looped.get_variable_value(name),
-                                       rtol=1e-6, atol=1e-6, err_msg=name)
+            np.testing.assert_allclose(
+                single.get_variable_value(name), looped.get_variable_value(name), rtol=1e-6, atol=1e-6, err_msg=name
+            )
 
 
 def test_train_steps_are_incremental_across_calls(tmp_path):
@@ -287,8 +334,12 @@ def test_checkpoints_and_summaries_land_on_run_boundaries(tmp_path):
     saved = sorted(int(path.rsplit("-", 1)[1]) for path in state.all_model_checkpoint_paths)
     assert saved == [0, 10, 20]  # Estimator also saves when the session starts
     events = [os.path.join(tmp_path, name) for name in os.listdir(tmp_path) if name.startswith("events")]
-    summary_steps = {event.step for path in events for event in tf.compat.v1.train.summary_iterator(path)
-                     if any(value.tag == "step_loss" for value in event.summary.value)}
+    summary_steps = {
+        event.step
+        for path in events
+        for event in tf.compat.v1.train.summary_iterator(path)
+        if any(value.tag == "step_loss" for value in event.summary.value)
+    }
     # Summaries are written at run boundaries, with the step the run ended at; as on Ascend, Estimator's summary
     # hook predicts one step per run, so its interval stretches (the adapter's docs say the same).
     assert summary_steps and all(step % 5 == 0 for step in summary_steps), summary_steps
@@ -296,8 +347,10 @@ def test_checkpoints_and_summaries_land_on_run_boundaries(tmp_path):
 
 def test_interval_not_multiple_of_n_warns(tmp_path):
     with pytest.warns(NpuCompatWarning, match="save_checkpoints_steps=7 is not a multiple of iterations_per_loop=5"):
-        NPUEstimator(dense_model_fn, config=NPURunConfig(model_dir=str(tmp_path), iterations_per_loop=5,
-                                                         save_checkpoints_steps=7))
+        NPUEstimator(
+            dense_model_fn,
+            config=NPURunConfig(model_dir=str(tmp_path), iterations_per_loop=5, save_checkpoints_steps=7),
+        )
 
 
 def test_evaluate_and_predict_run_one_step_per_run(tmp_path):
@@ -313,8 +366,9 @@ def test_looping_needs_a_dataset(tmp_path):
         return tf.compat.v1.data.make_one_shot_iterator(input_fn()).get_next()
 
     estimator = NPUEstimator(dense_model_fn, config=NPURunConfig(model_dir=str(tmp_path), iterations_per_loop=5))
-    with pytest.raises(NpuOptionValueError, match="iterations_per_loop=5 needs an input_fn that returns a "
-                                                  "tf.data.Dataset"):
+    with pytest.raises(
+        NpuOptionValueError, match="iterations_per_loop=5 needs an input_fn that returns a tf.data.Dataset"
+    ):
         estimator.train(tensors_input_fn, max_steps=10)
 
 
@@ -324,6 +378,7 @@ def host_call_model_fn(record):
         step = tf.compat.v1.train.get_global_step()
         host_call = (lambda gs: tf.numpy_function(lambda v: record.append(int(v)) or v, [gs], tf.int64), [step])
         return NPUEstimatorSpec(mode, loss=spec.loss, train_op=spec.train_op, host_call=host_call)
+
     return model_fn
 
 
@@ -340,8 +395,12 @@ def test_host_call_is_refused_with_several_steps_per_run(tmp_path):
 
 def test_host_call_is_validated():
     with pytest.raises(NpuOptionValueError, match="host_call function takes 1 arguments but 2 tensors"):
-        NPUEstimatorSpec("train", loss=tf.constant(1.0), train_op=tf.no_op(),
-                         host_call=(lambda a: a, [tf.constant(1), tf.constant(2)]))
+        NPUEstimatorSpec(
+            "train",
+            loss=tf.constant(1.0),
+            train_op=tf.no_op(),
+            host_call=(lambda a: a, [tf.constant(1), tf.constant(2)]),
+        )
 
 
 def test_npuestimator_checks_its_config(tmp_path):
@@ -353,29 +412,32 @@ def test_npuestimator_checks_its_config(tmp_path):
 
 # --- mixed compute: the FusedBatchNormV3 workaround --------------------------------------------------------
 
+
 @pytest.mark.parametrize("keras", [False, True])
 def test_mixed_compute_builds_pre_v3_batch_norm(tmp_path, keras):
-    _, mixed = train(tmp_path / "mixed", model_fn=batchnorm_model_fn, max_steps=3, params={"keras": keras},
-                     mix_compile_mode=True)
+    _, mixed = train(
+        tmp_path / "mixed", model_fn=batchnorm_model_fn, max_steps=3, params={"keras": keras}, mix_compile_mode=True
+    )
     assert {"FusedBatchNorm", "FusedBatchNormGrad"} <= mixed.op_types and not mixed.op_types & V3_OPS
     _, plain = train(tmp_path / "plain", model_fn=batchnorm_model_fn, max_steps=3, params={"keras": keras})
     assert V3_OPS <= plain.op_types and "FusedBatchNorm" not in plain.op_types
 
 
 def test_mixed_compute_float16_batch_norm_is_v2(tmp_path):
-    _, mixed = train(tmp_path, model_fn=batchnorm_model_fn, max_steps=2, params={"dtype": tf.float16},
-                     mix_compile_mode=True)
+    _, mixed = train(
+        tmp_path, model_fn=batchnorm_model_fn, max_steps=2, params={"dtype": tf.float16}, mix_compile_mode=True
+    )
     assert {"FusedBatchNormV2", "FusedBatchNormGradV2"} <= mixed.op_types and not mixed.op_types & V3_OPS
 
 
 def test_training_with_and_without_the_workaround_agrees(tmp_path):
-    mixed, _ = train(tmp_path / "mixed", model_fn=batchnorm_model_fn, max_steps=15, params={},
-                     mix_compile_mode=True)
+    mixed, _ = train(tmp_path / "mixed", model_fn=batchnorm_model_fn, max_steps=15, params={}, mix_compile_mode=True)
     plain, _ = train(tmp_path / "plain", model_fn=batchnorm_model_fn, max_steps=15, params={})
     for name in mixed.get_variable_names():
         if "batch_normalization" in name or name.startswith("dense"):
-            np.testing.assert_allclose(mixed.get_variable_value(name), plain.get_variable_value(name),
-                                       rtol=1e-5, atol=1e-6, err_msg=name)
+            np.testing.assert_allclose(
+                mixed.get_variable_value(name), plain.get_variable_value(name), rtol=1e-5, atol=1e-6, err_msg=name
+            )
 
 
 def test_the_scripts_own_horizon_works_again(tmp_path):
@@ -408,17 +470,28 @@ def test_npu_scopes_work_inside_model_fn(tmp_path):
 
 
 def test_configuration_holders_map_to_npu_options():
-    from npu_bridge_compat.estimator import (DynamicInputConfig, ExperimentalConfig, GraphMemoryOptimizeConfig,
-                                             MemoryConfig)
+    from npu_bridge_compat.estimator import (
+        DynamicInputConfig,
+        ExperimentalConfig,
+        GraphMemoryOptimizeConfig,
+        MemoryConfig,
+    )
 
     config = NPURunConfig(
         memory_config=MemoryConfig(atomic_clean_policy=1, memory_optimization_policy="MemoryPriority"),
-        experimental_config=ExperimentalConfig(graph_memory_optimize_config=GraphMemoryOptimizeConfig(
-            graph_slice="auto")),
-        dynamic_input_config=DynamicInputConfig("data:1,-1", "20;40", 0))
+        experimental_config=ExperimentalConfig(
+            graph_memory_optimize_config=GraphMemoryOptimizeConfig(graph_slice="auto")
+        ),
+        dynamic_input_config=DynamicInputConfig("data:1,-1", "20;40", 0),
+    )
     assert config.npu_options.set_options() == {
-        "atomic_clean_policy": 1, "memory_optimization_policy": "MemoryPriority", "graph_slice": "auto",
-        "input_shape": "data:1,-1", "dynamic_dims": "20;40", "dynamic_node_type": 0}
+        "atomic_clean_policy": 1,
+        "memory_optimization_policy": "MemoryPriority",
+        "graph_slice": "auto",
+        "input_shape": "data:1,-1",
+        "dynamic_dims": "20;40",
+        "dynamic_node_type": 0,
+    }
     assert DynamicInputConfig("data:1,-1", None, 0).npu_options() == {}  # written only with all three
     with pytest.raises(NpuOptionValueError, match=r"recompute should be in \['auto', 'manual'\]"):
         GraphMemoryOptimizeConfig(recompute="always")
@@ -435,8 +508,10 @@ def test_in_out_pair_regions_are_kept_on_the_host_in_the_training_graph(tmp_path
     pairs = str([[["hidden/MatMul"], ["hidden/BiasAdd"]]])
     recorder = Attributes()
     session_config = npu_config({"in_out_pair": pairs, "in_out_pair_flag": False})  # NPURunConfig has no argument
-    estimator = NPUEstimator(dense_model_fn, config=NPURunConfig(
-        model_dir=str(tmp_path), mix_compile_mode=True, session_config=session_config))
+    estimator = NPUEstimator(
+        dense_model_fn,
+        config=NPURunConfig(model_dir=str(tmp_path), mix_compile_mode=True, session_config=session_config),
+    )
     estimator.train(input_fn, max_steps=2, hooks=[recorder])
     assert recorder.kept is True
 

@@ -10,16 +10,22 @@ ROOT = Path(__file__).parent.parent
 
 
 def run(script: str, *arguments: str) -> str:
-    result = subprocess.run([sys.executable, str(ROOT / script), *arguments], capture_output=True, text=True,
-                            timeout=300, cwd=ROOT)
+    result = subprocess.run(
+        [sys.executable, str(ROOT / script), *arguments], capture_output=True, text=True, timeout=300, cwd=ROOT
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     return result.stdout
 
 
 @pytest.mark.needs_estimator
 def test_estimator_example_trains_and_reports_throughput(tmp_path):
-    out = run("examples/estimator/train.py", "--max_steps=40", "--iterations_per_loop=10",
-              f"--model_dir={tmp_path}", "--precision_mode=allow_mix_precision")
+    out = run(
+        "examples/estimator/train.py",
+        "--max_steps=40",
+        "--iterations_per_loop=10",
+        f"--model_dir={tmp_path}",
+        "--precision_mode=allow_mix_precision",
+    )
     assert "trained to step 40, eval loss" in out and "steps/s" in out
 
 

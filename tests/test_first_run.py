@@ -22,8 +22,15 @@ PYTHON_WARNING = re.compile(r"^\S+\.py:\d+: \w+: ")
 
 def output(*command: str, env: dict | None = None) -> str:
     """stdout and stderr of a command, interleaved as a terminal shows them."""
-    result = subprocess.run([sys.executable, *command], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            timeout=300, cwd=ROOT, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", **(env or {})})
+    result = subprocess.run(
+        [sys.executable, *command],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", **(env or {})},
+    )
     assert result.returncode == 0, result.stdout[-3000:]
     return result.stdout
 
@@ -36,8 +43,11 @@ NATIVE_START_UP = re.compile(r"^[IWEF]0000 00:00:")
 def doubled_messages(text: str) -> list[str]:
     """Log records and warnings that appear more than once (prefixes stripped: TensorFlow's handler and absl's
     print the same record with different prefixes)."""
-    messages = [LOG_PREFIX.sub("", line) for line in text.splitlines()
-                if (LOG_PREFIX.match(line) or PYTHON_WARNING.match(line)) and not NATIVE_START_UP.match(line)]
+    messages = [
+        LOG_PREFIX.sub("", line)
+        for line in text.splitlines()
+        if (LOG_PREFIX.match(line) or PYTHON_WARNING.match(line)) and not NATIVE_START_UP.match(line)
+    ]
     return [message for message, count in collections.Counter(messages).items() if count > 1]
 
 
@@ -49,9 +59,11 @@ def test_main_example_shows_the_report_once_then_the_training_progress():
     assert text.count("NPU options from Session config") == 1 and text.count(REPORT_TITLE) == 1
     lines = [line for line in text.splitlines() if not NATIVE_START_UP.match(line)]
     report = lines.index(next(line for line in lines if line.startswith("NPU options from Session config")))
-    assert lines[report + 1:report + 3] == [
-        "  translated:", "    iterations_per_loop=10  10 training steps per session run in NPUEstimator, "
-        "util.set_iteration_per_loop and NPUCallback; global_step grows by that much per run"]
+    assert lines[report + 1 : report + 3] == [
+        "  translated:",
+        "    iterations_per_loop=10  10 training steps per session run in NPUEstimator, "
+        "util.set_iteration_per_loop and NPUCallback; global_step grows by that much per run",
+    ]
     progress = [line.split(":")[0] for line in lines if line.startswith("step ")]
     assert progress == ["step 100", "step 200"] and lines[-1].startswith("trained to step 200, loss ")
     assert lines.index(next(line for line in lines if line.startswith("step "))) > report

@@ -2,11 +2,11 @@
 references of the Ascend formulas: values in eager and graph mode, masking, both directions, host-only options,
 gradients, and the adapter's variable names, shapes and checkpoint layout."""
 
+import fused_reference as ref
 import numpy as np
 import pytest
 import tensorflow as tf
 
-import fused_reference as ref
 from npu_bridge_compat import NpuOptionValueError
 from npu_bridge_compat.compat import tf1_keras_api
 from npu_bridge_compat.fused.rnn import (
@@ -19,7 +19,7 @@ from npu_bridge_compat.fused.rnn import (
 )
 
 v1 = tf.compat.v1
-T, B, I, H = 5, 3, 4, 6
+T, B, I, H = 5, 3, 4, 6  # noqa: E741 - time, batch, input and hidden sizes, as the kernels name them
 RNG = np.random.RandomState(7)
 X = RNG.randn(T, B, I).astype(np.float32)
 W = (RNG.randn(I + H, 4 * H) * 0.4).astype(np.float32)
@@ -64,8 +64,12 @@ def assert_lstm(outputs, expected, gates_inside_only=False, atol=2e-5):
 
 @pytest.mark.parametrize("mode", ["eager", "graph"])
 def test_dynamic_rnn_with_forget_bias_equals_a_hand_unrolled_lstm(mode):
-    layer, outputs = run_layer(mode, lambda: DynamicRNN(hidden_size=H, dtype=tf.float32, forget_bias=1.0),
-                               {"dynamicrnn/w": W, "dynamicrnn/b": BIAS}, X)
+    layer, outputs = run_layer(
+        mode,
+        lambda: DynamicRNN(hidden_size=H, dtype=tf.float32, forget_bias=1.0),
+        {"dynamicrnn/w": W, "dynamicrnn/b": BIAS},
+        X,
+    )
     zeros = np.zeros((B, H))
     assert_lstm(outputs, ref.lstm(X, W, BIAS, zeros, zeros, forget_bias=1.0))
     assert [o.shape for o in outputs] == [(T, B, H)] * 8
@@ -76,9 +80,15 @@ def test_dynamic_rnn_with_forget_bias_equals_a_hand_unrolled_lstm(mode):
 def test_seq_length_zeroes_y_and_holds_the_state_like_the_ascend_kernel(mode):
     lengths = np.array([T, 2, 0], np.int32)
     init_h, init_c = (RNG.randn(1, B, H).astype(np.float32) for _ in range(2))
-    _, outputs = run_layer(mode, lambda: DynamicRNN(H, tf.float32, forget_bias=0.5),
-                           {"dynamicrnn/w": W, "dynamicrnn/b": BIAS}, X, seq_length=lengths, init_h=init_h,
-                           init_c=init_c)
+    _, outputs = run_layer(
+        mode,
+        lambda: DynamicRNN(H, tf.float32, forget_bias=0.5),
+        {"dynamicrnn/w": W, "dynamicrnn/b": BIAS},
+        X,
+        seq_length=lengths,
+        init_h=init_h,
+        init_c=init_c,
+    )
     expected = ref.lstm(X, W, BIAS, init_h[0], init_c[0], lengths, forget_bias=0.5)
     assert_lstm(outputs, expected, gates_inside_only=True)
     y, output_h = outputs[:2]
@@ -92,19 +102,34 @@ def test_bidirectional_runs_each_sequence_forward_and_from_its_end(mode):
     biases = np.stack([BIAS, (RNG.randn(4 * H) * 0.4).astype(np.float32)])
     lengths = np.array([T, 3, 1], np.int32)
     init = RNG.randn(2, B, H).astype(np.float32)
-    _, outputs = run_layer(mode, lambda: DynamicRNN(H, tf.float32, direction="BIDIRECTIONAL", forget_bias=1.0),
-                           {"dynamicrnn/w": weights, "dynamicrnn/b": biases}, X, seq_length=lengths, init_h=init,
-                           init_c=init)
+    _, outputs = run_layer(
+        mode,
+        lambda: DynamicRNN(H, tf.float32, direction="BIDIRECTIONAL", forget_bias=1.0),
+        {"dynamicrnn/w": weights, "dynamicrnn/b": biases},
+        X,
+        seq_length=lengths,
+        init_h=init,
+        init_c=init,
+    )
     assert [o.shape for o in outputs] == [(2, T, B, H)] * 8
     for direction in (0, 1):
-        expected = ref.lstm(X, weights[direction], biases[direction], init[direction], init[direction], lengths,
-                            forget_bias=1.0, reverse=direction == 1)
+        expected = ref.lstm(
+            X,
+            weights[direction],
+            biases[direction],
+            init[direction],
+            init[direction],
+            lengths,
+            forget_bias=1.0,
+            reverse=direction == 1,
+        )
         assert_lstm([o[direction] for o in outputs], expected, gates_inside_only=True)
 
 
 def test_host_only_options_projection_peephole_clip_batch_major():
-    layer = DynamicRNN(H, tf.float32, direction="BIDIRECTIONAL", use_peephole=True, cell_clip=0.3, num_proj=4,
-                       time_major=False)
+    layer = DynamicRNN(
+        H, tf.float32, direction="BIDIRECTIONAL", use_peephole=True, cell_clip=0.3, num_proj=4, time_major=False
+    )
     batch_major = np.transpose(X, [1, 0, 2])
     layer(batch_major)
     values = {short_name(v): RNG.randn(*v.shape).astype(np.float32) * 0.4 for v in layer.trainable_variables}
@@ -113,9 +138,17 @@ def test_host_only_options_projection_peephole_clip_batch_major():
     outputs = [o.numpy() for o in layer(batch_major, seq_length=[T, 4, 2])]
     assert [o.shape for o in outputs] == [(2, B, T, 4)] + [(2, B, T, H)] * 7
     for direction in (0, 1):
-        expected = ref.lstm(X, values["dynamicrnn/w"][direction], values["dynamicrnn/b"][direction],
-                            np.zeros((B, H)), np.zeros((B, H)), [T, 4, 2], cell_clip=0.3, reverse=direction == 1,
-                            peephole=[values[f"dynamicrnn/{n}"][direction] for n in ("wci", "wcf", "wco")])
+        expected = ref.lstm(
+            X,
+            values["dynamicrnn/w"][direction],
+            values["dynamicrnn/b"][direction],
+            np.zeros((B, H)),
+            np.zeros((B, H)),
+            [T, 4, 2],
+            cell_clip=0.3,
+            reverse=direction == 1,
+            peephole=[values[f"dynamicrnn/{n}"][direction] for n in ("wci", "wcf", "wco")],
+        )
         expected["y"] = expected["y"] @ values["dynamicrnn/project"][direction]
         time_major = [np.transpose(o[direction], [1, 0, 2]) for o in outputs]
         assert_lstm(time_major, expected, gates_inside_only=True)
@@ -140,12 +173,18 @@ def test_dynamic_rnn_gradients_match_finite_differences():
 
 
 def test_checkpoints_move_between_the_npu_layout_and_the_host(tmp_path):
-    expected_layout = {"dynamic_rnn/dynamicrnn/w": [I + H, 4 * H], "dynamic_rnn/dynamicrnn/b": [4 * H],
-                       "dynamic_rnn/dynamicbase/seq_length": [B]}
+    expected_layout = {
+        "dynamic_rnn/dynamicrnn/w": [I + H, 4 * H],
+        "dynamic_rnn/dynamicrnn/b": [4 * H],
+        "dynamic_rnn/dynamicbase/seq_length": [B],
+    }
     npu_checkpoint = str(tmp_path / "npu" / "model.ckpt")
     with tf.Graph().as_default():  # what the adapter's layer writes: plain variables under its names
-        for name, value in (("dynamic_rnn/dynamicrnn/w", W), ("dynamic_rnn/dynamicrnn/b", BIAS),
-                            ("dynamic_rnn/dynamicbase/seq_length", np.full(B, T, np.int32))):
+        for name, value in (
+            ("dynamic_rnn/dynamicrnn/w", W),
+            ("dynamic_rnn/dynamicrnn/b", BIAS),
+            ("dynamic_rnn/dynamicbase/seq_length", np.full(B, T, np.int32)),
+        ):
             v1.get_variable(name, initializer=value)
         with v1.Session() as sess:
             sess.run(v1.global_variables_initializer())
@@ -170,13 +209,19 @@ def test_checkpoints_move_between_the_npu_layout_and_the_host(tmp_path):
 def test_variable_layouts_of_every_layer():
     with tf.Graph().as_default():
         x = tf.constant(X)
-        layers = [DynamicRNN(H, tf.float32, direction="BIDIRECTIONAL"), DynamicGRUV2(H, tf.float32),
-                  DynamicAUGRU(H, tf.float16)]
+        layers = [
+            DynamicRNN(H, tf.float32, direction="BIDIRECTIONAL"),
+            DynamicGRUV2(H, tf.float32),
+            DynamicAUGRU(H, tf.float16),
+        ]
         layers[0](x)
         layers[1](x)
         layers[2](x, tf.zeros([T, B]))
-        layout = {v.name[:-2]: (v.shape.as_list(), v.dtype.base_dtype.name, v.trainable)
-                  for layer in layers for v in layer.variables}
+        layout = {
+            v.name[:-2]: (v.shape.as_list(), v.dtype.base_dtype.name, v.trainable)
+            for layer in layers
+            for v in layer.variables
+        }
     assert layout == {
         "dynamic_rnn/dynamicrnn/w": ([2, I + H, 4 * H], "float32", True),
         "dynamic_rnn/dynamicrnn/b": ([2, 4 * H], "float32", True),
@@ -195,20 +240,29 @@ def test_variable_layouts_of_every_layer():
 
 
 def gru_values():
-    return {"weight_input": (RNG.randn(I, 3 * H) * 0.4).astype(np.float32),
-            "weight_hidden": (RNG.randn(H, 3 * H) * 0.4).astype(np.float32),
-            "bias_input": (RNG.randn(3 * H) * 0.4).astype(np.float32),
-            "bias_hidden": (RNG.randn(3 * H) * 0.4).astype(np.float32)}
+    return {
+        "weight_input": (RNG.randn(I, 3 * H) * 0.4).astype(np.float32),
+        "weight_hidden": (RNG.randn(H, 3 * H) * 0.4).astype(np.float32),
+        "bias_input": (RNG.randn(3 * H) * 0.4).astype(np.float32),
+        "bias_hidden": (RNG.randn(3 * H) * 0.4).astype(np.float32),
+    }
 
 
-@pytest.mark.parametrize("mode,gate_order,reset_after", [("eager", "zrh", True), ("eager", "rzh", False),
-                                                         ("graph", "rzh", True)])
+@pytest.mark.parametrize(
+    "mode,gate_order,reset_after", [("eager", "zrh", True), ("eager", "rzh", False), ("graph", "rzh", True)]
+)
 def test_dynamic_gru_v2_equals_a_hand_unrolled_gru(mode, gate_order, reset_after):
     values = gru_values()
     lengths = np.array([T, 2, 4], np.int32)
     init_h = RNG.randn(B, H).astype(np.float32)
-    _, outputs = run_layer(mode, lambda: DynamicGRUV2(H, tf.float32, gate_order=gate_order, reset_after=reset_after),
-                           {f"dynamicgruv2/{k}": v for k, v in values.items()}, X, seq_length=lengths, init_h=init_h)
+    _, outputs = run_layer(
+        mode,
+        lambda: DynamicGRUV2(H, tf.float32, gate_order=gate_order, reset_after=reset_after),
+        {f"dynamicgruv2/{k}": v for k, v in values.items()},
+        X,
+        seq_length=lengths,
+        init_h=init_h,
+    )
     expected = ref.gru(X, *values.values(), init_h, lengths, gate_order=gate_order, reset_after=reset_after)
     for name, value in zip(("y", "output_h", "update", "reset", "new", "hidden_new"), outputs):
         inside = 1 if name in ("y", "output_h") else expected["inside"][..., None]
@@ -253,8 +307,11 @@ def test_basic_lstm_cell_is_one_step_of_the_lstm_in_graphs_only():
     with pytest.raises(RuntimeError, match=r"tf.basic_lstm_cell\(\) is not compatible with eager execution"):
         basic_lstm_cell(X[0], h0, c0, W, BIAS, 1.0, 1.0, True, "tanh")
     with tf.Graph().as_default(), v1.Session() as sess:
-        outputs = sess.run(basic_lstm_cell(X[0], h0, c0, W, BIAS, keep_prob=1.0, forget_bias=1.0,
-                                           state_is_tuple=True, activation="tanh"))
+        outputs = sess.run(
+            basic_lstm_cell(
+                X[0], h0, c0, W, BIAS, keep_prob=1.0, forget_bias=1.0, state_is_tuple=True, activation="tanh"
+            )
+        )
     expected = ref.lstm(X[:1], W, BIAS, h0, c0, forget_bias=1.0)
     for name, value in zip(("output_c", "output_h", "i", "j", "f", "o", "tanhc"), outputs):
         np.testing.assert_allclose(value, expected[name][0], atol=2e-5, err_msg=name)
@@ -270,8 +327,9 @@ def test_npu_dynamic_rnn_is_tensorflows_rnn_over_time_major_inputs():
     with tf.Graph().as_default(), v1.Session() as sess:
         cell = tf1_keras_api("nn.rnn_cell").BasicLSTMCell(H)
         outputs, state = npu_dynamic_rnn(cell, tf.constant(X), dtype=tf.float32, sequence_length=[T, 2, 4])
-        reference, reference_state = v1.nn.dynamic_rnn(cell, tf.constant(X), dtype=tf.float32, time_major=True,
-                                                       sequence_length=[T, 2, 4], scope="rnn")
+        reference, reference_state = v1.nn.dynamic_rnn(
+            cell, tf.constant(X), dtype=tf.float32, time_major=True, sequence_length=[T, 2, 4], scope="rnn"
+        )
         names = sorted(v.name for v in v1.global_variables())
         sess.run(v1.global_variables_initializer())
         ours, theirs = sess.run([(outputs, state), (reference, reference_state)])
@@ -280,18 +338,23 @@ def test_npu_dynamic_rnn_is_tensorflows_rnn_over_time_major_inputs():
         np.testing.assert_allclose(mine, expected, atol=1e-5)
 
 
-@pytest.mark.parametrize("make,message", [
-    (lambda: DynamicRNN(H, tf.float32, direction="BACKWARD"),
-     "Invalid direction: BACKWARD, expecting UNIDIRECTIONAL or BIDIRECTIONAL"),
-    (lambda: DynamicGRUV2(H, tf.float32, direction="BIDIRECTIONAL"), "DynamicGRUV2 runs in one direction"),
-    (lambda: DynamicRNN(H, tf.float32, cell_type="GRU"), "cell_type must be 'LSTM'"),
-    (lambda: DynamicRNN(H, tf.float32, cell_depth=2), "cell_depth must be 1: the Ascend kernel computes one layer"),
-    (lambda: DynamicAUGRU(H, tf.float32, keep_prob=0.5), "keep_prob must be 1.0: the Ascend kernel has no dropout"),
-    (lambda: DynamicRNN(H, tf.float32, activation="relu"), "activation must be 'tanh'"),
-    (lambda: DynamicGRUV2(H, tf.float32, gate_order="hzr"), "gate_order must be 'zrh' or 'rzh', got 'hzr'"),
-    (lambda: DynamicRNN(0, tf.float32), "hidden_size must be an integer >= 1, got 0"),
-    (lambda: DynamicRNN(H, tf.int32), "dtype must be tf.float16 or tf.float32"),
-])
+@pytest.mark.parametrize(
+    "make,message",
+    [
+        (
+            lambda: DynamicRNN(H, tf.float32, direction="BACKWARD"),
+            "Invalid direction: BACKWARD, expecting UNIDIRECTIONAL or BIDIRECTIONAL",
+        ),
+        (lambda: DynamicGRUV2(H, tf.float32, direction="BIDIRECTIONAL"), "DynamicGRUV2 runs in one direction"),
+        (lambda: DynamicRNN(H, tf.float32, cell_type="GRU"), "cell_type must be 'LSTM'"),
+        (lambda: DynamicRNN(H, tf.float32, cell_depth=2), "cell_depth must be 1: the Ascend kernel computes one layer"),
+        (lambda: DynamicAUGRU(H, tf.float32, keep_prob=0.5), "keep_prob must be 1.0: the Ascend kernel has no dropout"),
+        (lambda: DynamicRNN(H, tf.float32, activation="relu"), "activation must be 'tanh'"),
+        (lambda: DynamicGRUV2(H, tf.float32, gate_order="hzr"), "gate_order must be 'zrh' or 'rzh', got 'hzr'"),
+        (lambda: DynamicRNN(0, tf.float32), "hidden_size must be an integer >= 1, got 0"),
+        (lambda: DynamicRNN(H, tf.int32), "dtype must be tf.float16 or tf.float32"),
+    ],
+)
 def test_bad_arguments_are_named_when_the_layer_is_created(make, message):
     with pytest.raises(NpuOptionValueError, match=message):
         make()

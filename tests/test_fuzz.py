@@ -13,13 +13,26 @@ from npu_bridge_compat.host import HostFacts, build_plan
 from npu_bridge_compat.options import OPTIONS, options_from_config_proto, options_from_kwargs
 
 KEYS = st.one_of(st.sampled_from(sorted(OPTIONS)), st.text(max_size=20))
-JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=10),
-                    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=12), inner, max_size=3),
-                    max_leaves=8)
-TEXT = st.one_of(st.text(max_size=30), st.from_regex(r"[\d|\-]{0,12}", fullmatch=True),
-                 JSON.map(json.dumps), st.sampled_from(["[[['a'],['b']]]", "getnext:[1,2~3]", "0|5|10", "1,2"]))
-VALUES = st.one_of(st.booleans(), st.integers(-5, 2**40), TEXT, st.binary(max_size=12), st.floats(), st.none(),
-                   st.lists(st.integers(), max_size=2))
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=10),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=12), inner, max_size=3),
+    max_leaves=8,
+)
+TEXT = st.one_of(
+    st.text(max_size=30),
+    st.from_regex(r"[\d|\-]{0,12}", fullmatch=True),
+    JSON.map(json.dumps),
+    st.sampled_from(["[[['a'],['b']]]", "getnext:[1,2~3]", "0|5|10", "1,2"]),
+)
+VALUES = st.one_of(
+    st.booleans(),
+    st.integers(-5, 2**40),
+    TEXT,
+    st.binary(max_size=12),
+    st.floats(),
+    st.none(),
+    st.lists(st.integers(), max_size=2),
+)
 HOST = HostFacts("2.15.1", 0)
 pytestmark = pytest.mark.filterwarnings("ignore::npu_bridge_compat.errors.NpuCompatWarning")
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

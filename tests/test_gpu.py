@@ -28,8 +28,13 @@ v1 = tf.compat.v1
 
 def observe(code: str) -> dict:
     """Run `code` after SESSION in a new process; it prints one JSON object, returned here."""
-    result = subprocess.run([sys.executable, "-c", SESSION + textwrap.dedent(code)], capture_output=True,
-                            text=True, timeout=300, cwd=Path(__file__).parents[1])
+    result = subprocess.run(
+        [sys.executable, "-c", SESSION + textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=Path(__file__).parents[1],
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     return json.loads(result.stdout.strip().splitlines()[-1])
 

@@ -9,23 +9,29 @@ from npu_bridge_compat.errors import UnknownOptionWarning
 from npu_bridge_compat.options import grammars as g
 
 
-@pytest.mark.parametrize("text, steps", [
-    ("0|5|10", ((0, 0), (5, 5), (10, 10))),
-    ("0|3-5|10", ((0, 0), (3, 5), (10, 10))),
-    ("0|5|10|50-100|", ((0, 0), (5, 5), (10, 10), (50, 100))),
-    ("-3", ((0, 3),)),
-])
+@pytest.mark.parametrize(
+    "text, steps",
+    [
+        ("0|5|10", ((0, 0), (5, 5), (10, 10))),
+        ("0|3-5|10", ((0, 0), (3, 5), (10, 10))),
+        ("0|5|10|50-100|", ((0, 0), (5, 5), (10, 10), (50, 100))),
+        ("-3", ((0, 3),)),
+    ],
+)
 def test_dump_step_accepts_the_adapter_forms(text, steps):
     assert g.DumpSteps().parse(text) == steps
 
 
-@pytest.mark.parametrize("text, message", [
-    ("0|x", "dump_step string style is error, correct example:'0|5|10|50-100'"),
-    ("0||5", "dump_step string style is error"),
-    ("5-3", "in range steps, the first step is >= second step (5-3)"),
-    ("4-4", "in range steps, the first step is >= second step"),
-    ("|".join(map(str, range(101))), "dump_step only support dump <= 100 sets of data"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("0|x", "dump_step string style is error, correct example:'0|5|10|50-100'"),
+        ("0||5", "dump_step string style is error"),
+        ("5-3", "in range steps, the first step is >= second step (5-3)"),
+        ("4-4", "in range steps, the first step is >= second step"),
+        ("|".join(map(str, range(101))), "dump_step only support dump <= 100 sets of data"),
+    ],
+)
 def test_dump_step_rejects_with_the_adapter_wording(text, message):
     with pytest.raises(g.GrammarError) as error:
         g.DumpSteps().parse(text)
@@ -68,13 +74,16 @@ def test_shape_ranges_from_the_ascend_docs():
     assert g.ShapeRanges().parse("data:[]") == {"data": ((),)}
 
 
-@pytest.mark.parametrize("text, message", [
-    ("data:[1];getnext:[2];data:[3]", "more than 2 input styles"),
-    ("other:[1]", re.escape("example:'data:[1,2];getnext:[2,3]'")),
-    ("data:[1,x]", "style is invalid"),
-    ("data:[1]:[2]", "style is invalid"),
-    ("data:[1];data:[2]", "style is invalid"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("data:[1];getnext:[2];data:[3]", "more than 2 input styles"),
+        ("other:[1]", re.escape("example:'data:[1,2];getnext:[2,3]'")),
+        ("data:[1,x]", "style is invalid"),
+        ("data:[1]:[2]", "style is invalid"),
+        ("data:[1];data:[2]", "style is invalid"),
+    ],
+)
 def test_shape_ranges_reject(text, message):
     with pytest.raises(g.GrammarError, match=message):
         g.ShapeRanges().parse(text)
@@ -115,13 +124,16 @@ def test_comment_stripping_leaves_strings_alone():
     assert json.loads(g.strip_json_comments('{"a": "http://x"} // c')) == {"a": "http://x"}
 
 
-@pytest.mark.parametrize("content, message", [
-    ('{"blacklist": {}}', "unknown list 'blacklist'.*Did you mean 'black-list'"),
-    ('{"black-list": {"to_add": ["A"]}}', "unknown entry 'to_add'.*Did you mean 'to-add'"),
-    ('{"black-list": {"to-add": "A"}}', "must be a list of operator type names"),
-    ('{"black-list": ', "is not valid JSON"),
-    ("[1]", "must hold a JSON object"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ('{"blacklist": {}}', "unknown list 'blacklist'.*Did you mean 'black-list'"),
+        ('{"black-list": {"to_add": ["A"]}}', "unknown entry 'to_add'.*Did you mean 'to-add'"),
+        ('{"black-list": {"to-add": "A"}}', "must be a list of operator type names"),
+        ('{"black-list": ', "is not valid JSON"),
+        ("[1]", "must hold a JSON object"),
+    ],
+)
 def test_mixlist_errors(tmp_path, content, message):
     path = tmp_path / "ops_info.json"
     path.write_text(content)
@@ -136,29 +148,41 @@ def test_mixlist_file_must_exist(tmp_path):
 
 def test_fusion_switch_file_both_forms(tmp_path):
     json_form = tmp_path / "fusion_switch.cfg"
-    json_form.write_text('{"Switch": {"GraphFusion": {"ALL": "off", "SoftmaxFusionPass": "on"},'
-                         ' "UBFusion": {"ALL": "off"}}}')
+    json_form.write_text(
+        '{"Switch": {"GraphFusion": {"ALL": "off", "SoftmaxFusionPass": "on"}, "UBFusion": {"ALL": "off"}}}'
+    )
     assert g.FusionSwitchFile().parse(str(json_form))[("GraphFusion", "ALL")] == "off"
     lines_form = tmp_path / "switch.txt"
     lines_form.write_text("RequantFusionPass:off\nConvConcatFusionPass:on\n")
     assert g.FusionSwitchFile().parse(str(lines_form)) == {
-        ("GraphFusion", "RequantFusionPass"): "off", ("GraphFusion", "ConvConcatFusionPass"): "on"}
+        ("GraphFusion", "RequantFusionPass"): "off",
+        ("GraphFusion", "ConvConcatFusionPass"): "on",
+    }
     assert g.FusionSwitchFile().parse(str(tmp_path / "only_on_the_npu_server.cfg")) is None
 
 
 def test_profiling_options_from_the_ascend_docs(tmp_path):
-    text = json.dumps({"output": str(tmp_path / "profiling"), "training_trace": "on",
-                       "fp_point": "resnet_model/conv2d/Conv2D", "bp_point": "gradients/AddN_70"})
+    text = json.dumps(
+        {
+            "output": str(tmp_path / "profiling"),
+            "training_trace": "on",
+            "fp_point": "resnet_model/conv2d/Conv2D",
+            "bp_point": "gradients/AddN_70",
+        }
+    )
     assert g.ProfilingOptions().parse(text)["bp_point"] == "gradients/AddN_70"
     assert g.ProfilingOptions().parse("")["training_trace"] == "on"  # the adapter's default JSON
 
 
-@pytest.mark.parametrize("document, message", [
-    ({"task_trace": "yes"}, "'task_trace' must be 'on' or 'off'"),
-    ({"storage_limit": "10MB"}, "storage_limit"),
-    ({"aic_metrics": "Everything"}, "aic_metrics"),
-    ({"output": 3}, "'output' must be a string"),
-])
+@pytest.mark.parametrize(
+    "document, message",
+    [
+        ({"task_trace": "yes"}, "'task_trace' must be 'on' or 'off'"),
+        ({"storage_limit": "10MB"}, "storage_limit"),
+        ({"aic_metrics": "Everything"}, "aic_metrics"),
+        ({"output": 3}, "'output' must be a string"),
+    ],
+)
 def test_profiling_options_errors(document, message):
     with pytest.raises(g.GrammarError, match=message):
         g.ProfilingOptions().parse(json.dumps(document))

@@ -35,8 +35,9 @@ def executed_dtypes(config) -> dict[str, str]:
         with NPUSession(config=config) as sess:
             sess.run(v1.global_variables_initializer())
             metadata = v1.RunMetadata()
-            sess.run(y, {x: np.ones([4, 8])}, options=v1.RunOptions(output_partition_graphs=True),
-                     run_metadata=metadata)
+            sess.run(
+                y, {x: np.ones([4, 8])}, options=v1.RunOptions(output_partition_graphs=True), run_metadata=metadata
+            )
     return node_dtypes(metadata.partition_graphs)
 
 
@@ -79,7 +80,9 @@ def test_two_configurations_with_different_lists_in_one_process_is_an_error(tmp_
     second.write_text('{"white-list": {"to-add": ["Exp"]}}')
     with tf.Graph().as_default():
         NPUSession(config=config_with(precision_mode="allow_mix_precision", modify_mixlist=str(first))).close()
-        with pytest.raises(NpuOptionValueError, match="needs the mixed-precision op lists .* already set .*DENYLIST_ADD"):
+        with pytest.raises(
+            NpuOptionValueError, match="needs the mixed-precision op lists .* already set .*DENYLIST_ADD"
+        ):
             NPUSession(config=config_with(precision_mode="allow_mix_precision", modify_mixlist=str(second)))
 
 
@@ -101,6 +104,7 @@ def test_plan_without_avx512_never_claims_bfloat16():
 
 
 # --- dumps and profiling ------------------------------------------------------------------------------------
+
 
 def linear_training_graph():
     features = tf.constant(np.arange(8, dtype=np.float32).reshape(4, 2), name="features")
@@ -130,22 +134,23 @@ def test_session_dumps_only_the_selected_steps(tmp_path):
     index = {(e["op"], e["kind"], e["slot"]): e for e in read_index(steps["step_0"])}
     entry = index[("prediction", "output", 0)]
     assert entry["dtype"] == "float32" and entry["shape"] == [4, 1] and entry["step"] == 0
-    np.testing.assert_allclose(np.load(steps["step_0"] / entry["file"]),
-                               np.arange(8).reshape(4, 2).sum(axis=1, keepdims=True))
+    np.testing.assert_allclose(
+        np.load(steps["step_0"] / entry["file"]), np.arange(8).reshape(4, 2).sum(axis=1, keepdims=True)
+    )
     assert not list(tmp_path.rglob("*.partial"))  # every file was renamed into place
 
 
 def test_dump_modes_layers_and_stats(tmp_path):
     with tf.Graph().as_default():
         train_op = linear_training_graph()
-        config = config_with(enable_dump=True, dump_path=str(tmp_path), dump_mode="input", dump_layer="prediction",
-                             dump_data="stats")
+        config = config_with(
+            enable_dump=True, dump_path=str(tmp_path), dump_mode="input", dump_layer="prediction", dump_data="stats"
+        )
         with NPUSession(config=config) as sess:
             sess.run(v1.global_variables_initializer())
             sess.run(train_op)
     index = read_index(dumped_steps(tmp_path)["step_0"])
-    assert {(e["op"], e["kind"], e["slot"]) for e in index} == {("prediction", "input", 0),
-                                                                ("prediction", "input", 1)}
+    assert {(e["op"], e["kind"], e["slot"]) for e in index} == {("prediction", "input", 0), ("prediction", "input", 1)}
     features = next(e for e in index if e["slot"] == 0)
     assert (features["min"], features["max"]) == (0.0, 7.0) and "file" not in features
 
@@ -187,16 +192,23 @@ def test_session_loop_dumps_and_checks_every_iteration(tmp_path):
         weight = v1.get_variable("weight", [], initializer=v1.constant_initializer(1.0), use_resource=True)
         root = tf.sqrt(3.5 - batch * weight, name="square_root")  # NaN from step 4 on
         step = v1.train.get_or_create_global_step()
-        train_op = v1.train.GradientDescentOptimizer(0.0).minimize(tf.reduce_mean(root), global_step=step,
-                                                                   name="train")
-        config = config_with(iterations_per_loop=3, enable_dump=True, dump_path=str(tmp_path), dump_step="1|4",
-                             dump_layer="square_root", enable_dump_debug=True)
+        train_op = v1.train.GradientDescentOptimizer(0.0).minimize(tf.reduce_mean(root), global_step=step, name="train")
+        config = config_with(
+            iterations_per_loop=3,
+            enable_dump=True,
+            dump_path=str(tmp_path),
+            dump_step="1|4",
+            dump_layer="square_root",
+            enable_dump_debug=True,
+        )
         with NPUSession(config=config) as sess:
             sess.run(v1.global_variables_initializer())
             looped = util.set_iteration_per_loop(sess, train_op, 3)
             sess.run(looped)  # steps 0-2
-            with pytest.raises(NonFiniteValueError, match="op 'square_root' produced NaN values in output 0, the first "
-                                                          "non-finite output of step 4"):
+            with pytest.raises(
+                NonFiniteValueError,
+                match="op 'square_root' produced NaN values in output 0, the first non-finite output of step 4",
+            ):
                 sess.run(looped)  # steps 3 and 4: the loop ends at the failing step
             assert sess.run(step) == 5
     steps = dumped_steps(tmp_path)
@@ -223,8 +235,11 @@ def test_session_loop_says_keep_dtype_cannot_reach_inside_it():
             if sess.npu_plan.mixed_precision is None:
                 pytest.skip("this CPU runs no mixed-precision pass")
             sess.run(v1.global_variables_initializer())
-            with pytest.warns(NpuCompatWarning, match=r"keep_dtype_scope cannot keep \['kept/MatMul'.*"
-                                                      "iterations_per_loop loop"):
+            with pytest.warns(
+                NpuCompatWarning,
+                match=r"keep_dtype_scope cannot keep \['kept/MatMul'.*"
+                "iterations_per_loop loop",
+            ):
                 sess.run(util.set_iteration_per_loop(sess, train_op, 2))
 
 
@@ -238,8 +253,9 @@ def test_overflow_detection_names_the_op_producing_inf(tmp_path):
         config = config_with(enable_dump_debug=True, dump_path=str(tmp_path))
         with NPUSession(config=config) as sess:
             assert sess.run(total, {x: [1.0, 1.0]}) == 0.0
-            with pytest.raises(NonFiniteValueError, match="op 'log_of_x' produced Inf values in output 0.*its "
-                                                          "inputs are saved in"):
+            with pytest.raises(
+                NonFiniteValueError, match="op 'log_of_x' produced Inf values in output 0.*its inputs are saved in"
+            ):
                 sess.run(total, {x: [0.0, 1.0]})
     [saved] = tmp_path.glob("exception/*/log_of_x/input.0.npy")
     np.testing.assert_array_equal(np.load(saved), [0.0, 1.0])  # the failing step's own input
@@ -261,8 +277,9 @@ def test_keep_dtype_scope_keeps_its_ops_in_float32(monkeypatch):
         with NPUSession(config=config_with(precision_mode="allow_mix_precision")) as sess:
             sess.run(v1.global_variables_initializer())
             metadata = v1.RunMetadata()
-            sess.run(y, {x: np.ones([4, 8])}, options=v1.RunOptions(output_partition_graphs=True),
-                     run_metadata=metadata)
+            sess.run(
+                y, {x: np.ones([4, 8])}, options=v1.RunOptions(output_partition_graphs=True), run_metadata=metadata
+            )
     assert reads_rounded_inputs(metadata.partition_graphs, "converted_matmul")
     assert not reads_rounded_inputs(metadata.partition_graphs, "kept_matmul")
 
@@ -332,11 +349,14 @@ def test_estimator_loop_says_keep_dtype_cannot_reach_inside_it(tmp_path):
     config = NPURunConfig(model_dir=str(tmp_path), precision_mode="allow_mix_precision", iterations_per_loop=2)
     if config.npu_plan.mixed_precision is None:
         pytest.skip("this CPU runs no mixed-precision pass")
-    with pytest.warns(NpuCompatWarning, match=r"keep_dtype_scope cannot keep \['kept/MatMul'.*iterations_per_loop loop"):
+    with pytest.warns(
+        NpuCompatWarning, match=r"keep_dtype_scope cannot keep \['kept/MatMul'.*iterations_per_loop loop"
+    ):
         NPUEstimator(keep_dtype_model_fn, config=config).train(ones_input_fn, max_steps=2)
 
 
 # --- dumps and checks inside an NPUEstimator loop (iterations_per_loop > 1) ----------------------------------
+
 
 def counting_input_fn():
     """Batch k holds the value k, so a dumped batch tells which step it came from."""
@@ -356,8 +376,11 @@ def loop_model_fn(features, labels, mode):
 def test_estimator_loop_dumps_the_selected_steps_from_inside_the_loop(tmp_path):
     from npu_bridge_compat.estimator import DumpConfig, NPUEstimator, NPURunConfig
 
-    config = NPURunConfig(model_dir=str(tmp_path / "model"), iterations_per_loop=3,
-                          dump_config=DumpConfig(enable_dump=True, dump_path=str(tmp_path), dump_step="1|4-5"))
+    config = NPURunConfig(
+        model_dir=str(tmp_path / "model"),
+        iterations_per_loop=3,
+        dump_config=DumpConfig(enable_dump=True, dump_path=str(tmp_path), dump_step="1|4-5"),
+    )
     NPUEstimator(loop_model_fn, config=config).train(counting_input_fn, max_steps=3)  # steps 0-2: all finite
     NPUEstimator(loop_model_fn, config=config).train(counting_input_fn, max_steps=6)  # a second call, 0-2 again
     runs = sorted(tmp_path.glob("*/train"))
@@ -367,8 +390,9 @@ def test_estimator_loop_dumps_the_selected_steps_from_inside_the_loop(tmp_path):
     for run in runs:
         index = {(e["op"], e["kind"], e["slot"]): e for e in read_index(run / "step_1")}
         assert index[("IteratorGetNext", "output", 0)]["step"] == 1
-        np.testing.assert_array_equal(np.load(run / "step_1" / index[("IteratorGetNext", "output", 0)]["file"]),
-                                      [[1.0], [1.0]])  # the batch of that iteration, not the loop's last
+        np.testing.assert_array_equal(
+            np.load(run / "step_1" / index[("IteratorGetNext", "output", 0)]["file"]), [[1.0], [1.0]]
+        )  # the batch of that iteration, not the loop's last
         assert ("loss", "output", 0) in index
     assert not list(tmp_path.rglob("*.partial"))
 
@@ -379,10 +403,18 @@ def test_estimator_loop_stops_at_the_first_non_finite_step(tmp_path):
     from npu_bridge_compat.estimator import DumpConfig, NPUEstimator, NPURunConfig
 
     (tmp_path / "dumps").mkdir()
-    config = NPURunConfig(model_dir=str(tmp_path / "model"), iterations_per_loop=10, dump_config=DumpConfig(
-        enable_dump_debug=True, enable_dump=True, dump_layer="loss", dump_path=str(tmp_path / "dumps")))
-    with pytest.raises(NonFiniteValueError, match=r"op 'square_root' produced NaN values in output 0, the first "
-                                                  r"non-finite output of step 4; its inputs are saved in"):
+    config = NPURunConfig(
+        model_dir=str(tmp_path / "model"),
+        iterations_per_loop=10,
+        dump_config=DumpConfig(
+            enable_dump_debug=True, enable_dump=True, dump_layer="loss", dump_path=str(tmp_path / "dumps")
+        ),
+    )
+    with pytest.raises(
+        NonFiniteValueError,
+        match=r"op 'square_root' produced NaN values in output 0, the first "
+        r"non-finite output of step 4; its inputs are saved in",
+    ):
         NPUEstimator(loop_model_fn, config=config).train(counting_input_fn, max_steps=20)
     [saved] = (tmp_path / "dumps").glob("exception/*/square_root/input.0.npy")
     np.testing.assert_array_equal(np.load(saved), [[-0.5], [-0.5]])  # 3.5 - 4: step 4's own input

@@ -10,11 +10,11 @@ from helpers import dumped_steps, keras_executed_dtypes
 from tensorflow.python.eager import context
 
 from npu_bridge_compat import NpuOptionValueError, scope
+from npu_bridge_compat import keras as npu_keras
 from npu_bridge_compat.compat import keras_steps_per_execution
 from npu_bridge_compat.errors import NonFiniteValueError, NpuCompatWarning
-from npu_bridge_compat.host import detect_host
-from npu_bridge_compat import keras as npu_keras
 from npu_bridge_compat.estimator import NPURunConfig
+from npu_bridge_compat.host import detect_host
 from npu_bridge_compat.keras import NPUCallback
 from npu_bridge_compat.legacy import keras_helpers
 
@@ -30,8 +30,7 @@ def dataset():
 def model(batch_norm=False, steps_per_execution=None):
     layers = [tf.keras.layers.Dense(4, activation="relu", kernel_initializer=tf.keras.initializers.GlorotUniform(1))]
     if batch_norm:  # fused batch norm needs 4-D inputs
-        layers += [tf.keras.layers.Reshape([1, 2, 2]), tf.keras.layers.BatchNormalization(),
-                   tf.keras.layers.Flatten()]
+        layers += [tf.keras.layers.Reshape([1, 2, 2]), tf.keras.layers.BatchNormalization(), tf.keras.layers.Flatten()]
     layers.append(tf.keras.layers.Dense(1, kernel_initializer=tf.keras.initializers.GlorotUniform(2)))
     net = tf.keras.Sequential(layers)
     net.compile(tf.keras.optimizers.SGD(0.05), "mse", steps_per_execution=steps_per_execution or 1)
@@ -85,8 +84,9 @@ def test_n_steps_per_call_trains_like_single_steps():
 
 
 def test_conflicting_steps_per_execution_is_an_error_naming_both():
-    with pytest.raises(NpuOptionValueError, match="compiled with steps_per_execution=4 but the NPU options set "
-                                                  "iterations_per_loop=10"):
+    with pytest.raises(
+        NpuOptionValueError, match="compiled with steps_per_execution=4 but the NPU options set iterations_per_loop=10"
+    ):
         fit(model(steps_per_execution=4), NPUCallback(iterations_per_loop=10))
     assert fit(model(steps_per_execution=10), NPUCallback(iterations_per_loop=10), steps=20).calls == 2
 
@@ -182,7 +182,8 @@ def test_model_to_npu_estimator_runs_n_steps_per_run(tmp_path):
     net = tf.keras.Model(inputs, tf.keras.layers.Dense(1)(inputs))
     net.compile(tf.keras.optimizers.SGD(0.05), "mse")
     estimator = keras_helpers.model_to_npu_estimator(
-        keras_model=net, config=NPURunConfig(model_dir=str(tmp_path), iterations_per_loop=5))
+        keras_model=net, config=NPURunConfig(model_dir=str(tmp_path), iterations_per_loop=5)
+    )
     estimator.train(lambda: dataset(), max_steps=10)
     assert estimator.get_variable_value("global_step") == 10
 
@@ -190,8 +191,11 @@ def test_model_to_npu_estimator_runs_n_steps_per_run(tmp_path):
 def test_session_settings_the_callback_cannot_apply_are_reported():
     from npu_bridge_compat.errors import NpuCompatWarning
 
-    with pytest.warns(NpuCompatWarning, match=r"NPUCallback does not carry out InterOpThreads\(count=4\).*"
-                                              "Session settings cannot change once TensorFlow runs"):
+    with pytest.warns(
+        NpuCompatWarning,
+        match=r"NPUCallback does not carry out InterOpThreads\(count=4\).*"
+        "Session settings cannot change once TensorFlow runs",
+    ):
         NPUCallback(stream_max_parallel_num="DNN_VM_AICPU:4")
 
 
@@ -201,10 +205,12 @@ def test_overflow_detection_stops_fit_at_the_op_producing_nan_and_saves_its_inpu
     net = tf.keras.Model(inputs, tf.keras.layers.Dense(1)(outputs))
     net.compile("sgd", "mse")
     grappler = tf.config.optimizer.get_experimental_options()
-    with pytest.raises(NonFiniteValueError, match="op '.*shifted_log' produced NaN values in output 0, the first "
-                                                  "non-finite output of step 0; its inputs are saved in"):
-        fit(net, NPUCallback(enable_exception_dump=1, dump_path=str(tmp_path), precision_mode="force_fp32"),
-            steps=3)
+    with pytest.raises(
+        NonFiniteValueError,
+        match="op '.*shifted_log' produced NaN values in output 0, the first "
+        "non-finite output of step 0; its inputs are saved in",
+    ):
+        fit(net, NPUCallback(enable_exception_dump=1, dump_path=str(tmp_path), precision_mode="force_fp32"), steps=3)
     [saved] = (tmp_path / "exception").glob("*/*shifted_log/input.0.npy")
     np.testing.assert_allclose(np.load(saved), FEATURES[:16] - 10.0)  # the failing step's own input
     # Keras calls no end hook after a failure: the callback undid its changes itself.
@@ -225,17 +231,24 @@ def test_numeric_checks_pass_a_finite_batch_norm_model():
 def test_dumps_the_selected_steps_from_inside_the_train_function(tmp_path):
     def batch_inputs(step_directory):
         index = json.loads((step_directory / "index.json").read_text())
-        entry = next(e for e in index if re.fullmatch(r"(while/)?sequential(_\d+)*/dense(_\d+)*/MatMul", e["op"])
-                     and e["kind"] == "input" and e["slot"] == 0 and e["shape"] == [16, 6])
+        entry = next(
+            e
+            for e in index
+            if re.fullmatch(r"(while/)?sequential(_\d+)*/dense(_\d+)*/MatMul", e["op"])
+            and e["kind"] == "input"
+            and e["slot"] == 0
+            and e["shape"] == [16, 6]
+        )
         return np.load(step_directory / entry["file"])
 
-    callback = NPUCallback(iterations_per_loop=2, enable_dump=True, dump_path=str(tmp_path), dump_step="1|4",
-                           dump_mode="input")
+    callback = NPUCallback(
+        iterations_per_loop=2, enable_dump=True, dump_path=str(tmp_path), dump_step="1|4", dump_mode="input"
+    )
     fit(model(), callback, steps=6)
     steps = dumped_steps(tmp_path)
     assert list(steps) == ["step_1", "step_4"]
     for name, k in (("step_1", 1), ("step_4", 4)):  # each step's own batch, from inside the 2-step loop
-        np.testing.assert_array_equal(batch_inputs(steps[name]), FEATURES[16 * k:16 * (k + 1)])
+        np.testing.assert_array_equal(batch_inputs(steps[name]), FEATURES[16 * k : 16 * (k + 1)])
     fit(model(), callback, steps=2)
     assert len(list(tmp_path.glob("*/train"))) == 2  # a second fit dumps beside the first, never over it
     assert not list(tmp_path.rglob("*.partial"))
@@ -271,8 +284,9 @@ def test_keep_dtype_scope_keeps_its_ops_in_float32():
     net = tf.keras.Model(inputs, tf.keras.layers.Dense(1, name="plain")(KeptMatMul()(inputs)))
     net.compile(tf.keras.optimizers.SGD(0.01), "mse")
     dtypes = executed_dtypes(net, NPUCallback(precision_mode="allow_mix_precision"))
-    forward = {re.sub(r"^model(_\d+)?/", "", name): dtype for name, dtype in dtypes.items()
-               if re.match(r"model(_\d+)?/", name)}
+    forward = {
+        re.sub(r"^model(_\d+)?/", "", name): dtype for name, dtype in dtypes.items() if re.match(r"model(_\d+)?/", name)
+    }
     assert forward["plain/BiasAdd"] == "bfloat16"  # the unmarked layer (matmul fused into BiasAdd) converted
     assert forward["kept_mat_mul/kept_matmul"] == "float32"  # the marked matmul not
     with pytest.warns(NpuCompatWarning, match=r"keep_dtype_scope cannot keep \[.*kept_matmul.*steps_per_execution"):

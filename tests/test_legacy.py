@@ -21,25 +21,43 @@ v1 = tf.compat.v1
 
 
 def run(*arguments, cwd=None, env=None):
-    return subprocess.run([sys.executable, "-m", "npu_bridge_compat", "run", *arguments], capture_output=True,
-                          text=True, timeout=300, cwd=cwd, env={**os.environ, **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-m", "npu_bridge_compat", "run", *arguments],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+    )
 
 
 # --- aliases -----------------------------------------------------------------------------------------------
 
+
 def test_importing_the_package_installs_no_alias():
-    result = subprocess.run([sys.executable, "-c", "import npu_bridge_compat, importlib.util as u; "
-                             "print(u.find_spec('npu_bridge'), u.find_spec('hccl'))"],
-                            capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import npu_bridge_compat, importlib.util as u; print(u.find_spec('npu_bridge'), u.find_spec('hccl'))",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.stdout.strip() == "None None", result.stderr
 
 
 def test_a_real_npu_bridge_is_never_shadowed(tmp_path):
     (tmp_path / "npu_bridge").mkdir()
     (tmp_path / "npu_bridge" / "__init__.py").write_text("")
-    result = subprocess.run([sys.executable, "-c", "from npu_bridge_compat.legacy import install_aliases; "
-                             "install_aliases()"], capture_output=True, text=True, timeout=120,
-                            env={**os.environ, "PYTHONPATH": str(tmp_path)})
+    result = subprocess.run(
+        [sys.executable, "-c", "from npu_bridge_compat.legacy import install_aliases; install_aliases()"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(tmp_path)},
+    )
     assert result.returncode != 0 and "a real 'npu_bridge' package is importable here" in result.stderr
 
 
@@ -59,21 +77,33 @@ def resolve(name: str):
 
 
 def adapter_names():
-    rows = [line.split("\t") for line in (HERE / "data" / "adapter_names.tsv").read_text().splitlines()
-            if not line.startswith("#")]
+    rows = [
+        line.split("\t")
+        for line in (HERE / "data" / "adapter_names.tsv").read_text().splitlines()
+        if not line.startswith("#")
+    ]
     return [(int(count), name) for count, name in rows]
 
 
 # Names in the survey that are not the adapter's: scripts' own modules called `util` shadow the star-imported one.
-NOT_ADAPTER_NAMES = {"npu_bridge.npu_init.util.dec", "npu_bridge.npu_init.util.io", "npu_bridge.npu_init.util.rand",
-                     "npu_bridge.npu_init.util.statistic", "npu_bridge.npu_init.util.test",
-                     "npu_bridge.npu_init.util.mod", "npu_bridge.npu_init.util.str"}
+NOT_ADAPTER_NAMES = {
+    "npu_bridge.npu_init.util.dec",
+    "npu_bridge.npu_init.util.io",
+    "npu_bridge.npu_init.util.rand",
+    "npu_bridge.npu_init.util.statistic",
+    "npu_bridge.npu_init.util.test",
+    "npu_bridge.npu_init.util.mod",
+    "npu_bridge.npu_init.util.str",
+}
 
 
 def test_every_name_used_by_two_files_or_more_resolves():
     install_aliases()
-    missing = [name for count, name in adapter_names()
-               if count >= 2 and name.split(" (")[0] not in NOT_ADAPTER_NAMES and not _resolves(name)]
+    missing = [
+        name
+        for count, name in adapter_names()
+        if count >= 2 and name.split(" (")[0] not in NOT_ADAPTER_NAMES and not _resolves(name)
+    ]
     assert missing == []
 
 
@@ -89,9 +119,25 @@ def test_npu_init_star_surface():
     install_aliases()
     namespace = {}
     exec("from npu_bridge.npu_init import *", namespace)
-    for name in ("NPURunConfig", "NPUEstimator", "npu_config_proto", "RewriterConfig", "tf", "os", "npu_ops",
-                 "NPULossScaleOptimizer", "get_rank_size", "util", "npu_scope", "init_resource", "npu_hooks_append",
-                 "set_keras_session_npu_config", "hccl_ops", "experimental_options", "NpuEmptyHook"):
+    for name in (
+        "NPURunConfig",
+        "NPUEstimator",
+        "npu_config_proto",
+        "RewriterConfig",
+        "tf",
+        "os",
+        "npu_ops",
+        "NPULossScaleOptimizer",
+        "get_rank_size",
+        "util",
+        "npu_scope",
+        "init_resource",
+        "npu_hooks_append",
+        "set_keras_session_npu_config",
+        "hccl_ops",
+        "experimental_options",
+        "NpuEmptyHook",
+    ):
         assert name in namespace, name
     assert namespace["RewriterConfig"].OFF == 2
     assert v1.Session.__name__ == "NPUSession"  # importing npu_init routes sessions through the session door
@@ -99,12 +145,16 @@ def test_npu_init_star_surface():
 
 # --- run ---------------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("script, flags, expected", [
-    pytest.param("estimator_port.py", [], "global_step 40", marks=pytest.mark.needs_estimator),
-    ("session_port.py", [], "global_step 20"),
-    ("keras_port.py", [], "epochs 2"),
-    ("tf1_port.py", ["--tf1"], "global_step 5 ops ['FusedBatchNorm', 'FusedBatchNormGrad']"),
-])
+
+@pytest.mark.parametrize(
+    "script, flags, expected",
+    [
+        pytest.param("estimator_port.py", [], "global_step 40", marks=pytest.mark.needs_estimator),
+        ("session_port.py", [], "global_step 20"),
+        ("keras_port.py", [], "epochs 2"),
+        ("tf1_port.py", ["--tf1"], "global_step 5 ops ['FusedBatchNorm', 'FusedBatchNormGrad']"),
+    ],
+)
 def test_ported_scripts_run_unmodified(script, flags, expected, tmp_path):
     result = run(*flags, str(HERE / "scripts" / script), str(tmp_path / "model"))
     assert result.returncode == 0, result.stderr[-3000:]
@@ -133,11 +183,13 @@ def test_run_behaves_like_python(tmp_path):
     script = tmp_path / "probe.py"
     helper = tmp_path / "helper_module.py"
     helper.write_text("VALUE = 7\n")
-    script.write_text("import sys, helper_module\n"
-                      "from hccl.manage.api import get_rank_id\n"
-                      "print(__name__, __file__ == sys.argv[0] or __file__, sys.argv[1:], helper_module.VALUE,"
-                      " get_rank_id())\n"
-                      "sys.exit(int(sys.argv[1]))\n")
+    script.write_text(
+        "import sys, helper_module\n"
+        "from hccl.manage.api import get_rank_id\n"
+        "print(__name__, __file__ == sys.argv[0] or __file__, sys.argv[1:], helper_module.VALUE,"
+        " get_rank_id())\n"
+        "sys.exit(int(sys.argv[1]))\n"
+    )
     result = run(str(script), "3", "--flag", cwd=tmp_path)
     assert result.returncode == 3
     assert result.stdout.split()[0] == "__main__" and "['3', '--flag'] 7 0" in result.stdout
@@ -150,6 +202,7 @@ def test_run_behaves_like_python(tmp_path):
 
 
 # --- ops, ranks, device-only features ----------------------------------------------------------------------
+
 
 def test_npu_ops_have_host_meanings():
     x = tf.ones([1000])
@@ -176,6 +229,7 @@ def test_device_only_features_import_and_name_themselves():
 
 
 # --- loss scaling (Ascend semantics) -----------------------------------------------------------------------
+
 
 def loss_scaled_training(make_manager, gradient_values):
     """Train one variable with gradients fed step by step; returns its value, global_step and scales per step."""
@@ -208,16 +262,20 @@ def test_overflow_skips_the_update_and_the_global_step():
 
 def test_dynamic_scale_grows_after_good_steps_and_shrinks_after_bad_ones():
     manager_args = dict(init_loss_scale=16, incr_every_n_steps=2, decr_every_n_nan_or_inf=2, decr_ratio=0.5)
-    _, step, scales = loss_scaled_training(lambda: ExponentialUpdateLossScaleManager(**manager_args),
-                                           [1.0, 1.0, np.nan, np.nan, np.nan, 1.0])
+    _, step, scales = loss_scaled_training(
+        lambda: ExponentialUpdateLossScaleManager(**manager_args), [1.0, 1.0, np.nan, np.nan, np.nan, 1.0]
+    )
     assert scales == [16, 32, 32, 16, 16, 16] and step == 3
 
 
-@pytest.mark.parametrize("arguments, message", [
-    ({"init_loss_scale": 0.5, "incr_every_n_steps": 10}, "init_loss_scale must be at least 1"),
-    ({"init_loss_scale": 2, "incr_every_n_steps": 0}, "incr_every_n_steps must be positive"),
-    ({"init_loss_scale": 2, "incr_every_n_steps": 5, "decr_ratio": 1.5}, r"decr_ratio must be in \(0, 1\)"),
-])
+@pytest.mark.parametrize(
+    "arguments, message",
+    [
+        ({"init_loss_scale": 0.5, "incr_every_n_steps": 10}, "init_loss_scale must be at least 1"),
+        ({"init_loss_scale": 2, "incr_every_n_steps": 0}, "incr_every_n_steps must be positive"),
+        ({"init_loss_scale": 2, "incr_every_n_steps": 5, "decr_ratio": 1.5}, r"decr_ratio must be in \(0, 1\)"),
+    ],
+)
 def test_loss_scale_manager_checks(arguments, message):
     with tf.Graph().as_default(), pytest.raises(NpuOptionValueError, match=message):
         ExponentialUpdateLossScaleManager(**arguments)

@@ -35,26 +35,43 @@ NEW_KEYS = {
     "compile_hybrid_mode": ([0, 1], [(2, "one of the list:[0, 1]"), (True, "must be int")]),
     "compile_dynamic_mode": ([True, False], [("True", "must be bool"), (1, "must be bool")]),
     "all_tensor_not_empty": ([True, False], [("yes", "must be bool")]),
-    "shape_generalization_mode": (["STRICT", "FULL", "ADAPTIVE"], [("full", "one of the list:[STRICT, FULL, "
-                                                                          "ADAPTIVE]"), (1, "must be str")]),
-    "auto_multistream_parallel_mode": (["cv", "LoadBalance", "LoadBalance:1", "MainStream:64"], [
-        ("MainStream:0", "must be in [1, 64], got 0"), ("LoadBalance:65", "got 65"),
-        ("mainstream:4", "did you mean 'MainStream'?"), ("vc", "'cv', 'LoadBalance:n' or 'MainStream:n'")]),
+    "shape_generalization_mode": (
+        ["STRICT", "FULL", "ADAPTIVE"],
+        [("full", "one of the list:[STRICT, FULL, ADAPTIVE]"), (1, "must be str")],
+    ),
+    "auto_multistream_parallel_mode": (
+        ["cv", "LoadBalance", "LoadBalance:1", "MainStream:64"],
+        [
+            ("MainStream:0", "must be in [1, 64], got 0"),
+            ("LoadBalance:65", "got 65"),
+            ("mainstream:4", "did you mean 'MainStream'?"),
+            ("vc", "'cv', 'LoadBalance:n' or 'MainStream:n'"),
+        ],
+    ),
     "variable_use_1g_huge_page": ([0, 1, 2], [(3, "one of the list:[0, 1, 2]"), ("2", "must be int")]),
     "input_fusion_size": ([0, 25600, 33554432], [("25600", "must be int")]),
     "input_batch_cpy": ([True, False], [("false", "must be bool")]),
-    "aicore_num": (["2|4", "24|48"], [("2,4", "'Integer1|Integer2'"), ("0|4", "greater than 0"),
-                                      ("2|", "'Integer1|Integer2'"), (2, "must be str")]),
+    "aicore_num": (
+        ["2|4", "24|48"],
+        [("2,4", "'Integer1|Integer2'"), ("0|4", "greater than 0"), ("2|", "'Integer1|Integer2'"), (2, "must be str")],
+    ),
     "oo_constant_folding": ([True, False], [("False", "must be bool")]),
-    "graph_max_parallel_model_num": ([1, 4, 2**31 - 1], [(0, "must be in [1, 2147483647]"),
-                                                         (2**31, "must be in [1, 2147483647]"), (4.0, "must be int")]),
+    "graph_max_parallel_model_num": (
+        [1, 4, 2**31 - 1],
+        [(0, "must be in [1, 2147483647]"), (2**31, "must be in [1, 2147483647]"), (4.0, "must be int")],
+    ),
     "oo_level": (["O1", "O3"], [(3, "must be str")]),
     "optimization_switch": (["forbidden_close_pass:on"], [(True, "must be str")]),
 }
 # Where NPURunConfig takes a key other than as a keyword of the same name.
-HOLDER_OF = {"compile_hybrid_mode": lambda value: {"dynamic_input_config": DynamicInputConfig(
-                 GEARS["input_shape"], GEARS["dynamic_dims"], GEARS["dynamic_node_type"], value)},
-             "variable_use_1g_huge_page": lambda value: {"memory_config": MemoryConfig(variable_use_1g_huge_page=value)}}
+HOLDER_OF = {
+    "compile_hybrid_mode": lambda value: {
+        "dynamic_input_config": DynamicInputConfig(
+            GEARS["input_shape"], GEARS["dynamic_dims"], GEARS["dynamic_node_type"], value
+        )
+    },
+    "variable_use_1g_huge_page": lambda value: {"memory_config": MemoryConfig(variable_use_1g_huge_page=value)},
+}
 CONTEXT = {"compile_hybrid_mode": GEARS, "shape_generalization_mode": {"jit_compile": "true"}}
 
 
@@ -92,8 +109,11 @@ def test_valid_values_are_read_by_both_readers_and_npurunconfig(key, value):
 @pytest.mark.needs_estimator
 @pytest.mark.parametrize("key, value, message", INVALID)
 def test_invalid_values_are_errors_naming_the_key_value_and_what_is_allowed(key, value, message):
-    for read in (lambda: through_readers(key, value)[0], lambda: through_readers(key, value)[1],
-                 lambda: through_npurunconfig(key, value)):
+    for read in (
+        lambda: through_readers(key, value)[0],
+        lambda: through_readers(key, value)[1],
+        lambda: through_npurunconfig(key, value),
+    ):
         with pytest.raises(NpuConfigError) as error:
             read()
         text = str(error.value)
@@ -111,16 +131,31 @@ def test_input_fusion_size_outside_its_range_is_clamped_with_a_warning_as_the_ad
 
 # The API reference's own examples (docs/en/tfadapter_1/apiref/session_config/*.md), with their values.
 SESSION_EXAMPLES = [
-    ("quant_dumpable", b"1"), ("export_compile_stat", 1), ("compile_dynamic_mode", True),
-    ("all_tensor_not_empty", True), ("shape_generalization_mode", b"FULL"), ("auto_multistream_parallel_mode", b"cv"),
-    ("variable_use_1g_huge_page", 2), ("input_fusion_size", 25600), ("input_batch_cpy", True),
-    ("aicore_num", b"2|4"), ("oo_constant_folding", True), ("graph_max_parallel_model_num", 4),
+    ("quant_dumpable", b"1"),
+    ("export_compile_stat", 1),
+    ("compile_dynamic_mode", True),
+    ("all_tensor_not_empty", True),
+    ("shape_generalization_mode", b"FULL"),
+    ("auto_multistream_parallel_mode", b"cv"),
+    ("variable_use_1g_huge_page", 2),
+    ("input_fusion_size", 25600),
+    ("input_batch_cpy", True),
+    ("aicore_num", b"2|4"),
+    ("oo_constant_folding", True),
+    ("graph_max_parallel_model_num", 4),
 ]
 # docs/en/tfadapter_1/apiref/npu_config/npurunconfig_constructor/*.md
 NPURUNCONFIG_EXAMPLES = [
-    ("quant_dumpable", "1"), ("export_compile_stat", 1), ("compile_dynamic_mode", True),
-    ("all_tensor_not_empty", True), ("shape_generalization_mode", "FULL"), ("auto_multistream_parallel_mode", "cv"),
-    ("input_fusion_size", 25600), ("input_batch_cpy", True), ("aicore_num", "2|4"), ("oo_constant_folding", True),
+    ("quant_dumpable", "1"),
+    ("export_compile_stat", 1),
+    ("compile_dynamic_mode", True),
+    ("all_tensor_not_empty", True),
+    ("shape_generalization_mode", "FULL"),
+    ("auto_multistream_parallel_mode", "cv"),
+    ("input_fusion_size", 25600),
+    ("input_batch_cpy", True),
+    ("aicore_num", "2|4"),
+    ("oo_constant_folding", True),
     ("graph_max_parallel_model_num", 4),
 ]
 
@@ -177,24 +212,41 @@ def test_dynamic_input_config_takes_compile_hybrid_mode_and_still_three_argument
 
 @pytest.mark.needs_estimator
 def test_shape_generalization_without_online_compilation_warns_as_the_adapter_does():
-    with pytest.warns(IgnoredOptionWarning, match=r"jit_compile is not true, so shape_generalization_mode\[FULL\] "
-                                                  r"will be ignore.*\(jit_compile='auto'\)"):
+    with pytest.warns(
+        IgnoredOptionWarning,
+        match=r"jit_compile is not true, so shape_generalization_mode\[FULL\] "
+        r"will be ignore.*\(jit_compile='auto'\)",
+    ):
         NPURunConfig(shape_generalization_mode="FULL")
-    with pytest.warns(IgnoredOptionWarning, match=r"compile_dynamic_mode is true, so shape_generalization_mode"
-                                                  r"\[ADAPTIVE\] will be ignore"):
+    with pytest.warns(
+        IgnoredOptionWarning,
+        match=r"compile_dynamic_mode is true, so shape_generalization_mode"
+        r"\[ADAPTIVE\] will be ignore",
+    ):
         options_from_kwargs(shape_generalization_mode="ADAPTIVE", compile_dynamic_mode=True, jit_compile="true")
 
 
-@pytest.mark.parametrize("values, message", [
-    ({"compile_hybrid_mode": 1},
-     "input_shape, dynamic_dims and dynamic_node_type should be set when compile_hybrid_mode is 1"),
-    ({**GEARS, "dynamic_node_type": 0, "compile_hybrid_mode": 1},
-     "When compile_hybrid_mode set, dynamic_node_type should be 1. (got dynamic_node_type=0"),
-    ({"compile_dynamic_mode": True, "dynamic_input": True},
-     "Option compile_dynamic_mode cannot set when set dynamic_input to 1."),
-    ({**GEARS, "compile_dynamic_mode": True},
-     "Option compile_dynamic_mode cannot set when set input_shape, dynamic_dims and dynamic_node_type."),
-])
+@pytest.mark.parametrize(
+    "values, message",
+    [
+        (
+            {"compile_hybrid_mode": 1},
+            "input_shape, dynamic_dims and dynamic_node_type should be set when compile_hybrid_mode is 1",
+        ),
+        (
+            {**GEARS, "dynamic_node_type": 0, "compile_hybrid_mode": 1},
+            "When compile_hybrid_mode set, dynamic_node_type should be 1. (got dynamic_node_type=0",
+        ),
+        (
+            {"compile_dynamic_mode": True, "dynamic_input": True},
+            "Option compile_dynamic_mode cannot set when set dynamic_input to 1.",
+        ),
+        (
+            {**GEARS, "compile_dynamic_mode": True},
+            "Option compile_dynamic_mode cannot set when set input_shape, dynamic_dims and dynamic_node_type.",
+        ),
+    ],
+)
 def test_rules_of_the_new_dynamic_shape_keys(values, message):
     with pytest.raises(NpuOptionValueError) as error:
         options_from_kwargs(values)
@@ -222,12 +274,14 @@ DEFAULT_DIFFERS = {"enable_data_pre_proc": "NPURunConfig defaults to True, the s
 # Holder fields -> the session key they write.
 HOLDER_FIELDS = {
     "profiling_config": {"enable_profiling": "profiling_mode", "profiling_options": "profiling_options"},
-    "experimental_config": {"logical_device_cluster_deploy_mode": "experimental_logical_device_cluster_deploy_mode",
-                            "logical_device_id": "experimental_logical_device_id",
-                            "model_deploy_mode": "experimental_model_deploy_mode",
-                            "model_deploy_devicelist": "experimental_model_deploy_devicelist",
-                            "accelerate_train_mode": "experimental_accelerate_train_mode",
-                            "graph_memory_optimize_config": None},  # a holder: GraphMemoryOptimizeConfig
+    "experimental_config": {
+        "logical_device_cluster_deploy_mode": "experimental_logical_device_cluster_deploy_mode",
+        "logical_device_id": "experimental_logical_device_id",
+        "model_deploy_mode": "experimental_model_deploy_mode",
+        "model_deploy_devicelist": "experimental_model_deploy_devicelist",
+        "accelerate_train_mode": "experimental_accelerate_train_mode",
+        "graph_memory_optimize_config": None,
+    },  # a holder: GraphMemoryOptimizeConfig
 }
 
 
@@ -262,6 +316,7 @@ def test_every_holder_field_is_an_option_with_its_default(holder):
 
 # --- host effects --------------------------------------------------------------------------------------------
 
+
 def run_folded_graph(**options):
     """Run x + 2 * 3 in an NPUSession; the op types of the executed partition graphs."""
     with tf.Graph().as_default():
@@ -269,8 +324,9 @@ def run_folded_graph(**options):
         y = x + tf.multiply(tf.constant(2.0), tf.constant(3.0), name="product")
         with NPUSession(config=npu_config(options)) as sess:
             metadata = v1.RunMetadata()
-            value = sess.run(y, {x: np.ones(2)}, options=v1.RunOptions(output_partition_graphs=True),
-                             run_metadata=metadata)
+            value = sess.run(
+                y, {x: np.ones(2)}, options=v1.RunOptions(output_partition_graphs=True), run_metadata=metadata
+            )
     return value, {node.name: node.op for graph in metadata.partition_graphs for node in graph.node}
 
 
@@ -287,9 +343,14 @@ def test_aicore_num_caps_the_cores_one_op_uses(cpu_host):
     assert plan.report.entry("aicore_num").effect == Effect.APPROXIMATED.value
 
 
-@pytest.mark.parametrize("mode, threads, effect", [
-    ("MainStream:4", 4, Effect.APPROXIMATED), ("LoadBalance", 8, Effect.APPROXIMATED), ("cv", 0, Effect.NO_EQUIVALENT),
-])
+@pytest.mark.parametrize(
+    "mode, threads, effect",
+    [
+        ("MainStream:4", 4, Effect.APPROXIMATED),
+        ("LoadBalance", 8, Effect.APPROXIMATED),
+        ("cv", 0, Effect.NO_EQUIVALENT),
+    ],
+)
 def test_multistream_modes_become_inter_op_threads(cpu_host, mode, threads, effect):
     plan = build_plan(options_from_kwargs(auto_multistream_parallel_mode=mode), cpu_host)
     assert plan.host_config().inter_op_parallelism_threads == threads
@@ -297,8 +358,9 @@ def test_multistream_modes_become_inter_op_threads(cpu_host, mode, threads, effe
 
 
 def test_stream_max_parallel_num_keeps_the_inter_op_threads_it_sets(cpu_host):
-    options = options_from_kwargs(auto_multistream_parallel_mode="MainStream:4",
-                                  stream_max_parallel_num="AIcoreEngine:2")
+    options = options_from_kwargs(
+        auto_multistream_parallel_mode="MainStream:4", stream_max_parallel_num="AIcoreEngine:2"
+    )
     plan = build_plan(options, cpu_host)
     assert plan.host_config().inter_op_parallelism_threads == 2
     assert plan.report.entry("auto_multistream_parallel_mode").effect == Effect.NOT_NEEDED.value
@@ -313,6 +375,7 @@ def test_keys_without_host_meaning_say_why(cpu_host):
 
 
 # --- functions -----------------------------------------------------------------------------------------------
+
 
 @pytest.mark.filterwarnings("ignore:NPU_BRIDGE_COMPAT_CPU_FLOAT16")
 def test_keep_tensors_dtypes_keeps_named_tensors_in_float32(monkeypatch):
@@ -334,8 +397,9 @@ def test_keep_tensors_dtypes_keeps_named_tensors_in_float32(monkeypatch):
         with graph.as_default(), NPUSession(config=npu_config({"precision_mode": "allow_mix_precision"})) as sess:
             sess.run(v1.global_variables_initializer())
             metadata = v1.RunMetadata()
-            sess.run(y, {x: np.ones([4, 8])}, options=v1.RunOptions(output_partition_graphs=True),
-                     run_metadata=metadata)
+            sess.run(
+                y, {x: np.ones([4, 8])}, options=v1.RunOptions(output_partition_graphs=True), run_metadata=metadata
+            )
     finally:
         restore_environment()
         detect_host.cache_clear()
@@ -343,12 +407,15 @@ def test_keep_tensors_dtypes_keeps_named_tensors_in_float32(monkeypatch):
     assert not reads_rounded_inputs(metadata.partition_graphs, "kept_matmul")
 
 
-@pytest.mark.parametrize("graph, tensors, message", [
-    ("graph", ("a:0",), "graph param must be ops.Graph class. (got str)"),
-    (None, "a:0", "input_tensors must be list or tuple. (got str 'a:0')"),
-    (None, ["missing:0"], "keep_tensors_dtypes: 'missing:0' names no tensor of the graph"),
-    (None, ["a"], "keep_tensors_dtypes: 'a' names no tensor of the graph (The name 'a' refers to an Operation"),
-])
+@pytest.mark.parametrize(
+    "graph, tensors, message",
+    [
+        ("graph", ("a:0",), "graph param must be ops.Graph class. (got str)"),
+        (None, "a:0", "input_tensors must be list or tuple. (got str 'a:0')"),
+        (None, ["missing:0"], "keep_tensors_dtypes: 'missing:0' names no tensor of the graph"),
+        (None, ["a"], "keep_tensors_dtypes: 'a' names no tensor of the graph (The name 'a' refers to an Operation"),
+    ],
+)
 def test_keep_tensors_dtypes_errors(graph, tensors, message):
     from npu_bridge_compat.scope import keep_tensors_dtypes
 
@@ -366,6 +433,9 @@ def test_npu_onnx_graph_op_imports_and_refuses_clearly():
 
     with tf.Graph().as_default():
         inputs = v1.placeholder(dtype=tf.float32, shape=(1, 1, 5, 5), name="conv_input")
-        with pytest.raises(DeviceOnlyFeatureError, match=r"npu_onnx_graph_op\(model_path='conv2d.onnx'\) .* "
-                                                         "TensorFlow cannot load ONNX files"):
+        with pytest.raises(
+            DeviceOnlyFeatureError,
+            match=r"npu_onnx_graph_op\(model_path='conv2d.onnx'\) .* "
+            "TensorFlow cannot load ONNX files",
+        ):
             npu_onnx_graph_op([inputs], [tf.float32], model_path="conv2d.onnx", name="conv2d")

@@ -39,7 +39,8 @@ def test_mixed_float16_becomes_bfloat16_on_a_cpu_unless_float16_emulation_is_ask
 
 def test_mixed_bfloat16(cpu_host, gpu_host):
     assert plan(cpu_host, precision_mode="allow_mix_precision_bf16").mixed_precision == f.MixedPrecision(
-        "auto_mixed_precision_onednn_bfloat16")
+        "auto_mixed_precision_onednn_bfloat16"
+    )
     on_gpu = plan(gpu_host, precision_mode_v2="mixed_bfloat16")
     assert on_gpu.mixed_precision is None
     assert on_gpu.report.entry("precision_mode_v2").effect == Effect.NO_EQUIVALENT.value
@@ -107,11 +108,21 @@ def test_loop_mixed_compute_and_regions(cpu_host):
 
 
 def test_dump_profiling_and_numeric_checks(cpu_host, tmp_path):
-    dumped = plan(cpu_host, enable_dump=True, dump_path=str(tmp_path), dump_step="0|5|10-12", dump_mode="all",
-                  dump_layer="dense/MatMul dense/BiasAdd")
+    dumped = plan(
+        cpu_host,
+        enable_dump=True,
+        dump_path=str(tmp_path),
+        dump_step="0|5|10-12",
+        dump_mode="all",
+        dump_layer="dense/MatMul dense/BiasAdd",
+    )
     assert dumped.feature(f.TensorDump) == f.TensorDump(
-        path=str(tmp_path), steps=((0, 0), (5, 5), (10, 12)), mode="all", data="tensor",
-        layers=("dense/MatMul", "dense/BiasAdd"))
+        path=str(tmp_path),
+        steps=((0, 0), (5, 5), (10, 12)),
+        mode="all",
+        data="tensor",
+        layers=("dense/MatMul", "dense/BiasAdd"),
+    )
     profiled = plan(cpu_host, profiling_mode=True, profiling_options=f'{{"output": "{tmp_path}/prof"}}')
     assert profiled.feature(f.ProfilerTrace).output == f"{tmp_path}/prof"
     checked = plan(cpu_host, enable_dump_debug=True, dump_path=str(tmp_path))
@@ -142,8 +153,14 @@ def test_device_choice_follows_the_adapter_priority(monkeypatch, gpu_host):
 
 
 def test_runtime_settings(cpu_host, tmp_path):
-    result = plan(cpu_host, stream_max_parallel_num="DNN_VM_AICPU:10,AIcoreEngine:1", graph_exec_timeout=5000,
-                  deterministic=1, op_compiler_cache_mode="enable", op_compiler_cache_dir=str(tmp_path))
+    result = plan(
+        cpu_host,
+        stream_max_parallel_num="DNN_VM_AICPU:10,AIcoreEngine:1",
+        graph_exec_timeout=5000,
+        deterministic=1,
+        op_compiler_cache_mode="enable",
+        op_compiler_cache_dir=str(tmp_path),
+    )
     host = result.host_config()
     assert host.inter_op_parallelism_threads == 10 and host.operation_timeout_in_ms == 5000
     assert result.feature(f.OpDeterminism) == f.OpDeterminism()
@@ -175,11 +192,24 @@ def test_host_config_strips_npu_entries_and_the_optimizer_list(gpu_host):
 
 
 def test_report_lists_every_set_option_once(cpu_host, tmp_path):
-    result = plan(cpu_host, iterations_per_loop=10, hcom_parallel=True, use_off_line=True,
-                  enable_data_pre_proc=True, dump_step="0|5", enable_dump=False)
+    result = plan(
+        cpu_host,
+        iterations_per_loop=10,
+        hcom_parallel=True,
+        use_off_line=True,
+        enable_data_pre_proc=True,
+        dump_step="0|5",
+        enable_dump=False,
+    )
     report = result.report
-    assert [e.key for e in report.entries] == ["iterations_per_loop", "enable_data_pre_proc", "use_off_line",
-                                                "enable_dump", "dump_step", "hcom_parallel"]
+    assert [e.key for e in report.entries] == [
+        "iterations_per_loop",
+        "enable_data_pre_proc",
+        "use_off_line",
+        "enable_dump",
+        "dump_step",
+        "hcom_parallel",
+    ]
     assert report.entry("dump_step").effect == IGNORED
     assert report.entry("enable_dump").how == "the adapter's default: nothing to change on the host"
     assert report.entry("hcom_parallel").effect == Effect.NO_EQUIVALENT.value
@@ -218,6 +248,7 @@ def test_hifloat8_modes_are_accepted_and_run_float32(cpu_host, tmp_path):
         entry = result.report.entry("precision_mode_v2")
         assert entry.effect == Effect.NO_EQUIVALENT.value and "HiFloat8" in entry.how
     plan(cpu_host, precision_mode_v2="mixed_hif8", modify_mixlist=str(mixlist))  # a mixed mode: lists allowed
-    with pytest.raises(ValueError, match="precision_mode_v2 is assigned to 'mixed_float16' or 'mixed_bfloat16' or "
-                                         "'mixed_hif8'"):
+    with pytest.raises(
+        ValueError, match="precision_mode_v2 is assigned to 'mixed_float16' or 'mixed_bfloat16' or 'mixed_hif8'"
+    ):
         plan(cpu_host, precision_mode_v2="cube_hif8", modify_mixlist=str(mixlist))

@@ -76,12 +76,15 @@ def test_touched_but_unassigned_attr_reads_as_the_field_zero_value():
     assert options.is_set("enable_dump_debug") and options.enable_dump_debug is False
 
 
-@pytest.mark.parametrize("typo, suggestion", [
-    ("sump_mode", "dump_mode"),
-    ("sfusion_switch_file", "fusion_switch_file"),
-    ("autotune_tune_mode", "auto_tune_mode"),
-    ("allow_mix_compile", "mix_compile_mode"),
-])
+@pytest.mark.parametrize(
+    "typo, suggestion",
+    [
+        ("sump_mode", "dump_mode"),
+        ("sfusion_switch_file", "fusion_switch_file"),
+        ("autotune_tune_mode", "auto_tune_mode"),
+        ("allow_mix_compile", "mix_compile_mode"),
+    ],
+)
 def test_unknown_keys_from_real_scripts_warn_with_the_closest_key(typo, suggestion):
     with pytest.warns(UnknownOptionWarning, match=f"'{typo}'.*Did you mean '{suggestion}'"):
         options = options_from_config_proto(npu_config({typo: "x"}))
@@ -108,8 +111,7 @@ def test_memory_sizes_accept_integers_as_npurunconfig_passes_them():
     assert options.parsed_value("graph_memory_max_size") == 8 * 1024**3
 
 
-@pytest.mark.parametrize("key, value", [("iterations_per_loop", True), ("mix_compile_mode", 1),
-                                        ("precision_mode", 3)])
+@pytest.mark.parametrize("key, value", [("iterations_per_loop", True), ("mix_compile_mode", 1), ("precision_mode", 3)])
 def test_python_values_of_the_wrong_type_are_type_errors(key, value):
     with pytest.raises(NpuOptionTypeError, match=f'"{key}".*got {type(value).__name__}'):
         options_from_kwargs({key: value})

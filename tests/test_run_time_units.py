@@ -85,19 +85,24 @@ def train(door, tmp_path, steps=3, iterations=1, **options):
                     sess.run(step, options=v1.RunOptions(output_partition_graphs=True), run_metadata=metadata)
                     observed.dtypes.update(node_dtypes(metadata.partition_graphs))
     elif door == "estimator":
+
         def model_fn(features, labels, mode):
             train_op, loss = graph_step(features, labels)
             return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
 
-        estimator = NPUEstimator(model_fn, config=NPURunConfig(model_dir=str(tmp_path / "model"),
-                                                               session_config=config))
+        estimator = NPUEstimator(
+            model_fn, config=NPURunConfig(model_dir=str(tmp_path / "model"), session_config=config)
+        )
         estimator.train(counting_dataset, max_steps=steps, hooks=[observed])
     else:
         inputs = tf.keras.Input([1])
         net = tf.keras.Model(inputs, Scale()(inputs))
         net.compile(tf.keras.optimizers.SGD(0.0), "mse")
-        observed.dtypes = keras_executed_dtypes(lambda: net.fit(counting_dataset(), steps_per_epoch=steps, epochs=1,
-                                                                verbose=0, callbacks=[NPUCallback(config)]))
+        observed.dtypes = keras_executed_dtypes(
+            lambda: net.fit(
+                counting_dataset(), steps_per_epoch=steps, epochs=1, verbose=0, callbacks=[NPUCallback(config)]
+            )
+        )
     return observed
 
 
@@ -111,8 +116,15 @@ def by_suffix(mapping: dict, suffix: str):
 @pytest.mark.parametrize("iterations", [1, 3], ids=["one step per run", "3 steps per run"])
 @pytest.mark.parametrize("door", DOORS)
 def test_dump_writes_the_selected_step(door, iterations, tmp_path):
-    train(door, tmp_path, steps=3, iterations=iterations, enable_dump=True, dump_path=str(tmp_path / "dumps"),
-          dump_step="1")
+    train(
+        door,
+        tmp_path,
+        steps=3,
+        iterations=iterations,
+        enable_dump=True,
+        dump_path=str(tmp_path / "dumps"),
+        dump_step="1",
+    )
     steps = dumped_steps(tmp_path / "dumps", "*")
     assert list(steps) == ["step_1"]
     index = {(e["op"], e["kind"], e["slot"]): e for e in json.loads((steps["step_1"] / "index.json").read_text())}
@@ -124,10 +136,14 @@ def test_dump_writes_the_selected_step(door, iterations, tmp_path):
 @pytest.mark.parametrize("iterations", [1, 3], ids=["one step per run", "3 steps per run"])
 @pytest.mark.parametrize("door", DOORS)
 def test_numeric_check_stops_at_the_first_non_finite_step_and_saves_its_inputs(door, iterations, tmp_path):
-    with pytest.raises(NonFiniteValueError, match=r"op '(.*/)?square_root' produced NaN values in output 0, the "
-                                                  r"first non-finite output of step 4; its inputs are saved in"):
-        train(door, tmp_path, steps=6, iterations=iterations, enable_exception_dump=1,
-              dump_path=str(tmp_path / "dumps"))
+    with pytest.raises(
+        NonFiniteValueError,
+        match=r"op '(.*/)?square_root' produced NaN values in output 0, the "
+        r"first non-finite output of step 4; its inputs are saved in",
+    ):
+        train(
+            door, tmp_path, steps=6, iterations=iterations, enable_exception_dump=1, dump_path=str(tmp_path / "dumps")
+        )
     [saved] = (tmp_path / "dumps").glob("exception/*/*square_root/input.0.npy")
     np.testing.assert_array_equal(np.load(saved), [[-0.5], [-0.5]])  # step 4's own input
 
@@ -149,8 +165,14 @@ def test_profiling_writes_a_trace(door, tmp_path):
 
 @pytest.mark.parametrize("door", DOORS[:2])
 def test_host_region_ops_are_kept_out_of_compilation(door, tmp_path):
-    observed = train(door, tmp_path, steps=1, mix_compile_mode=True, in_out_pair_flag=False,  # regions on the host
-                     in_out_pair="[[['square_root'], ['loss']]]")
+    observed = train(
+        door,
+        tmp_path,
+        steps=1,
+        mix_compile_mode=True,
+        in_out_pair_flag=False,  # regions on the host
+        in_out_pair="[[['square_root'], ['loss']]]",
+    )
     kept = _host_kept(observed.graph)
     assert {"square_root", "plain_matmul", "kept_matmul", "loss"} <= kept
     assert "weight" not in kept and not any(name.startswith("gradients") for name in kept)
@@ -182,8 +204,15 @@ def test_doors_declare_what_they_carry_out(gpu_host):
     from npu_bridge_compat.runtime.doors import unapplied
     from npu_bridge_compat.session import SESSION_DOOR
 
-    plan = build_plan(options_from_kwargs(graph_memory_max_size=str(2**30), stream_max_parallel_num="AIcoreEngine:3",
-                                          iterations_per_loop=2, precision_mode="allow_mix_precision"), gpu_host)
+    plan = build_plan(
+        options_from_kwargs(
+            graph_memory_max_size=str(2**30),
+            stream_max_parallel_num="AIcoreEngine:3",
+            iterations_per_loop=2,
+            precision_mode="allow_mix_precision",
+        ),
+        gpu_host,
+    )
     assert unapplied(plan, SESSION_DOOR) == [] and unapplied(plan, ESTIMATOR_DOOR) == []
     assert {type(feature) for feature in unapplied(plan, KERAS_DOOR)} == {GpuMemoryLimit, InterOpThreads}
 
@@ -194,12 +223,23 @@ def test_doors_stand_side_by_side():
     from pathlib import Path
 
     package = Path(__file__).resolve().parent.parent / "npu_bridge_compat"
-    doors = {"estimator": package.glob("estimator/*.py"), "session": [package / "session.py"],
-             "keras": [package / "keras.py"]}
+    doors = {
+        "estimator": package.glob("estimator/*.py"),
+        "session": [package / "session.py"],
+        "keras": [package / "keras.py"],
+    }
     for door, files in doors.items():
         for path in files:
-            imported = {node.module for node in ast.walk(ast.parse(path.read_text()))
-                        if isinstance(node, ast.ImportFrom) and node.module}
-            others = {name for name in imported for other in doors if other != door
-                      and (name == f"npu_bridge_compat.{other}" or name.startswith(f"npu_bridge_compat.{other}."))}
+            imported = {
+                node.module
+                for node in ast.walk(ast.parse(path.read_text()))
+                if isinstance(node, ast.ImportFrom) and node.module
+            }
+            others = {
+                name
+                for name in imported
+                for other in doors
+                if other != door
+                and (name == f"npu_bridge_compat.{other}" or name.startswith(f"npu_bridge_compat.{other}."))
+            }
             assert not others, f"{path.name} imports {others}"

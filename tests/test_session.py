@@ -32,18 +32,19 @@ def variable_kind(request):
 def build_model(batch=4, optimizer=None):
     """A dataset-fed linear model; returns the pieces a session script holds."""
     iterator = v1.data.make_initializable_iterator(
-        tf.data.Dataset.from_tensor_slices((FEATURES, LABELS)).repeat().batch(batch))
+        tf.data.Dataset.from_tensor_slices((FEATURES, LABELS)).repeat().batch(batch)
+    )
     features, labels = iterator.get_next()
     weights = v1.get_variable("weights", [4, 1], initializer=v1.zeros_initializer())
     loss = tf.reduce_mean(tf.square(tf.matmul(features, weights) - labels))
     global_step = v1.train.get_or_create_global_step()
     train_op = (optimizer or v1.train.GradientDescentOptimizer(0.1)).minimize(loss, global_step=global_step)
     init = [v1.global_variables_initializer(), v1.local_variables_initializer(), iterator.initializer]
-    return dict(features=features, weights=weights, loss=loss, global_step=global_step, train_op=train_op,
-                init=init)
+    return dict(features=features, weights=weights, loss=loss, global_step=global_step, train_op=train_op, init=init)
 
 
 # --- NPUSession and helpers --------------------------------------------------------------------------------
+
 
 def test_npusession_runs_with_the_translated_config():
     with tf.Graph().as_default():
@@ -82,8 +83,7 @@ def test_host_session_config_serves_monitored_and_interactive_sessions():
         model = build_model()
         config = host_session_config(config_with(graph_run_mode=1))
         assert config.graph_options.rewrite_options.custom_optimizers == []
-        scaffold = v1.train.Scaffold(local_init_op=tf.group(v1.local_variables_initializer(),
-                                                            *model["init"][2:]))
+        scaffold = v1.train.Scaffold(local_init_op=tf.group(v1.local_variables_initializer(), *model["init"][2:]))
         with v1.train.MonitoredTrainingSession(config=config, scaffold=scaffold) as sess:
             sess.run(model["train_op"])
             assert sess.run(model["global_step"]) == 1
@@ -123,6 +123,7 @@ def test_resources_and_ranks(monkeypatch):
 
 
 # --- iterations per loop -----------------------------------------------------------------------------------
+
 
 def test_one_run_of_the_looped_op_runs_n_steps(variable_kind):
     with tf.Graph().as_default():
@@ -185,8 +186,10 @@ def test_set_iteration_per_loop_errors():
     with tf.Graph().as_default():
         model = build_model()
         with NPUSession(config=config_with()) as sess:
-            with pytest.raises(NpuOptionValueError, match="The incoming 'train_op' type is 'SymbolicTensor', and "
-                                                          "the need type is 'Operation'"):
+            with pytest.raises(
+                NpuOptionValueError,
+                match="The incoming 'train_op' type is 'SymbolicTensor', and the need type is 'Operation'",
+            ):
                 util.set_iteration_per_loop(sess, model["loss"], 2)
             with pytest.raises(NpuOptionValueError, match="iterations_per_loop must be positive, got 0"):
                 util.set_iteration_per_loop(sess, model["train_op"], 0)
@@ -213,6 +216,7 @@ def test_fed_graphs_repeat_the_fed_batch_and_say_so():
 
 # --- mixed compute and host-kept ops -----------------------------------------------------------------------
 
+
 def batch_norm_graph():
     x = v1.placeholder(tf.float32, [2, 2, 2, 3])
     y = v1_layers.batch_normalization(x, fused=True, training=True)
@@ -236,8 +240,11 @@ def test_mixed_compute_session_stops_early_on_v3_batch_norm():
     with tf.Graph().as_default():
         batch_norm_graph()
         with NPUSession(config=config_with(mix_compile_mode=True)) as sess:
-            with pytest.raises(NpuOptionValueError, match=r"FusedBatchNormV3 ops \(batch_normalization/"
-                                                          r"FusedBatchNormV3.*forward_compatibility_horizon\(2019, 5, 1\)"):
+            with pytest.raises(
+                NpuOptionValueError,
+                match=r"FusedBatchNormV3 ops \(batch_normalization/"
+                r"FusedBatchNormV3.*forward_compatibility_horizon\(2019, 5, 1\)",
+            ):
                 sess.run(v1.global_variables_initializer())
 
 
@@ -276,8 +283,9 @@ def test_in_out_pair_names_must_exist():
         tf.constant(1.0, name="present")
         pairs = str([[["present"], ["absent_output"]]])
         with NPUSession(config=config_with(mix_compile_mode=True, in_out_pair=pairs, in_out_pair_flag=False)) as sess:
-            with pytest.raises(NpuOptionValueError, match="in_out_pair names nodes that are not in the graph: "
-                                                          "absent_output"):
+            with pytest.raises(
+                NpuOptionValueError, match="in_out_pair names nodes that are not in the graph: absent_output"
+            ):
                 sess.run(tf.constant(2.0))
 
 

@@ -12,10 +12,13 @@ DATA = Path(__file__).parent / "data"
 # Keys the table holds although the newest adapter's npu_attrs.cc no longer reads them: older releases read them,
 # or NPURunConfig still writes them, so ported scripts carry them.
 HISTORICAL_KEYS = {
-    "fp_point": "s", "bp_point": "s",  # adapter 1.1, now inside profiling_options
-    "mstune_mode": "s", "op_tune_mode": "s",  # tuning modes before AOE
+    "fp_point": "s",
+    "bp_point": "s",  # adapter 1.1, now inside profiling_options
+    "mstune_mode": "s",
+    "op_tune_mode": "s",  # tuning modes before AOE
     "es_cluster_config": "s",  # embedding-service releases
-    "enable_reduce_precision": "b", "min_group_size": "b",  # written by NPUEstimator, never read
+    "enable_reduce_precision": "b",
+    "min_group_size": "b",  # written by NPUEstimator, never read
 }
 
 
@@ -33,8 +36,11 @@ def test_table_has_every_key_the_adapter_reads_with_its_field():
     read = adapter_session_keys()
     missing = sorted(key for key, (_, note) in read.items() if key not in OPTIONS and not note)
     assert not missing, f"the adapter reads {missing}: add them to the option table, or mark them absent with a reason"
-    wrong_field = {key: (field, OPTIONS[key].kind.value) for key, (field, _) in read.items()
-                   if key in OPTIONS and OPTIONS[key].kind.value != field}
+    wrong_field = {
+        key: (field, OPTIONS[key].kind.value)
+        for key, (field, _) in read.items()
+        if key in OPTIONS and OPTIONS[key].kind.value != field
+    }
     assert not wrong_field
 
 

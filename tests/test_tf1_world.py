@@ -36,8 +36,11 @@ def tf1_world():
 
 
 def contrib_names():
-    rows = [line.split("\t") for line in (HERE / "data" / "contrib_names.tsv").read_text().splitlines()
-            if not line.startswith("#")]
+    rows = [
+        line.split("\t")
+        for line in (HERE / "data" / "contrib_names.tsv").read_text().splitlines()
+        if not line.startswith("#")
+    ]
     return [(int(folders), name) for folders, _, name in rows]
 
 
@@ -50,10 +53,20 @@ def works(value) -> bool:
 
 # --- the table and the name status -----------------------------------------------------------------------------
 
+
 def test_importing_the_package_installs_nothing():
-    result = subprocess.run([sys.executable, "-c", "import sys, npu_bridge_compat.legacy as legacy; "
-                             "print(any(type(f).__name__ == 'Tf1Finder' for f in sys.meta_path), "
-                             "'tensorflow' in sys.modules)"], capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys, npu_bridge_compat.legacy as legacy; "
+            "print(any(type(f).__name__ == 'Tf1Finder' for f in sys.meta_path), "
+            "'tensorflow' in sys.modules)",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.stdout.split() == ["False", "False"], result.stderr
 
 
@@ -84,25 +97,46 @@ def test_the_most_used_contrib_names_resolve_to_working_objects():
     assert disagreeing == []
 
 
-@pytest.mark.parametrize("name, status, detail", [
-    ("tensorflow.contrib.layers.xavier_initializer", "works", "tf_slim.layers"),
-    ("tensorflow.contrib.tpu", "works", "tf.compat.v1.estimator.tpu"),
-    pytest.param("tensorflow.contrib.tpu.TPUEstimator", "differs", "use_tpu=False", marks=pytest.mark.needs_estimator),
-    ("tensorflow.contrib.slim.nets.resnet_v1.resnet_v1_50", "works", "tf_slim.nets.resnet_v1.resnet_v1_50"),
-    ("tensorflow.contrib.learn.ModeKeys.INFER", "works", "ModeKeys"),
-    ("tensorflow.contrib.offline_train.python.npu.npu_optimizer.NPUDistributedOptimizer", "works",
-     "npu_bridge.estimator.npu.npu_optimizer.NPUDistributedOptimizer"),
-    ("tensorflow.contrib.quantize.create_training_graph", "missing", "quantization-aware training"),
-    ("tensorflow.contrib.graph_editor", "missing", "graph editor"),
-    ("tensorflow.contrib.rnn.LSTMBlockCell", "missing", "LSTMCell"),
-    ("tensorflow.contrib.layers.xavier_initialiser", "unknown", "did you mean tensorflow.contrib.layers.xavier_init"),
-    pytest.param("tensorflow.python.keras.layers.LSTM", "works", "tf.compat.v1.keras.layers.LSTM", marks=pytest.mark.needs_keras_2),
-    pytest.param("tensorflow.python.keras.engine.base_layer.Layer", "works", "keras.src.engine.base_layer.Layer",
-                 marks=pytest.mark.needs_keras_2),
-    ("tensorflow.examples.tutorials.mnist.input_data", "works", "local MNIST files"),
-    ("tensorflow.examples.tutorials.mnist.input_data.read_data_sets", "differs", "downloads nothing"),
-    ("tensorflow.nn.relu", "unknown", "not in the TF 1.15 trees"),
-])
+@pytest.mark.parametrize(
+    "name, status, detail",
+    [
+        ("tensorflow.contrib.layers.xavier_initializer", "works", "tf_slim.layers"),
+        ("tensorflow.contrib.tpu", "works", "tf.compat.v1.estimator.tpu"),
+        pytest.param(
+            "tensorflow.contrib.tpu.TPUEstimator", "differs", "use_tpu=False", marks=pytest.mark.needs_estimator
+        ),
+        ("tensorflow.contrib.slim.nets.resnet_v1.resnet_v1_50", "works", "tf_slim.nets.resnet_v1.resnet_v1_50"),
+        ("tensorflow.contrib.learn.ModeKeys.INFER", "works", "ModeKeys"),
+        (
+            "tensorflow.contrib.offline_train.python.npu.npu_optimizer.NPUDistributedOptimizer",
+            "works",
+            "npu_bridge.estimator.npu.npu_optimizer.NPUDistributedOptimizer",
+        ),
+        ("tensorflow.contrib.quantize.create_training_graph", "missing", "quantization-aware training"),
+        ("tensorflow.contrib.graph_editor", "missing", "graph editor"),
+        ("tensorflow.contrib.rnn.LSTMBlockCell", "missing", "LSTMCell"),
+        (
+            "tensorflow.contrib.layers.xavier_initialiser",
+            "unknown",
+            "did you mean tensorflow.contrib.layers.xavier_init",
+        ),
+        pytest.param(
+            "tensorflow.python.keras.layers.LSTM",
+            "works",
+            "tf.compat.v1.keras.layers.LSTM",
+            marks=pytest.mark.needs_keras_2,
+        ),
+        pytest.param(
+            "tensorflow.python.keras.engine.base_layer.Layer",
+            "works",
+            "keras.src.engine.base_layer.Layer",
+            marks=pytest.mark.needs_keras_2,
+        ),
+        ("tensorflow.examples.tutorials.mnist.input_data", "works", "local MNIST files"),
+        ("tensorflow.examples.tutorials.mnist.input_data.read_data_sets", "differs", "downloads nothing"),
+        ("tensorflow.nn.relu", "unknown", "not in the TF 1.15 trees"),
+    ],
+)
 def test_name_status(name, status, detail):
     result = tf1_name_status(name)
     assert (result.status, detail in result.detail) == (status, True), result
@@ -111,17 +145,23 @@ def test_name_status(name, status, detail):
 
 # --- stand-ins and warnings ------------------------------------------------------------------------------------
 
+
 @pytest.mark.needs_keras_2  # contrib.rnn's cells are Keras 2's (tf_keras in-process)
 def test_names_without_counterpart_import_and_raise_when_used():
     from tensorflow.contrib.quantize import create_training_graph  # importing is fine
 
     version = re.escape(tf.__version__)
-    with pytest.raises(NoCounterpartError, match=r"^tensorflow\.contrib\.quantize\.create_training_graph has no "
-                                                 rf"counterpart on TensorFlow {version}: .*quantization-aware"):
+    with pytest.raises(
+        NoCounterpartError,
+        match=r"^tensorflow\.contrib\.quantize\.create_training_graph has no "
+        rf"counterpart on TensorFlow {version}: .*quantization-aware",
+    ):
         create_training_graph(quant_delay=100)
     with pytest.raises(NoCounterpartError, match="LayerNormBasicLSTMCell has no counterpart"):
+
         class Cell(v1.contrib.rnn.LayerNormBasicLSTMCell):  # subclassing is using it
             pass
+
     try:  # an AttributeError as well, so TF2 fallbacks written around tf.contrib keep working
         cell = v1.contrib.rnn.LayerNormBasicLSTMCell(8)
     except AttributeError:
@@ -141,8 +181,11 @@ def test_names_without_counterpart_import_and_raise_when_used():
 def test_a_differing_counterpart_warns_once(monkeypatch):
     monkeypatch.setattr(world, "_warned", set())
     distribute = world.Tf1Module("contrib.distribute")
-    with pytest.warns(Tf1DifferenceWarning, match=rf"contrib\.distribute\.AllReduceCrossTowerOps on TensorFlow "
-                                                  rf"{re.escape(tf.__version__)}: .*agg_small_grads_\* are ignored") as caught:
+    with pytest.warns(
+        Tf1DifferenceWarning,
+        match=rf"contrib\.distribute\.AllReduceCrossTowerOps on TensorFlow "
+        rf"{re.escape(tf.__version__)}: .*agg_small_grads_\* are ignored",
+    ) as caught:
         ops = distribute.AllReduceCrossTowerOps("hierarchical_copy", num_packs=2)
         world.Tf1Module("contrib.distribute").AllReduceCrossTowerOps("nccl")
     assert len(caught) == 1 and isinstance(ops, tf.distribute.HierarchicalCopyAllReduce)
@@ -164,6 +207,7 @@ def test_old_adapter_paths_and_loss_scaling_map_onto_this_package():
 
 
 # --- run --tf1: the whole program ------------------------------------------------------------------------------
+
 
 def test_the_user_program_sees_tf1_and_installed_libraries_tf2(tmp_path):
     site = Path(tf.__file__).parent.parent
@@ -196,7 +240,10 @@ def test_slim_program_trains_checkpoints_and_runs_a_resnet(tmp_path):
     assert "conv1/weights/Adam" in variables
     # contrib.slim.nets' ResNet-50 keeps TF 1.15's [batch, 1, 1, classes] logits
     assert (report["resnet_logits"], report["resnet_block4"], report["resnet_finite"]) == (
-        [2, 1, 1, 10], [2, 2, 2, 2048], True)
+        [2, 1, 1, 10],
+        [2, 2, 2, 2048],
+        True,
+    )
 
 
 @pytest.mark.needs_estimator  # TPUEstimator is an Estimator
@@ -217,8 +264,13 @@ def test_tpu_estimator_program_with_the_old_adapter_path_trains_on_the_host(tmp_
 def test_sibling_package_program_through_a_runpy_launcher(tmp_path):
     """Model code in a package on PYTHONPATH uses TF1 names; the script imports tensorflow.compat.v1 itself."""
     pythonpath = os.pathsep.join([str(HERE / "fixtures" / "tf1_sibling"), os.environ.get("PYTHONPATH", "")])
-    result = run("--tf1", str(HERE / "scripts" / "tf1_launcher.py"), str(tmp_path), "num_units=6,steps=50",
-                 env={"PYTHONPATH": pythonpath})
+    result = run(
+        "--tf1",
+        str(HERE / "scripts" / "tf1_launcher.py"),
+        str(tmp_path),
+        "num_units=6,steps=50",
+        env={"PYTHONPATH": pythonpath},
+    )
     report = last_json(result)
     variables = assert_trained(report["checkpoint"], 50, report["losses"])
     # HParams.parse reached the model: LSTM kernels are [input + units, 4 * units] with num_units=6
@@ -227,16 +279,25 @@ def test_sibling_package_program_through_a_runpy_launcher(tmp_path):
     assert "embeddings/Adam" in variables and "classifier/kernel" in variables
     assert json.loads(report["hparams"])["num_units"] == 6
     assert (report["model_tf"], report["library_tf"], report["floatx"]) == (
-        "tensorflow.compat.v1", "tensorflow", "float32")
+        "tensorflow.compat.v1",
+        "tensorflow",
+        "float32",
+    )
 
 
 # --- HParams ---------------------------------------------------------------------------------------------------
 
+
 def test_hparams_values_are_typed_by_their_first_value():
     hparams = HParams(learning_rate=0.1, num_layers=2, cell="lstm", use_bias=True, sizes=[8, 4])
     hparams.parse("learning_rate=3,num_layers=5,cell=gru,use_bias=false,sizes=[3, 2,1]")
-    assert hparams.values() == {"learning_rate": 3.0, "num_layers": 5, "cell": "gru", "use_bias": False,
-                                "sizes": [3, 2, 1]}
+    assert hparams.values() == {
+        "learning_rate": 3.0,
+        "num_layers": 5,
+        "cell": "gru",
+        "use_bias": False,
+        "sizes": [3, 2, 1],
+    }
     assert type(hparams.learning_rate) is float
     hparams.override_from_dict({"num_layers": 7, "sizes": [1]})
     assert (hparams.num_layers, hparams.sizes) == (7, [1])
@@ -249,27 +310,35 @@ def test_hparams_values_are_typed_by_their_first_value():
     assert "dropout" not in hparams.values()
 
 
-@pytest.mark.parametrize("call, error, message", [
-    (lambda h: h.parse("num_layers=2.5"), ValueError, "Could not parse hparam 'num_layers' of type 'int' with value"),
-    (lambda h: h.parse("absent=1"), ValueError, "Unknown hyperparameter type for absent"),
-    (lambda h: h.parse("num_layers=1,num_layers=2"), ValueError, "Multiple assignments to variable 'num_layers'"),
-    (lambda h: h.parse("sizes=1"), ValueError, "Must pass a list for multi-valued parameter: sizes"),
-    (lambda h: h.parse("num_layers=[1,2]"), ValueError, "Must not pass a list for single-valued parameter"),
-    (lambda h: h.parse("num_layers"), ValueError, "Malformed hyperparameter value: num_layers"),
-    (lambda h: h.override_from_dict({"cell": 3}), ValueError, "Could not cast hparam 'cell'"),
-    (lambda h: h.set_hparam("num_layers", 2.0), ValueError, "Could not cast hparam 'num_layers'"),
-    (lambda h: h.set_hparam("use_bias", 1), ValueError, "Could not cast hparam 'use_bias'"),
-    (lambda h: h.set_hparam("absent", 1), KeyError, "absent"),
-    (lambda h: h.add_hparam("values", 1), ValueError, "Hyperparameter name is reserved: values"),
-    (lambda h: h.add_hparam("empty", []), ValueError, "Multi-valued hyperparameters cannot be empty"),
-    (lambda h: h.get("cell", 3), ValueError, "Hparam 'cell' of type"),
-])
+@pytest.mark.parametrize(
+    "call, error, message",
+    [
+        (
+            lambda h: h.parse("num_layers=2.5"),
+            ValueError,
+            "Could not parse hparam 'num_layers' of type 'int' with value",
+        ),
+        (lambda h: h.parse("absent=1"), ValueError, "Unknown hyperparameter type for absent"),
+        (lambda h: h.parse("num_layers=1,num_layers=2"), ValueError, "Multiple assignments to variable 'num_layers'"),
+        (lambda h: h.parse("sizes=1"), ValueError, "Must pass a list for multi-valued parameter: sizes"),
+        (lambda h: h.parse("num_layers=[1,2]"), ValueError, "Must not pass a list for single-valued parameter"),
+        (lambda h: h.parse("num_layers"), ValueError, "Malformed hyperparameter value: num_layers"),
+        (lambda h: h.override_from_dict({"cell": 3}), ValueError, "Could not cast hparam 'cell'"),
+        (lambda h: h.set_hparam("num_layers", 2.0), ValueError, "Could not cast hparam 'num_layers'"),
+        (lambda h: h.set_hparam("use_bias", 1), ValueError, "Could not cast hparam 'use_bias'"),
+        (lambda h: h.set_hparam("absent", 1), KeyError, "absent"),
+        (lambda h: h.add_hparam("values", 1), ValueError, "Hyperparameter name is reserved: values"),
+        (lambda h: h.add_hparam("empty", []), ValueError, "Multi-valued hyperparameters cannot be empty"),
+        (lambda h: h.get("cell", 3), ValueError, "Hparam 'cell' of type"),
+    ],
+)
 def test_hparams_errors(call, error, message):
     with pytest.raises(error, match=message):
         call(HParams(num_layers=2, cell="lstm", use_bias=True, sizes=[8, 4]))
 
 
 # --- MNIST from local files ------------------------------------------------------------------------------------
+
 
 def write_mnist(directory: Path, train: int, test: int, compress: bool = True) -> None:
     """Tiny MNIST files: each label lights two rows of its image, so a linear model learns them."""
@@ -279,11 +348,13 @@ def write_mnist(directory: Path, train: int, test: int, compress: bool = True) -
         labels = rng.randint(0, 10, count).astype(np.uint8)
         images = (rng.rand(count, 28, 28) * 40).astype(np.uint8)
         for index, label in enumerate(labels):
-            images[index, 2 * label:2 * label + 2] = 250
-        for kind, header, payload in (("images-idx3", struct.pack(">IIII", 2051, count, 28, 28), images),
-                                      ("labels-idx1", struct.pack(">II", 2049, count), labels)):
+            images[index, 2 * label : 2 * label + 2] = 250
+        for kind, header, payload in (
+            ("images-idx3", struct.pack(">IIII", 2051, count, 28, 28), images),
+            ("labels-idx1", struct.pack(">II", 2049, count), labels),
+        ):
             name = directory / f"{prefix}-{kind}-ubyte" if not compress else directory / f"{prefix}-{kind}-ubyte.gz"
-            with (gzip.open(name, "wb") if compress else open(name, "wb")) as stream:
+            with gzip.open(name, "wb") if compress else open(name, "wb") as stream:
                 stream.write(header + payload.tobytes())
 
 
@@ -315,15 +386,18 @@ def test_mnist_never_downloads(tmp_path):
 
 # --- counterparts written here ---------------------------------------------------------------------------------
 
+
 def test_image_transforms():
     picture = np.arange(12, dtype=np.float32).reshape(3, 4)
-    np.testing.assert_array_equal(image.rotate(picture[None, :3, :3, None], math.pi / 2)[0, :, :, 0],
-                                  np.rot90(picture[:3, :3]))
+    np.testing.assert_array_equal(
+        image.rotate(picture[None, :3, :3, None], math.pi / 2)[0, :, :, 0], np.rot90(picture[:3, :3])
+    )
     moved = image.translate(picture, [1, 0]).numpy()
     np.testing.assert_array_equal(moved[:, 1:], picture[:, :-1])
     assert (moved[:, 0] == 0).all()
-    twice = image.compose_transforms(image.translations_to_projective_transforms([1, 0]),
-                                     image.translations_to_projective_transforms([1, 0]))
+    twice = image.compose_transforms(
+        image.translations_to_projective_transforms([1, 0]), image.translations_to_projective_transforms([1, 0])
+    )
     np.testing.assert_allclose(twice, image.translations_to_projective_transforms([2, 0]))
     colours = np.random.RandomState(0).rand(2, 3, 3).astype(np.float32)
     np.testing.assert_allclose(image.adjust_hsv_in_yiq(colours), colours, atol=1e-4)  # YIQ round trip
@@ -339,13 +413,17 @@ def test_sequence_losses_and_tile_batch():
     weights = np.array([[1, 1, 0], [1, 0, 0]], np.float32)
     step_losses = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=targets, logits=logits).numpy() * weights
     assert seq2seq.sequence_loss(logits, targets, weights).numpy() == pytest.approx(step_losses.sum() / 3, rel=1e-5)
-    np.testing.assert_allclose(seq2seq.sequence_loss(logits, targets, weights, average_across_batch=False),
-                               step_losses.sum(axis=1) / weights.sum(axis=1), rtol=1e-5)
+    np.testing.assert_allclose(
+        seq2seq.sequence_loss(logits, targets, weights, average_across_batch=False),
+        step_losses.sum(axis=1) / weights.sum(axis=1),
+        rtol=1e-5,
+    )
     np.testing.assert_allclose(seq2seq.sequence_loss(logits, targets, weights, False, False), step_losses, rtol=1e-5)
     with pytest.raises(ValueError, match="cannot be set to True at same time"):
         seq2seq.sequence_loss(logits, targets, weights, sum_over_timesteps=True)
-    per_example = legacy_seq2seq.sequence_loss_by_example(list(logits.transpose(1, 0, 2)), list(targets.T),
-                                                          list(weights.T))
+    per_example = legacy_seq2seq.sequence_loss_by_example(
+        list(logits.transpose(1, 0, 2)), list(targets.T), list(weights.T)
+    )
     np.testing.assert_allclose(per_example, step_losses.sum(axis=1) / (weights.sum(axis=1) + 1e-12), rtol=1e-5)
     tiled = seq2seq.tile_batch({"state": tf.constant([[1, 2], [3, 4]])}, 2)["state"].numpy()
     np.testing.assert_array_equal(tiled, [[1, 2], [1, 2], [3, 4], [3, 4]])
@@ -370,8 +448,7 @@ def test_stacked_bidirectional_rnn_names_its_variables_as_tf115():
     with tf.Graph().as_default():
         inputs = v1.placeholder(tf.float32, [2, 5, 3])
         cells = [[v1.nn.rnn_cell.GRUCell(4) for _ in range(2)] for _ in range(2)]
-        outputs, states_fw, states_bw = v1.contrib.rnn.stack_bidirectional_dynamic_rnn(*cells, inputs,
-                                                                                       dtype=tf.float32)
+        outputs, states_fw, states_bw = v1.contrib.rnn.stack_bidirectional_dynamic_rnn(*cells, inputs, dtype=tf.float32)
         names = sorted(variable.op.name for variable in v1.trainable_variables())
     assert outputs.shape.as_list() == [2, 5, 8] and len(states_fw) == len(states_bw) == 2
     assert "stack_bidirectional_rnn/cell_1/bidirectional_rnn/bw/gru_cell/candidate/kernel" in names
@@ -389,8 +466,13 @@ def test_contrib_data_batching_and_cross_shard_optimizer():
         v1.contrib.tpu.CrossShardOptimizer(tf.keras.optimizers.SGD())
 
 
-@pytest.mark.parametrize("code, name", [("config = tf.ConfigProto()", "tf.ConfigProto"),
-                                        ("class Hook(tf.train.SessionRunHook):\n    pass", "tf.train.SessionRunHook")])
+@pytest.mark.parametrize(
+    "code, name",
+    [
+        ("config = tf.ConfigProto()", "tf.ConfigProto"),
+        ("class Hook(tf.train.SessionRunHook):\n    pass", "tf.train.SessionRunHook"),
+    ],
+)
 def test_run_without_tf1_says_a_tf1_name_needs_it(tmp_path, code, name):
     script = tmp_path / "tf1_script.py"
     script.write_text(f"import tensorflow as tf\n{code}\n")
@@ -399,7 +481,8 @@ def test_run_without_tf1_says_a_tf1_name_needs_it(tmp_path, code, name):
     last = result.stderr.strip().splitlines()[-1]
     assert last.startswith(f"npu_bridge_compat: {name} is TensorFlow 1.15 API: ") and last.endswith(
         f"Run it as a TF 1.15 program: python -m npu_bridge_compat run --tf1 {script} (`scan` lists the files that "
-        "need it).")
+        "need it)."
+    )
     assert "Traceback" in result.stderr and "has no attribute" in result.stderr  # the script's own error first
 
 
@@ -410,13 +493,15 @@ def test_loss_scale_manager_names_its_variables_as_tf_1_15_did(tmp_path):
         "import tensorflow as tf\nfrom npu_bridge.npu_init import *\n"
         "w = tf.get_variable('w', initializer=[1.0, 2.0])\n"
         "manager = ExponentialUpdateLossScaleManager(init_loss_scale=2**10, incr_every_n_steps=2)\n"
-        "train = NPULossScaleOptimizer(tf.train.GradientDescentOptimizer(0.1), manager).minimize(tf.reduce_sum(w * w))\n"
+        "optimizer = NPULossScaleOptimizer(tf.train.GradientDescentOptimizer(0.1), manager)\n"
+        "train = optimizer.minimize(tf.reduce_sum(w * w))\n"
         "with tf.Session() as sess:\n"
         "    sess.run(tf.global_variables_initializer())\n"
         "    for _ in range(2):\n"
         "        sess.run(train)\n"
         "    print(sess.run('loss_scale:0'), sess.run('good_steps:0'), sess.run('bad_steps:0'),\n"
-        "          sorted(v.op.name for v in tf.global_variables()))\n")
+        "          sorted(v.op.name for v in tf.global_variables()))\n"
+    )
     result = run("--tf1", str(script))
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.strip().splitlines()[-1] == "2048.0 0 0 ['bad_steps', 'good_steps', 'loss_scale', 'w']"
@@ -426,8 +511,12 @@ def test_tf1_private_module_paths_resolve_under_run_tf1():
     result = run("--tf1", str(Path(__file__).parent / "scripts" / "tf1_private_modules_port.py"))
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.strip().splitlines()[-5:] == [
-        "True True True", "2", "['cell/bias', 'cell/kernel'] (2, 4)", "[[0, 1]] ImageDataGenerator",
-        "NoCounterpartError"]
+        "True True True",
+        "2",
+        "['cell/bias', 'cell/kernel'] (2, 4)",
+        "[[0, 1]] ImageDataGenerator",
+        "NoCounterpartError",
+    ]
 
 
 def test_standalone_keras_trains_in_graph_mode_under_run_tf1():

@@ -25,11 +25,13 @@ def test_the_estimator_door_names_the_tensorflow_it_needs_when_used():
     from npu_bridge_compat.session import npu_run_config_init
 
     assert DumpConfig(enable_dump=False).npu_options() == {}  # the holders are plain values, usable anywhere
-    for use, name in ((lambda: NPURunConfig(iterations_per_loop=10), "NPURunConfig"),
-                      (lambda: NPUEstimator(lambda features, labels, mode: None), "NPUEstimator"),
-                      (lambda: NPUEstimatorSpec("train"), "NPUEstimatorSpec"),
-                      (lambda: npu_run_config_init(), "RunConfig"),
-                      (lambda: model_to_npu_estimator(keras_model=object()), "NPURunConfig")):
+    for use, name in (
+        (lambda: NPURunConfig(iterations_per_loop=10), "NPURunConfig"),
+        (lambda: NPUEstimator(lambda features, labels, mode: None), "NPUEstimator"),
+        (lambda: NPUEstimatorSpec("train"), "NPUEstimatorSpec"),
+        (lambda: npu_run_config_init(), "RunConfig"),
+        (lambda: model_to_npu_estimator(keras_model=object()), "NPURunConfig"),
+    ):
         with pytest.raises(TensorFlowVersionError, match=f"^{name} {NEEDS_2_15}"):
             use()
 
@@ -47,27 +49,34 @@ def test_stand_in_classes_import_and_refuse_construction(monkeypatch):
     with pytest.raises(TensorFlowVersionError, match=f"^Derived {NEEDS_2_15}"):
         Derived(1, 2)
     monkeypatch.setattr(compat.estimator, "tensorflow_version", lambda: "2.15.1")
-    with pytest.raises(TensorFlowVersionError, match=r"takes from the tensorflow-estimator package: pip install "
-                                                     r"\"tensorflow-estimator==2\.15\.\*\""):
+    with pytest.raises(
+        TensorFlowVersionError,
+        match=r"takes from the tensorflow-estimator package: pip install "
+        r"\"tensorflow-estimator==2\.15\.\*\"",
+    ):
         Derived()
 
 
-@pytest.mark.parametrize("version, expected", [("2.15.1", (2, 15)), ("2.21.0", (2, 21)), ("2.16.0rc1", (2, 16)),
-                                               ("3", (3, 0))])
+@pytest.mark.parametrize(
+    "version, expected", [("2.15.1", (2, 15)), ("2.21.0", (2, 21)), ("2.16.0rc1", (2, 16)), ("3", (3, 0))]
+)
 def test_version_tuple(version, expected):
     assert compat.version_tuple(version) == expected
 
 
 def run_python(code: str, **environment: str) -> str:
     env = {key: value for key, value in os.environ.items() if key != compat.LEGACY_KERAS_ENV}
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=ROOT,
-                            env={**env, **environment})
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=ROOT, env={**env, **environment}
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     return result.stdout.strip().splitlines()[-1]
 
 
-CHOSEN_KERAS = ("from npu_bridge_compat.compat import select_keras_2, tf_keras_is_keras_3; select_keras_2(); "
-                "import os; print(os.environ.get('TF_USE_LEGACY_KERAS'), tf_keras_is_keras_3())")
+CHOSEN_KERAS = (
+    "from npu_bridge_compat.compat import select_keras_2, tf_keras_is_keras_3; select_keras_2(); "
+    "import os; print(os.environ.get('TF_USE_LEGACY_KERAS'), tf_keras_is_keras_3())"
+)
 
 
 def test_ported_scripts_get_keras_2_on_every_line():
@@ -81,11 +90,18 @@ def test_run_tf1_gives_graph_mode_keras_2(tmp_path):
     script = tmp_path / "keras_tf1.py"
     script.write_text(
         "import numpy as np\nimport tensorflow as tf\n"
-        "model = tf.keras.Sequential([tf.keras.layers.Dense(1)])\nmodel.compile(tf.train.GradientDescentOptimizer(0.1), 'mse')\n"
+        "model = tf.keras.Sequential([tf.keras.layers.Dense(1)])\n"
+        "model.compile(tf.train.GradientDescentOptimizer(0.1), 'mse')\n"
         "model.fit(np.ones([8, 2]), np.ones([8, 1]), epochs=1, verbose=0)\n"
-        "print(tf.executing_eagerly(), type(tf.keras.backend.get_session()).__name__)\n")
-    result = subprocess.run([sys.executable, "-m", "npu_bridge_compat", "run", "--tf1", str(script)],
-                            capture_output=True, text=True, timeout=300, cwd=ROOT)
+        "print(tf.executing_eagerly(), type(tf.keras.backend.get_session()).__name__)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "npu_bridge_compat", "run", "--tf1", str(script)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.strip().splitlines()[-1] == "False Session"  # a graph-mode Keras 2 session
 
@@ -122,8 +138,13 @@ def test_steps_per_execution_in_a_running_fit_on_every_keras():
     """Keras 2 reads a variable per call; Keras 3 reads numbers when fit starts, and is told in on_train_begin."""
     model, ends = keras_model(), BatchEnds()
     data = tf.data.Dataset.from_tensor_slices((np.ones([64, 2], np.float32), np.ones([64, 1], np.float32)))
-    model.fit(data.batch(4).repeat(), steps_per_epoch=8, epochs=2, callbacks=[NPUCallback(iterations_per_loop=4),
-                                                                             ends], verbose=0)
+    model.fit(
+        data.batch(4).repeat(),
+        steps_per_epoch=8,
+        epochs=2,
+        callbacks=[NPUCallback(iterations_per_loop=4), ends],
+        verbose=0,
+    )
     assert ends.ends == [3, 7, 3, 7] and model.optimizer.iterations.numpy() == 16
     assert compat.keras_steps_per_execution(model) == 1
 

@@ -85,8 +85,11 @@ def main(_):
     tf.compat.v1.logging.set_verbosity(tf.compat.v1.logging.WARN)
     quiet_library_deprecations()
     dump = DumpConfig(enable_dump=True, dump_path=FLAGS.dump_path, dump_step="0|5") if FLAGS.dump_path else None
-    profiling = (ProfilingConfig(enable_profiling=True, profiling_options=f'{{"output": "{FLAGS.profiling_dir}"}}')
-                 if FLAGS.profiling_dir else None)
+    profiling = (
+        ProfilingConfig(enable_profiling=True, profiling_options=f'{{"output": "{FLAGS.profiling_dir}"}}')
+        if FLAGS.profiling_dir
+        else None
+    )
     config = NPURunConfig(
         model_dir=FLAGS.model_dir or tempfile.mkdtemp(prefix="npu_estimator_"),
         iterations_per_loop=FLAGS.iterations_per_loop,
@@ -101,8 +104,10 @@ def main(_):
     progress = Progress(every=100)
     estimator.train(input_fn, max_steps=FLAGS.max_steps, hooks=[progress])
     metrics = estimator.evaluate(input_fn, steps=10)
-    print(f"trained to step {metrics['global_step']}, eval loss {metrics['loss']:.4f}, "
-          f"{progress.steps / progress.seconds:.0f} steps/s")
+    print(
+        f"trained to step {metrics['global_step']}, eval loss {metrics['loss']:.4f}, "
+        f"{progress.steps / progress.seconds:.0f} steps/s"
+    )
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """A ported sess.run script that runs 10 training steps per sess.run with util.set_iteration_per_loop.
 
-    python examples/session/iterations_per_loop.py
+python examples/session/iterations_per_loop.py
 """
 
 import os
@@ -25,7 +25,8 @@ ITERATIONS = 10
 features = np.random.RandomState(0).randn(1024, 16).astype(np.float32)
 targets = features @ np.linspace(-1, 1, 16, dtype=np.float32)[:, None]
 iterator = tf.data.make_initializable_iterator(
-    tf.data.Dataset.from_tensor_slices((features, targets)).repeat().batch(32, drop_remainder=True))
+    tf.data.Dataset.from_tensor_slices((features, targets)).repeat().batch(32, drop_remainder=True)
+)
 x, y = iterator.get_next()
 loss = tf.losses.mean_squared_error(y, tf.layers.dense(tf.layers.dense(x, 32, activation=tf.nn.relu), 1))
 global_step = tf.train.get_or_create_global_step()

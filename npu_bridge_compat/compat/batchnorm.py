@@ -22,7 +22,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import threading
-from typing import Iterator
+from collections.abc import Iterator
 
 # TF 1.15 emitted FusedBatchNormV3 only when forward-compatible with this date.
 V3_HORIZON = datetime.date(2019, 6, 6)
@@ -65,13 +65,28 @@ def legacy_batchnorm_requested() -> bool:
     return _requested_horizon is not None and _requested_horizon < V3_HORIZON
 
 
-def _gated_fused_batch_norm_v3(x, scale, offset, mean, variance, epsilon=0.0001, exponential_avg_factor=1,
-                               data_format="NHWC", is_training=True, name=None):
+def _gated_fused_batch_norm_v3(
+    x,
+    scale,
+    offset,
+    mean,
+    variance,
+    epsilon=0.0001,
+    exponential_avg_factor=1,
+    data_format="NHWC",
+    is_training=True,
+    name=None,
+):
     from tensorflow.python.framework import dtypes
     from tensorflow.python.ops import gen_nn_ops
 
-    arguments = dict(epsilon=epsilon, exponential_avg_factor=exponential_avg_factor, data_format=data_format,
-                     is_training=is_training, name=name)
+    arguments = dict(
+        epsilon=epsilon,
+        exponential_avg_factor=exponential_avg_factor,
+        data_format=data_format,
+        is_training=is_training,
+        name=name,
+    )
     if not legacy_batchnorm_requested():
         return _original_v3(x, scale, offset, mean, variance, **arguments)
     if x.dtype.base_dtype == dtypes.float32:

@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import tensorflow as tf
 from tensorflow.python.distribute import one_device_strategy
@@ -23,8 +23,9 @@ class _ShardingOneDeviceExtended(one_device_strategy.OneDeviceExtended):
         return super()._experimental_distribute_dataset(self._shard(dataset), options)
 
 
-def init_sharding_one_device_strategy(strategy: tf.distribute.OneDeviceStrategy, device: str,
-                                      replicas: Callable[[], int], shard: Callable) -> None:
+def init_sharding_one_device_strategy(
+    strategy: tf.distribute.OneDeviceStrategy, device: str, replicas: Callable[[], int], shard: Callable
+) -> None:
     """Initialise `strategy` (a OneDeviceStrategy subclass, in its `__init__`) on `device`, reporting `replicas()`
     replicas in sync and distributing `shard(dataset)` of each dataset. Checked on TensorFlow 2.15 and 2.21."""
     # OneDeviceStrategy's own __init__ would build a plain OneDeviceExtended.

@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 import contextlib
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 import tensorflow as tf
 from tensorflow.python.eager import context
@@ -23,8 +23,7 @@ def function_calls_rewritten(rewrite: Callable[[object], None]) -> Iterator[None
     current = eager.function_call_options
     config = tf.compat.v1.ConfigProto.FromString(current.config_proto_serialized)
     rewrite(config.graph_options.rewrite_options)
-    eager.function_call_options = context.FunctionCallOptions(executor_type=current.executor_type,
-                                                              config_proto=config)
+    eager.function_call_options = context.FunctionCallOptions(executor_type=current.executor_type, config_proto=config)
     try:
         yield
     finally:

@@ -33,12 +33,16 @@ def estimator_missing(what: str) -> str:
     """Why `what` cannot run here, and what to do."""
     version = tensorflow_version()
     if version_tuple(version) > version_tuple(ESTIMATOR_TENSORFLOW):
-        return (f"{what} needs tf.estimator, which TensorFlow removed in 2.16; this is TensorFlow {version}. Run "
-                f"Estimator scripts with TensorFlow {ESTIMATOR_TENSORFLOW} and tensorflow-estimator (Python 3.11 or "
-                "older: pip install \"npu_bridge_compat[cpu]\"), or move the model to the session door (NPUSession "
-                "with util.set_iteration_per_loop) or the Keras door (NPUCallback), which run on every line.")
-    return (f"{what} needs tf.estimator, which TensorFlow {version} takes from the tensorflow-estimator package: "
-            f"pip install \"tensorflow-estimator=={ESTIMATOR_TENSORFLOW}.*\".")
+        return (
+            f"{what} needs tf.estimator, which TensorFlow removed in 2.16; this is TensorFlow {version}. Run "
+            f"Estimator scripts with TensorFlow {ESTIMATOR_TENSORFLOW} and tensorflow-estimator (Python 3.11 or "
+            'older: pip install "npu_bridge_compat[cpu]"), or move the model to the session door (NPUSession '
+            "with util.set_iteration_per_loop) or the Keras door (NPUCallback), which run on every line."
+        )
+    return (
+        f"{what} needs tf.estimator, which TensorFlow {version} takes from the tensorflow-estimator package: "
+        f'pip install "tensorflow-estimator=={ESTIMATOR_TENSORFLOW}.*".'
+    )
 
 
 def estimator_model_fn(estimator) -> Any:
@@ -50,7 +54,6 @@ def estimator_model_fn(estimator) -> Any:
 def estimator_warm_start(estimator) -> Any:
     """The warm-start settings an Estimator was built with. Checked on TensorFlow 2.15."""
     return estimator._warm_start_settings
-
 
 
 def run_estimator_on(estimator, master: str, session_config, writes_model_dir: bool) -> None:

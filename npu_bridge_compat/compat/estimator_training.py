@@ -49,7 +49,11 @@ class EstimatorWithTrainingHooks(estimator_class("Estimator")):
             spec = super()._call_model_fn(features, labels, mode, config)
         return self.adjusted_spec(spec, mode)
 
-    def _train_with_estimator_spec(self, estimator_spec, worker_hooks, hooks, global_step_tensor,
-                                   saving_listeners):
-        return super()._train_with_estimator_spec(self.training_spec(estimator_spec, global_step_tensor),
-                                                  worker_hooks, hooks, global_step_tensor, saving_listeners)
+    def _train_with_estimator_spec(self, estimator_spec, worker_hooks, hooks, global_step_tensor, saving_listeners):
+        return super()._train_with_estimator_spec(
+            self.training_spec(estimator_spec, global_step_tensor),
+            worker_hooks,
+            hooks,
+            global_step_tensor,
+            saving_listeners,
+        )

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from typing import Iterator
+from collections.abc import Iterator
 
 import tensorflow as tf
 from tensorflow.python.framework.func_graph import FuncGraph

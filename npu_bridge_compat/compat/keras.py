@@ -11,7 +11,8 @@ import importlib.metadata
 import importlib.util
 import os
 import sys
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from npu_bridge_compat.compat.versions import ESTIMATOR_TENSORFLOW, _stand_in, tensorflow_version, version_tuple
 from npu_bridge_compat.errors import NpuCompatWarning, TensorFlowVersionError, warn
@@ -33,8 +34,10 @@ def tf1_keras_api(path: str) -> Any:
     try:
         return importlib.import_module(f"tf_keras.api._v1.keras.__internal__.legacy.{path.split('.')[-1]}")
     except ImportError:
-        raise TensorFlowVersionError(f"tf.compat.v1.{path} is Keras 2, which TensorFlow {tensorflow_version()} "
-                                     "takes from the tf_keras package: pip install tf-keras.") from None
+        raise TensorFlowVersionError(
+            f"tf.compat.v1.{path} is Keras 2, which TensorFlow {tensorflow_version()} "
+            "takes from the tf_keras package: pip install tf-keras."
+        ) from None
 
 
 def v1_layer_class() -> type:
@@ -57,9 +60,12 @@ def select_keras_2() -> None:
     if version_tuple(_installed_tensorflow()) <= version_tuple(ESTIMATOR_TENSORFLOW):
         return
     if importlib.util.find_spec("tf_keras") is None:
-        warn(f"TensorFlow {_installed_tensorflow()} makes tf.keras Keras 3, and the tf_keras package (Keras 2, "
-             "which scripts ported from TensorFlow 1.15 to 2.15 are written for) is not installed: pip install "
-             f"\"tf-keras~={'.'.join(map(str, version_tuple(_installed_tensorflow())))}\".", NpuCompatWarning)
+        warn(
+            f"TensorFlow {_installed_tensorflow()} makes tf.keras Keras 3, and the tf_keras package (Keras 2, "
+            "which scripts ported from TensorFlow 1.15 to 2.15 are written for) is not installed: pip install "
+            f'"tf-keras~={".".join(map(str, version_tuple(_installed_tensorflow())))}".',
+            NpuCompatWarning,
+        )
         return
     if "tensorflow" in sys.modules:
         return  # too late to choose: tf.keras is whatever the process has loaded
@@ -90,8 +96,11 @@ def tf_keras_is_keras_3() -> bool:
 
 def _is_keras_3_class(model_class: type) -> bool:
     keras = sys.modules.get("keras")  # no Keras 3 model exists unless Keras 3 is loaded
-    return (keras is not None and version_tuple(getattr(keras, "__version__", "0"))[0] >= 3
-            and issubclass(model_class, keras.Model))
+    return (
+        keras is not None
+        and version_tuple(getattr(keras, "__version__", "0"))[0] >= 3
+        and issubclass(model_class, keras.Model)
+    )
 
 
 def keras_step_number(model, mode: str):
@@ -136,7 +145,8 @@ def steps_per_execution_in_fit(model, steps: int) -> Iterator[None]:
         if iterator is None:
             raise TensorFlowVersionError(
                 f"cannot run {steps} steps per train-function call in this Keras {sys.modules['keras'].__version__} "
-                f"fit: compile the model with steps_per_execution={steps} instead.")
+                f"fit: compile the model with steps_per_execution={steps} instead."
+            )
         iterator.steps_per_execution = steps
     model.steps_per_execution = steps
     try:

@@ -3,7 +3,8 @@ modules share). Checked on TensorFlow 2.15 and 2.21."""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from npu_bridge_compat.errors import TensorFlowVersionError
 
@@ -29,7 +30,11 @@ def _stand_in(name: str, message: Callable[[str], str]) -> type:
     def __new__(cls, *args, **kwargs):
         raise TensorFlowVersionError(message(cls.__name__))
 
-    return type(name, (), {"__new__": __new__, "__module__": "npu_bridge_compat.compat", "_unavailable_because": staticmethod(message)})
+    return type(
+        name,
+        (),
+        {"__new__": __new__, "__module__": "npu_bridge_compat.compat", "_unavailable_because": staticmethod(message)},
+    )
 
 
 def unavailable_reason(obj: Any) -> str | None:
@@ -42,5 +47,3 @@ def unavailable_reason(obj: Any) -> str | None:
 def is_repeated(field) -> bool:
     """Whether a protobuf field is repeated (protobuf 7, which TensorFlow 2.21 uses, has no `label`)."""
     return field.is_repeated if hasattr(field, "is_repeated") else field.label == field.LABEL_REPEATED
-
-

@@ -92,8 +92,10 @@ def base_port() -> int:
     if not value:
         return DEFAULT_BASE_PORT
     if not value.isdigit() or not 1024 <= int(value) <= 65000:
-        raise RankConfigError(f"{PORT_VARIABLE}={value!r} must be a port number from 1024 to 65000 (the first rank "
-                              "of each host listens there, the next ones on the following ports)")
+        raise RankConfigError(
+            f"{PORT_VARIABLE}={value!r} must be a port number from 1024 to 65000 (the first rank "
+            "of each host listens there, the next ones on the following ports)"
+        )
     return int(value)
 
 
@@ -106,18 +108,22 @@ def current_cluster() -> Cluster:
         host, port = ranks.cm_chief()
         worker = os.environ.get("CM_WORKER_IP", "").strip()
         if worker and worker != host:
-            raise RankConfigError(f"CM_WORKER_IP={worker} is not CM_CHIEF_IP={host}: HCCL numbers the devices of "
-                                  "several hosts at run time, which has no host counterpart; describe a job on "
-                                  "several hosts with a rank table (RANK_TABLE_FILE) or `launch --hosts`")
+            raise RankConfigError(
+                f"CM_WORKER_IP={worker} is not CM_CHIEF_IP={host}: HCCL numbers the devices of "
+                "several hosts at run time, which has no host counterpart; describe a job on "
+                "several hosts with a rank table (RANK_TABLE_FILE) or `launch --hosts`"
+            )
         servers, source = [(host, unlisted)], "CM_CHIEF_IP"
     elif size > 1 and table:
         servers, source, port = read_rank_table(table, size), f"rank table {table}", base_port()
     else:
         servers, source, port = [(LOOPBACK, unlisted)], "one host", base_port()
     single_host = len(servers) == 1
-    slots = [Slot(rank=r, server=server, host=LOOPBACK if single_host else server, port=port + position,
-                  device_id=device)
-             for server, devices in servers for position, (r, device) in enumerate(devices)]
+    slots = [
+        Slot(rank=r, server=server, host=LOOPBACK if single_host else server, port=port + position, device_id=device)
+        for server, devices in servers
+        for position, (r, device) in enumerate(devices)
+    ]
     cluster = Cluster(slots=tuple(sorted(slots, key=lambda slot: slot.rank)), rank=rank, source=source)
     _check_device(cluster)
     return cluster
@@ -128,13 +134,12 @@ def read_rank_table(path: str, size: int) -> list[tuple[str, list[tuple[int, int
     data = _load(path)
     servers = data.get("server_list") if isinstance(data, dict) else None
     if not isinstance(servers, list) or not servers:
-        raise RankConfigError(f"rank table {path}: expected a JSON object with a non-empty \"server_list\"")
+        raise RankConfigError(f'rank table {path}: expected a JSON object with a non-empty "server_list"')
     result, seen = [], set()
     for index, server in enumerate(servers):
         where = f"rank table {path}, server_list[{index}]"
         if not isinstance(server, dict) or not server.get("server_id") or not isinstance(server.get("device"), list):
-            raise RankConfigError(f"{where}: each server needs a \"server_id\" (its host address) and a "
-                                  "\"device\" list")
+            raise RankConfigError(f'{where}: each server needs a "server_id" (its host address) and a "device" list')
         devices = []
         for device in server["device"]:
             rank = _table_int(device, "rank_id", where)
@@ -163,7 +168,7 @@ def _load(path: str) -> Any:
 def _table_int(entry, key: str, where: str) -> int:
     value = entry.get(key) if isinstance(entry, dict) else None
     if value is None or not str(value).isdigit():
-        raise RankConfigError(f"{where}: every device needs a non-negative integer \"{key}\", got {entry!r}")
+        raise RankConfigError(f'{where}: every device needs a non-negative integer "{key}", got {entry!r}')
     return int(value)
 
 
@@ -171,8 +176,10 @@ def _check_device(cluster: Cluster) -> None:
     """The device this process was given must be the one the rank table gives its rank."""
     own, listed = ranks.device_id(), cluster.me.device_id
     if own is not None and listed is not None and own != listed:
-        raise RankConfigError(f"RANK_ID={cluster.rank} has device_id {listed} in the {cluster.source}, but this "
-                              f"process was given device {own} (ASCEND_DEVICE_ID / DEVICE_ID)")
+        raise RankConfigError(
+            f"RANK_ID={cluster.rank} has device_id {listed} in the {cluster.source}, but this "
+            f"process was given device {own} (ASCEND_DEVICE_ID / DEVICE_ID)"
+        )
 
 
 def check_address_is_local(cluster: Cluster) -> None:
@@ -184,5 +191,7 @@ def check_address_is_local(cluster: Cluster) -> None:
         with socket.socket(family, socket.SOCK_DGRAM) as probe:
             probe.bind((host, 0))
     except OSError:
-        raise RankConfigError(f"RANK_ID={cluster.rank} is on server {cluster.me.server} in the {cluster.source}, "
-                              "but that address does not belong to this machine") from None
+        raise RankConfigError(
+            f"RANK_ID={cluster.rank} is on server {cluster.me.server} in the {cluster.source}, "
+            "but that address does not belong to this machine"
+        ) from None

@@ -22,7 +22,7 @@ import dataclasses
 import itertools
 import threading
 import zlib
-from typing import Sequence
+from collections.abc import Sequence
 
 import tensorflow as tf
 
@@ -58,14 +58,17 @@ class Group:
         """This process's rank in the group."""
         world = ranks.rank_id()
         if world not in self.members:
-            raise CollectiveError(f"rank {world} is not in group '{self.name}' (ranks {list(self.members)}); only "
-                                  "the group's members can use it")
+            raise CollectiveError(
+                f"rank {world} is not in group '{self.name}' (ranks {list(self.members)}); only "
+                "the group's members can use it"
+            )
         return self.members.index(world)
 
     def check_rank(self, group_rank: int, argument: str) -> int:
         if isinstance(group_rank, bool) or not isinstance(group_rank, int) or not 0 <= group_rank < self.size:
-            raise CollectiveError(f"{argument}={group_rank!r} must be a rank of group '{self.name}' (0 to "
-                                  f"{self.size - 1})")
+            raise CollectiveError(
+                f"{argument}={group_rank!r} must be a rank of group '{self.name}' (0 to {self.size - 1})"
+            )
         return group_rank
 
 
@@ -95,6 +98,7 @@ def _next_instance(key: int) -> int:
 
 # --- hccl.manage.api ----------------------------------------------------------------------------------------
 
+
 def create_group(group: str, rank_num: int, rank_ids: Sequence[int]) -> None:
     """A group of the world ranks `rank_ids` (their order gives the group ranks), created by each member."""
     if not isinstance(group, str) or not group or len(group) > MAX_GROUP_NAME:
@@ -106,11 +110,14 @@ def create_group(group: str, rank_num: int, rank_ids: Sequence[int]) -> None:
     if rank_num != len(members):
         raise CollectiveError(f"create_group('{group}'): rank_num={rank_num} but rank_ids has {len(members)} ranks")
     if len(set(members)) != len(members) or not all(isinstance(r, int) and 0 <= r < size for r in members):
-        raise CollectiveError(f"create_group('{group}'): rank_ids must be distinct ranks from 0 to {size - 1}, got "
-                              f"{members}")
+        raise CollectiveError(
+            f"create_group('{group}'): rank_ids must be distinct ranks from 0 to {size - 1}, got {members}"
+        )
     if ranks.rank_id() not in members:
-        raise CollectiveError(f"create_group('{group}'): rank {ranks.rank_id()} is not in rank_ids {members}; only "
-                              "the group's members create it")
+        raise CollectiveError(
+            f"create_group('{group}'): rank {ranks.rank_id()} is not in rank_ids {members}; only "
+            "the group's members create it"
+        )
     with _lock:
         if group in _groups:
             raise CollectiveError(f"group '{group}' already exists")
@@ -169,6 +176,7 @@ def all_ranks_true(flag):
 
 # --- hccl_ops ------------------------------------------------------------------------------------------------
 
+
 def _options(chosen: Group) -> dict:
     """group size and keys of the next collective of `chosen`, with the runtime started. No timeout of its own:
     TensorFlow keeps a sleeping thread alive for the whole timeout of every collective that has one (a thread per
@@ -193,8 +201,9 @@ def _carried(tensor, accepted: tuple, build):
 
 def _reduce(tensor, chosen: Group, reduction: str):
     def build(value):
-        return tf.raw_ops.CollectiveReduceV2(input=value, ordering_token=[], merge_op=REDUCTIONS[reduction],
-                                            final_op="Id", **_options(chosen))
+        return tf.raw_ops.CollectiveReduceV2(
+            input=value, ordering_token=[], merge_op=REDUCTIONS[reduction], final_op="Id", **_options(chosen)
+        )
 
     return _carried(tensor, _REDUCE_TYPES, build)
 
@@ -274,8 +283,9 @@ def reduce_scatter(tensor, reduction, rank_size, group=WORLD_GROUP, fusion=0, fu
     tensor = tf.convert_to_tensor(tensor)
     rows = tensor.shape[0] if tensor.shape.rank else None
     if rows is not None and rows % chosen.size:
-        raise CollectiveError(f"reduce_scatter: the first dimension ({rows}) must be a multiple of rank_size "
-                              f"({chosen.size})")
+        raise CollectiveError(
+            f"reduce_scatter: the first dimension ({rows}) must be a multiple of rank_size ({chosen.size})"
+        )
     reduced = allreduce(tensor, reduction, group=group)
     return tf.split(reduced, chosen.size, axis=0)[chosen.rank] if chosen.size > 1 else reduced
 
@@ -297,8 +307,11 @@ def send(tensor, sr_tag, dest_rank, group=WORLD_GROUP):
     chosen = find_group(group)
     _check_peer(chosen, dest_rank, "dest_rank")
     pair = _pair_group(chosen, chosen.rank, dest_rank, sr_tag)
-    sent = _carried(tf.convert_to_tensor(tensor), _BROADCAST_TYPES,
-                    lambda value: tf.raw_ops.CollectiveBcastSendV2(input=value, **_options(pair)))
+    sent = _carried(
+        tf.convert_to_tensor(tensor),
+        _BROADCAST_TYPES,
+        lambda value: tf.raw_ops.CollectiveBcastSendV2(input=value, **_options(pair)),
+    )
     return sent.op
 
 
@@ -313,8 +326,7 @@ def receive(shape, data_type, sr_tag, src_rank, group=WORLD_GROUP):
     return tf.cast(received, dtype) if carrier != dtype else received
 
 
-def all_to_all_v(send_data, send_counts, send_displacements, recv_counts, recv_displacements,
-                 group=WORLD_GROUP):
+def all_to_all_v(send_data, send_counts, send_displacements, recv_counts, recv_displacements, group=WORLD_GROUP):
     """Rank i's `send_data[send_displacements[j]:][:send_counts[j]]` lands in rank j's result at
     `recv_displacements[i]` (flat data, element counts)."""
     chosen = find_group(group)

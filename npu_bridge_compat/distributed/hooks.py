@@ -50,12 +50,14 @@ class NPUBroadcastGlobalVariablesCallback(tf.keras.callbacks.Callback):
             return
         if ranks.rank_size() > 1:
             if tf.executing_eagerly():
-                for variable, value in zip(self.model.variables,
-                                           collectives.broadcast(list(self.model.variables), self.root_rank)):
+                for variable, value in zip(
+                    self.model.variables, collectives.broadcast(list(self.model.variables), self.root_rank)
+                ):
                     variable.assign(value)
             else:  # graph-mode Keras (TF2 behaviour off): its session runs the op
                 tf.compat.v1.keras.backend.get_session().run(
-                    broadcast_global_variables(self.root_rank, self.model.variables))
+                    broadcast_global_variables(self.root_rank, self.model.variables)
+                )
         self.broadcast_done = True
 
 

@@ -33,7 +33,8 @@ import sys
 import tempfile
 import threading
 import time
-from typing import IO, Sequence
+from collections.abc import Sequence
+from typing import IO
 
 from npu_bridge_compat.distributed.cluster import DEFAULT_BASE_PORT, LOOPBACK, PORT_VARIABLE
 from npu_bridge_compat.distributed.ranks import RankConfigError
@@ -43,17 +44,37 @@ STOP_GRACE_S = 10
 PRIVATE_NETWORK_VARIABLE = "NPU_BRIDGE_COMPAT_PRIVATE_NETWORK"  # set inside the job's own network namespace
 _UNSHARE = ("--user", "--map-root-user", "--net")
 # What the per-rank environment replaces: a launched rank must not inherit another description of the job.
-_JOB_VARIABLES = ("RANK_ID", "RANK_SIZE", "RANK_TABLE_FILE", "DEVICE_ID", "ASCEND_DEVICE_ID", "CM_CHIEF_IP",
-                  "CM_CHIEF_PORT", "CM_CHIEF_DEVICE", "CM_WORKER_SIZE", "CM_WORKER_IP")
+_JOB_VARIABLES = (
+    "RANK_ID",
+    "RANK_SIZE",
+    "RANK_TABLE_FILE",
+    "DEVICE_ID",
+    "ASCEND_DEVICE_ID",
+    "CM_CHIEF_IP",
+    "CM_CHIEF_PORT",
+    "CM_CHIEF_DEVICE",
+    "CM_WORKER_SIZE",
+    "CM_WORKER_IP",
+)
 
 
 def rank_table(hosts: Sequence[str], ranks_per_host: int) -> dict:
     """The adapter's rank table for `ranks_per_host` ranks on each host (device ids are positions on a host)."""
-    return {"status": "completed", "version": "1.0", "server_count": str(len(hosts)),
-            "server_list": [{"server_id": host,
-                             "device": [{"device_id": str(local), "rank_id": str(index * ranks_per_host + local)}
-                                        for local in range(ranks_per_host)]}
-                            for index, host in enumerate(hosts)]}
+    return {
+        "status": "completed",
+        "version": "1.0",
+        "server_count": str(len(hosts)),
+        "server_list": [
+            {
+                "server_id": host,
+                "device": [
+                    {"device_id": str(local), "rank_id": str(index * ranks_per_host + local)}
+                    for local in range(ranks_per_host)
+                ],
+            }
+            for index, host in enumerate(hosts)
+        ],
+    }
 
 
 def _is_own_address(host: str) -> bool:
@@ -73,8 +94,7 @@ def host_index(hosts: Sequence[str], given: int | None) -> int:
     own = [index for index, host in enumerate(hosts) if _is_own_address(host)]
     if len(own) != 1:
         found = "none of them" if not own else f"several of them ({', '.join(hosts[i] for i in own)})"
-        raise RankConfigError(f"--hosts {','.join(hosts)}: {found} is an address of this machine; give "
-                              "--host-index")
+        raise RankConfigError(f"--hosts {','.join(hosts)}: {found} is an address of this machine; give --host-index")
     return own[0]
 
 
@@ -126,10 +146,13 @@ class _Rank:
     def __init__(self, rank: int, command: list[str], environment: dict[str, str]) -> None:
         self.rank = rank
         # Its own process group, so that stopping it stops whatever it started too.
-        self.process = subprocess.Popen(command, env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                        start_new_session=True)
-        self.copiers = [threading.Thread(target=_copy_lines, args=(source, target, f"[rank {rank}] "), daemon=True)
-                        for source, target in ((self.process.stdout, sys.stdout), (self.process.stderr, sys.stderr))]
+        self.process = subprocess.Popen(
+            command, env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
+        )
+        self.copiers = [
+            threading.Thread(target=_copy_lines, args=(source, target, f"[rank {rank}] "), daemon=True)
+            for source, target in ((self.process.stdout, sys.stdout), (self.process.stderr, sys.stderr))
+        ]
         for copier in self.copiers:
             copier.start()
 
@@ -152,8 +175,14 @@ def _describe_exit(status: int) -> str:
     return f"exited with status {status}" + (" (it lost another rank)" if status == EXIT_RANK_LOST else "")
 
 
-def launch(script: str, arguments: Sequence[str], ranks_per_host: int, hosts: Sequence[str] | None = None,
-           given_host_index: int | None = None, tf1: bool = False) -> int:
+def launch(
+    script: str,
+    arguments: Sequence[str],
+    ranks_per_host: int,
+    hosts: Sequence[str] | None = None,
+    given_host_index: int | None = None,
+    tf1: bool = False,
+) -> int:
     """Run the ranks of this host; returns the exit status for launch (0, or the first failed rank's)."""
     if ranks_per_host < 1:
         raise RankConfigError(f"-n must be at least 1, got {ranks_per_host}")
@@ -170,10 +199,21 @@ def launch(script: str, arguments: Sequence[str], ranks_per_host: int, hosts: Se
         table = os.path.join(folder, "rank_table.json")
         with open(table, "w", encoding="utf-8") as file:
             json.dump(rank_table(hosts, ranks_per_host), file, indent=1)
-        started = [_Rank(index * ranks_per_host + local, command,
-                         {**environment, "RANK_ID": str(index * ranks_per_host + local), "RANK_SIZE": str(size),
-                          "RANK_TABLE_FILE": table, "DEVICE_ID": str(local), "ASCEND_DEVICE_ID": str(local)})
-                   for local in range(ranks_per_host)]
+        started = [
+            _Rank(
+                index * ranks_per_host + local,
+                command,
+                {
+                    **environment,
+                    "RANK_ID": str(index * ranks_per_host + local),
+                    "RANK_SIZE": str(size),
+                    "RANK_TABLE_FILE": table,
+                    "DEVICE_ID": str(local),
+                    "ASCEND_DEVICE_ID": str(local),
+                },
+            )
+            for local in range(ranks_per_host)
+        ]
         return _supervise(started)
 
 
@@ -207,8 +247,11 @@ def _supervise(started: list[_Rank]) -> int:
     if not failures:
         return 130 if stop.is_set() else 0
     causes = [status for status in failures.values() if status != EXIT_RANK_LOST] or list(failures.values())
-    sys.stderr.write("launch: " + "; ".join(f"rank {rank} {_describe_exit(status)}"
-                                            for rank, status in sorted(failures.items())) + "\n")
+    sys.stderr.write(
+        "launch: "
+        + "; ".join(f"rank {rank} {_describe_exit(status)}" for rank, status in sorted(failures.items()))
+        + "\n"
+    )
     return 128 - causes[0] if causes[0] < 0 else causes[0]
 
 

@@ -37,8 +37,9 @@ def npu_allreduce(values, reduction: str = "mean", fusion: int = 1, fusion_id: i
     """The adapter's helper: each value (a list, or one value) reduced over the group; "mean" is the sum divided
     by the group's size, and `IndexedSlices` are allgathered."""
     if reduction != "mean" and reduction not in collectives.REDUCTIONS:
-        raise CollectiveError(f"npu_allreduce reduction must be mean, {', '.join(collectives.REDUCTIONS)}; got "
-                              f"{reduction!r}")
+        raise CollectiveError(
+            f"npu_allreduce reduction must be mean, {', '.join(collectives.REDUCTIONS)}; got {reduction!r}"
+        )
 
     def one(value):
         if isinstance(value, tf.IndexedSlices) or reduction == "mean":
@@ -54,16 +55,24 @@ _split_strategies: dict[str, tuple[str, list]] = {}  # group -> ("idx" | "size",
 def set_split_strategy_by_idx(idx_list, group: str = WORLD_GROUP) -> None:
     """HCCL's fusion split points: the gradients up to index idx_list[0] (inclusive) travel in one allreduce,
     the next ones up to idx_list[1] in another, and so on."""
-    if (not isinstance(idx_list, (list, tuple)) or not idx_list
-            or not all(isinstance(i, int) and i >= 0 for i in idx_list) or list(idx_list) != sorted(set(idx_list))):
+    if (
+        not isinstance(idx_list, (list, tuple))
+        or not idx_list
+        or not all(isinstance(i, int) and i >= 0 for i in idx_list)
+        or list(idx_list) != sorted(set(idx_list))
+    ):
         raise CollectiveError(f"idx_list must be a non-empty list of ascending gradient indices, got {idx_list!r}")
     _split_strategies[group] = ("idx", list(idx_list))
 
 
 def set_split_strategy_by_size(data_size_list, group: str = WORLD_GROUP) -> None:
     """HCCL's fusion split sizes: percentages of the gradients' data, summing to 100, one allreduce each."""
-    if (not isinstance(data_size_list, (list, tuple)) or not data_size_list or not all(
-            isinstance(size, (int, float)) and size > 0 for size in data_size_list) or sum(data_size_list) != 100):
+    if (
+        not isinstance(data_size_list, (list, tuple))
+        or not data_size_list
+        or not all(isinstance(size, (int, float)) and size > 0 for size in data_size_list)
+        or sum(data_size_list) != 100
+    ):
         raise CollectiveError(f"data_size_list must be positive percentages summing to 100, got {data_size_list!r}")
     _split_strategies[group] = ("size", list(data_size_list))
 
@@ -79,8 +88,10 @@ def fusion_segments(gradients: list, group: str = WORLD_GROUP) -> list[list[int]
     else:  # a segment ends at the first gradient whose cumulative share of the data reaches each boundary
         sizes = [g.shape.num_elements() or 1 for g in gradients]
         reached = [100 * running / sum(sizes) for running in itertools.accumulate(sizes)]
-        ends = {next(i for i, share in enumerate(reached) if share >= boundary)
-                for boundary in itertools.accumulate(values[:-1])} - {count - 1}
+        ends = {
+            next(i for i, share in enumerate(reached) if share >= boundary)
+            for boundary in itertools.accumulate(values[:-1])
+        } - {count - 1}
     starts = [0] + [end + 1 for end in sorted(ends)]
     return [list(range(start, end + 1)) for start, end in zip(starts, sorted(ends) + [count - 1])]
 
@@ -122,8 +133,9 @@ class NPUDistributedOptimizer(tf.compat.v1.train.Optimizer):
         gradients = self._optimizer.compute_gradients(*args, **kwargs)
         size = ranks.rank_size()
         if self._is_weight_update_sharding and size > len(gradients):
-            raise CollectiveError("The number of gradients is less than rank_size, so weight_update_sharding cannot "
-                                  "be executed")
+            raise CollectiveError(
+                "The number of gradients is less than rank_size, so weight_update_sharding cannot be executed"
+            )
         with tf.name_scope(f"{self._name}_Allreduce"):
             return _averaged(gradients)
 

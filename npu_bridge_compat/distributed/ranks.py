@@ -77,8 +77,10 @@ def rank_id() -> int:
         rank = _integer("RANK_ID")
         if rank is None:
             if size > 1:
-                raise RankConfigError(f"RANK_SIZE={size} but RANK_ID is not set: every process of a job with "
-                                      "several ranks needs its RANK_ID (0 to RANK_SIZE - 1)")
+                raise RankConfigError(
+                    f"RANK_SIZE={size} but RANK_ID is not set: every process of a job with "
+                    "several ranks needs its RANK_ID (0 to RANK_SIZE - 1)"
+                )
             rank = 0
     if rank >= size:
         raise RankConfigError(f"RANK_ID={rank} is out of range for RANK_SIZE={size} (0 to {size - 1})")

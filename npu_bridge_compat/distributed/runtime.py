@@ -113,19 +113,26 @@ def start() -> RankRuntime:
                 f"RANK_SIZE={cluster.size}: the collectives of several ranks must be set up before TensorFlow runs "
                 "anything eagerly, and this process has already created tensors. Import npu_bridge (npu_init, "
                 "hccl_ops, ...) or call npu_bridge_compat.distributed.start() at the top of the script, before "
-                "TensorFlow creates any tensor.")
+                "TensorFlow creates any tensor."
+            )
         if not eager_context_started():
             _select_gpu(cluster)
         config = _server_config(cluster)
-        server_def = tensorflow_server_pb2.ServerDef(cluster=cluster.cluster_spec().as_cluster_def(),
-                                                     default_session_config=config, job_name=JOB,
-                                                     task_index=cluster.rank, protocol="grpc")
+        server_def = tensorflow_server_pb2.ServerDef(
+            cluster=cluster.cluster_spec().as_cluster_def(),
+            default_session_config=config,
+            job_name=JOB,
+            task_index=cluster.rank,
+            protocol="grpc",
+        )
         try:
             join_collective_cluster(server_def)  # starts the server and registers with the coordination service
         except tf.errors.OpError as error:
-            raise RankConfigError(f"{cluster.describe(cluster.rank)} could not join the {cluster.size} ranks of the "
-                                  f"{cluster.source} within HCCL_CONNECT_TIMEOUT={ranks.connect_timeout_s()} s: "
-                                  f"{error.message}") from None
+            raise RankConfigError(
+                f"{cluster.describe(cluster.rank)} could not join the {cluster.size} ranks of the "
+                f"{cluster.source} within HCCL_CONNECT_TIMEOUT={ranks.connect_timeout_s()} s: "
+                f"{error.message}"
+            ) from None
         _runtime = RankRuntime(cluster=cluster, config=config)
         watchdog = _Watchdog(_runtime)
         watchdog.start()
@@ -173,8 +180,11 @@ def _select_gpu(cluster: Cluster) -> None:
     device = ranks.device_id()
     index = cluster.local_rank if device is None else device
     if index >= len(gpus):
-        warn(f"{cluster.describe(cluster.rank)} asks for GPU {index}, but this host has {len(gpus)}; it runs on the "
-             "CPU.", NpuCompatWarning)
+        warn(
+            f"{cluster.describe(cluster.rank)} asks for GPU {index}, but this host has {len(gpus)}; it runs on the "
+            "CPU.",
+            NpuCompatWarning,
+        )
         tf.config.set_visible_devices([], "GPU")
     else:
         tf.config.set_visible_devices(gpus[index], "GPU")
@@ -203,8 +213,11 @@ class _Watchdog(threading.Thread):
             states = cluster_task_states(JOB, cluster.size)
         except tf.errors.OpError as error:  # the service itself is gone: rank 0, which hosts it, was lost
             return [(0, error.message)]
-        return [(rank, getattr(state, "message", str(state))) for rank, state in enumerate(states)
-                if state is not None and rank != cluster.rank]
+        return [
+            (rank, getattr(state, "message", str(state)))
+            for rank, state in enumerate(states)
+            if state is not None and rank != cluster.rank
+        ]
 
 
 def _leave_together(cluster: Cluster, watchdog: _Watchdog) -> None:
@@ -222,15 +235,19 @@ def _leave_together(cluster: Cluster, watchdog: _Watchdog) -> None:
         wait_for_cluster("npu_bridge_compat: every watchdog stopped", timeout_ms)
     except tf.errors.OpError as error:
         watchdog.stop()
-        sys.stderr.write(f"npu_bridge_compat: rank {cluster.rank} leaves without seeing every rank finish within "
-                         f"HCCL_EXEC_TIMEOUT={ranks.exec_timeout_s()} s: {_one_line(error.message)}\n")
+        sys.stderr.write(
+            f"npu_bridge_compat: rank {cluster.rank} leaves without seeing every rank finish within "
+            f"HCCL_EXEC_TIMEOUT={ranks.exec_timeout_s()} s: {_one_line(error.message)}\n"
+        )
 
 
 def _end_rank(cluster: Cluster, lost: list[tuple[int, str]]) -> None:
     names = "; ".join(f"{cluster.describe(rank)}: {_one_line(reason)}" for rank, reason in lost)
     sys.stdout.flush()
-    sys.stderr.write(f"npu_bridge_compat: lost {names}. Stopping rank {cluster.rank}: its collectives cannot "
-                     "complete without every rank.\n")
+    sys.stderr.write(
+        f"npu_bridge_compat: lost {names}. Stopping rank {cluster.rank}: its collectives cannot "
+        "complete without every rank.\n"
+    )
     sys.stderr.flush()
     if cluster.rank == 0:  # rank 0 hosts the service: let the others read which rank failed before it goes
         time.sleep(3 * POLL_INTERVAL_S)
@@ -252,9 +269,11 @@ def _report_uncaught_errors(cluster: Cluster) -> None:
         previous(kind, value, traceback)
         peers = _peers_named(str(value), cluster)
         talking = f" talking to {', '.join(cluster.describe(rank) for rank in peers)}" if peers else ""
-        sys.stderr.write(f"npu_bridge_compat: rank {cluster.rank} failed: {kind.__name__}{talking}"
-                         f"{', which was probably lost' if peers and issubclass(kind, tf.errors.UnavailableError) else ''}"
-                         f"{_deadline_note(kind, value)}.\n")
+        sys.stderr.write(
+            f"npu_bridge_compat: rank {cluster.rank} failed: {kind.__name__}{talking}"
+            f"{', which was probably lost' if peers and issubclass(kind, tf.errors.UnavailableError) else ''}"
+            f"{_deadline_note(kind, value)}.\n"
+        )
         try:
             report_error_to_cluster(f"rank {cluster.rank} failed: {kind.__name__}{talking}")
         except (tf.errors.OpError, ValueError):
@@ -266,9 +285,11 @@ def _report_uncaught_errors(cluster: Cluster) -> None:
 def _deadline_note(kind: type, value: BaseException) -> str:
     if not issubclass(kind, tf.errors.DeadlineExceededError) or "Operation timed out" not in str(value):
         return ""
-    return (f": a session run waited longer than HCCL_EXEC_TIMEOUT={ranks.exec_timeout_s()} s per step, most likely "
-            "for a collective that another rank never joined (every rank must run the same collectives in the same "
-            "order)")
+    return (
+        f": a session run waited longer than HCCL_EXEC_TIMEOUT={ranks.exec_timeout_s()} s per step, most likely "
+        "for a collective that another rank never joined (every rank must run the same collectives in the same "
+        "order)"
+    )
 
 
 def _peers_named(message: str, cluster: Cluster) -> list[int]:

@@ -15,5 +15,9 @@ class NPUStrategy(tf.distribute.OneDeviceStrategy):
 
     def __init__(self, device: str | None = None) -> None:
         gpus = tf.config.list_logical_devices("GPU")
-        init_sharding_one_device_strategy(self, device or (gpus[0].name if gpus else "/cpu:0"), ranks.rank_size,
-                                          lambda dataset: dataset.shard(ranks.rank_size(), ranks.rank_id()))
+        init_sharding_one_device_strategy(
+            self,
+            device or (gpus[0].name if gpus else "/cpu:0"),
+            ranks.rank_size,
+            lambda dataset: dataset.shard(ranks.rank_size(), ranks.rank_id()),
+        )

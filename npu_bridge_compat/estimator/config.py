@@ -24,9 +24,12 @@ from npu_bridge_compat.options.readers import config_proto_values
 from npu_bridge_compat.runtime.doors import SESSION_SETTINGS, Door, enter_plan, unapplied
 
 # A plain tf.estimator.Estimator given an NPURunConfig applies only what its session config carries.
-PLAIN_ESTIMATOR = Door("tf.estimator.Estimator", SESSION_SETTINGS,
-                       "The NPU options' iterations_per_loop, dumps, numeric checks, profiling and host regions take "
-                       "effect only with NPUEstimator, as on Ascend; this Estimator runs one step per session run.")
+PLAIN_ESTIMATOR = Door(
+    "tf.estimator.Estimator",
+    SESSION_SETTINGS,
+    "The NPU options' iterations_per_loop, dumps, numeric checks, profiling and host regions take "
+    "effect only with NPUEstimator, as on Ascend; this Estimator runs one step per session run.",
+)
 
 
 class ProfilingConfig:
@@ -45,9 +48,17 @@ class ProfilingConfig:
 class DumpConfig:
     """Data dump and overflow detection (enable_dump, dump_path, dump_step, dump_mode, enable_dump_debug, ...)."""
 
-    def __init__(self, enable_dump: bool = False, dump_path: str | None = None, dump_step: str | None = None,
-                 dump_mode: str = "output", enable_dump_debug: bool = False, dump_debug_mode: str = "all",
-                 dump_data: str = "tensor", dump_layer: str | None = None) -> None:
+    def __init__(
+        self,
+        enable_dump: bool = False,
+        dump_path: str | None = None,
+        dump_step: str | None = None,
+        dump_mode: str = "output",
+        enable_dump_debug: bool = False,
+        dump_debug_mode: str = "all",
+        dump_data: str = "tensor",
+        dump_layer: str | None = None,
+    ) -> None:
         self._enable_dump = enable_dump
         self._dump_path = dump_path
         self._dump_step = dump_step
@@ -58,26 +69,38 @@ class DumpConfig:
         self.dump_layer = dump_layer
 
     def npu_options(self) -> dict[str, Any]:
-        return _changed({"enable_dump": self._enable_dump, "dump_path": self._dump_path,
-                         "dump_step": self._dump_step, "dump_mode": self._dump_mode,
-                         "enable_dump_debug": self._enable_dump_debug, "dump_debug_mode": self._dump_debug_mode,
-                         "dump_data": self.dump_data, "dump_layer": self.dump_layer})
+        return _changed(
+            {
+                "enable_dump": self._enable_dump,
+                "dump_path": self._dump_path,
+                "dump_step": self._dump_step,
+                "dump_mode": self._dump_mode,
+                "enable_dump_debug": self._enable_dump_debug,
+                "dump_debug_mode": self._dump_debug_mode,
+                "dump_data": self.dump_data,
+                "dump_layer": self.dump_layer,
+            }
+        )
 
 
 class DynamicInputConfig:
     """Gear-mode dynamic shapes: input_shape, dynamic_dims and dynamic_node_type, all three required, and the
     newest adapter's compile_hybrid_mode (optional here, so scripts written for older adapters keep working)."""
 
-    def __init__(self, input_shape: str, dynamic_dims: str, dynamic_node_type: int,
-                 compile_hybrid_mode: int | None = None) -> None:
+    def __init__(
+        self, input_shape: str, dynamic_dims: str, dynamic_node_type: int, compile_hybrid_mode: int | None = None
+    ) -> None:
         self._input_shape = input_shape
         self._dynamic_dims = dynamic_dims
         self._dynamic_node_type = dynamic_node_type
         self._compile_hybrid_mode = compile_hybrid_mode
 
     def npu_options(self) -> dict[str, Any]:
-        values = {"input_shape": self._input_shape, "dynamic_dims": self._dynamic_dims,
-                  "dynamic_node_type": self._dynamic_node_type}
+        values = {
+            "input_shape": self._input_shape,
+            "dynamic_dims": self._dynamic_dims,
+            "dynamic_node_type": self._dynamic_node_type,
+        }
         if any(value is None for value in values.values()):
             return {}
         if self._compile_hybrid_mode is not None:
@@ -88,18 +111,27 @@ class DynamicInputConfig:
 class MemoryConfig:
     """Graph Engine memory policies."""
 
-    def __init__(self, atomic_clean_policy: int = 0, static_memory_policy: int = 0,
-                 memory_optimization_policy: str | None = None, variable_use_1g_huge_page: int = 0) -> None:
+    def __init__(
+        self,
+        atomic_clean_policy: int = 0,
+        static_memory_policy: int = 0,
+        memory_optimization_policy: str | None = None,
+        variable_use_1g_huge_page: int = 0,
+    ) -> None:
         self._atomic_clean_policy = atomic_clean_policy
         self._static_memory_policy = static_memory_policy
         self._memory_optimization_policy = memory_optimization_policy
         self._variable_use_1g_huge_page = variable_use_1g_huge_page
 
     def npu_options(self) -> dict[str, Any]:
-        return _changed({"atomic_clean_policy": self._atomic_clean_policy,
-                         "static_memory_policy": self._static_memory_policy,
-                         "memory_optimization_policy": self._memory_optimization_policy,
-                         "variable_use_1g_huge_page": self._variable_use_1g_huge_page})
+        return _changed(
+            {
+                "atomic_clean_policy": self._atomic_clean_policy,
+                "static_memory_policy": self._static_memory_policy,
+                "memory_optimization_policy": self._memory_optimization_policy,
+                "variable_use_1g_huge_page": self._variable_use_1g_huge_page,
+            }
+        )
 
 
 class GraphMemoryOptimizeConfig:
@@ -116,16 +148,26 @@ class GraphMemoryOptimizeConfig:
 class ExperimentalConfig:
     """Experimental Graph Engine settings."""
 
-    def __init__(self, logical_device_cluster_deploy_mode: str = "LB", logical_device_id: str | None = None,
-                 model_deploy_mode: str | None = None, model_deploy_devicelist: str | None = None,
-                 graph_memory_optimize_config: GraphMemoryOptimizeConfig | None = None,
-                 enable_graph_parallel: bool | None = None, graph_parallel_option_path: str | None = None,
-                 graph_compiler_cache_dir: str | None = None, resource_config_path: str | None = None,
-                 accelerate_train_mode: str | None = None) -> None:
-        if graph_memory_optimize_config is not None and not isinstance(graph_memory_optimize_config,
-                                                                       GraphMemoryOptimizeConfig):
-            raise NpuOptionValueError("graph_memory_optimize_config type must be GraphMemoryOptimizeConfig "
-                                      f"(got {type(graph_memory_optimize_config).__name__})")
+    def __init__(
+        self,
+        logical_device_cluster_deploy_mode: str = "LB",
+        logical_device_id: str | None = None,
+        model_deploy_mode: str | None = None,
+        model_deploy_devicelist: str | None = None,
+        graph_memory_optimize_config: GraphMemoryOptimizeConfig | None = None,
+        enable_graph_parallel: bool | None = None,
+        graph_parallel_option_path: str | None = None,
+        graph_compiler_cache_dir: str | None = None,
+        resource_config_path: str | None = None,
+        accelerate_train_mode: str | None = None,
+    ) -> None:
+        if graph_memory_optimize_config is not None and not isinstance(
+            graph_memory_optimize_config, GraphMemoryOptimizeConfig
+        ):
+            raise NpuOptionValueError(
+                "graph_memory_optimize_config type must be GraphMemoryOptimizeConfig "
+                f"(got {type(graph_memory_optimize_config).__name__})"
+            )
         # Reaches the adapter's graph as an attribute, not as a session option; NPURunConfig plans it.
         self.recompute = graph_memory_optimize_config.recompute if graph_memory_optimize_config else None
         self._values = {
@@ -158,14 +200,17 @@ class NpuExecutePlacement(enum.Enum):
 
 def _changed(values: dict[str, Any]) -> dict[str, Any]:
     """The entries that are set and differ from the adapter's default for the key."""
-    return {key: value for key, value in values.items()
-            if value is not None and value != OPTIONS[key].default}
+    return {key: value for key, value in values.items() if value is not None and value != OPTIONS[key].default}
 
 
 # NPURunConfig arguments that hold several options.
-_HOLDERS = {"profiling_config": ProfilingConfig, "dump_config": DumpConfig,
-            "dynamic_input_config": DynamicInputConfig, "memory_config": MemoryConfig,
-            "experimental_config": ExperimentalConfig}
+_HOLDERS = {
+    "profiling_config": ProfilingConfig,
+    "dump_config": DumpConfig,
+    "dynamic_input_config": DynamicInputConfig,
+    "memory_config": MemoryConfig,
+    "experimental_config": ExperimentalConfig,
+}
 _AOE_ARGUMENTS = ("aoe_mode", "work_path", "distribute_config")  # written only when aoe_mode is set
 _NO_HOST_MEANING = ("distribute", "horovod_mode")
 
@@ -173,32 +218,98 @@ _NO_HOST_MEANING = ("distribute", "horovod_mode")
 class NPURunConfig(estimator_class("RunConfig")):
     """`tf.estimator.RunConfig` with the Ascend adapter's NPU arguments, defaults and checks."""
 
-    def __init__(self, iterations_per_loop=1, profiling_config=None, model_dir=None, tf_random_seed=None,
-                 save_summary_steps=0, save_checkpoints_steps=None, save_checkpoints_secs=None,
-                 session_config=None, keep_checkpoint_max=5, keep_checkpoint_every_n_hours=10000,
-                 log_step_count_steps=100, distribute=None, enable_data_pre_proc=True, precision_mode=None,
-                 enable_reduce_precision=False, variable_format_optimize=None, mix_compile_mode=False,
-                 hcom_parallel=True, graph_memory_max_size=None, variable_memory_max_size=None,
-                 dump_config=None, stream_max_parallel_num=None, is_tailing_optimization=False,
-                 horovod_mode=False, graph_run_mode=1, op_debug_level=None, enable_scope_fusion_passes=None,
-                 enable_exception_dump=2, op_select_implmode=None, optypelist_for_implmode=None,
-                 dynamic_input_config=None, aoe_mode=None, work_path=None, buffer_optimize="l2_optimize",
-                 enable_small_channel=0, fusion_switch_file=None, enable_compress_weight=False,
-                 compress_weight_conf=None, op_compiler_cache_mode=None, op_compiler_cache_dir=None,
-                 debug_dir=None, hcom_multi_mode=False, dynamic_input=None,
-                 dynamic_graph_execute_mode="dynamic_execute", dynamic_inputs_shape_range=None,
-                 train_distribute=None, eval_distribute=None, local_rank_id=None, local_device_list=None,
-                 session_device_id=None, distribute_config=None, modify_mixlist=None, op_precision_mode=None,
-                 device_type="default_device_type", soc_config=None, hccl_timeout=None, op_wait_timeout=None,
-                 op_execute_timeout=None, HCCL_algorithm=None, customize_dtypes=None, op_debug_config=None,
-                 memory_config=None, experimental_config=None, topo_sorting_mode=None, aoe_config_file=None,
-                 insert_op_file=None, stream_sync_timeout=-1, event_sync_timeout=-1, external_weight=False,
-                 deterministic=0, frozen_variable=False, variable_placement="Device", jit_compile="auto",
-                 precision_mode_v2=None, ac_parallel_enable=None, quant_dumpable=None, input_fusion_size=131072,
-                 compile_dynamic_mode=None, graph_max_parallel_model_num=1, export_compile_stat=1, aicore_num=None,
-                 oo_constant_folding=True, input_batch_cpy=False, shape_generalization_mode="STRICT",
-                 all_tensor_not_empty=False, auto_multistream_parallel_mode=None, oo_level="O3",
-                 optimization_switch=None, auto_tune_mode=None):  # auto_tune_mode: adapter 1.x, before aoe_mode
+    def __init__(
+        self,
+        iterations_per_loop=1,
+        profiling_config=None,
+        model_dir=None,
+        tf_random_seed=None,
+        save_summary_steps=0,
+        save_checkpoints_steps=None,
+        save_checkpoints_secs=None,
+        session_config=None,
+        keep_checkpoint_max=5,
+        keep_checkpoint_every_n_hours=10000,
+        log_step_count_steps=100,
+        distribute=None,
+        enable_data_pre_proc=True,
+        precision_mode=None,
+        enable_reduce_precision=False,
+        variable_format_optimize=None,
+        mix_compile_mode=False,
+        hcom_parallel=True,
+        graph_memory_max_size=None,
+        variable_memory_max_size=None,
+        dump_config=None,
+        stream_max_parallel_num=None,
+        is_tailing_optimization=False,
+        horovod_mode=False,
+        graph_run_mode=1,
+        op_debug_level=None,
+        enable_scope_fusion_passes=None,
+        enable_exception_dump=2,
+        op_select_implmode=None,
+        optypelist_for_implmode=None,
+        dynamic_input_config=None,
+        aoe_mode=None,
+        work_path=None,
+        buffer_optimize="l2_optimize",
+        enable_small_channel=0,
+        fusion_switch_file=None,
+        enable_compress_weight=False,
+        compress_weight_conf=None,
+        op_compiler_cache_mode=None,
+        op_compiler_cache_dir=None,
+        debug_dir=None,
+        hcom_multi_mode=False,
+        dynamic_input=None,
+        dynamic_graph_execute_mode="dynamic_execute",
+        dynamic_inputs_shape_range=None,
+        train_distribute=None,
+        eval_distribute=None,
+        local_rank_id=None,
+        local_device_list=None,
+        session_device_id=None,
+        distribute_config=None,
+        modify_mixlist=None,
+        op_precision_mode=None,
+        device_type="default_device_type",
+        soc_config=None,
+        hccl_timeout=None,
+        op_wait_timeout=None,
+        op_execute_timeout=None,
+        HCCL_algorithm=None,
+        customize_dtypes=None,
+        op_debug_config=None,
+        memory_config=None,
+        experimental_config=None,
+        topo_sorting_mode=None,
+        aoe_config_file=None,
+        insert_op_file=None,
+        stream_sync_timeout=-1,
+        event_sync_timeout=-1,
+        external_weight=False,
+        deterministic=0,
+        frozen_variable=False,
+        variable_placement="Device",
+        jit_compile="auto",
+        precision_mode_v2=None,
+        ac_parallel_enable=None,
+        quant_dumpable=None,
+        input_fusion_size=131072,
+        compile_dynamic_mode=None,
+        graph_max_parallel_model_num=1,
+        export_compile_stat=1,
+        aicore_num=None,
+        oo_constant_folding=True,
+        input_batch_cpy=False,
+        shape_generalization_mode="STRICT",
+        all_tensor_not_empty=False,
+        auto_multistream_parallel_mode=None,
+        oo_level="O3",
+        optimization_switch=None,
+        auto_tune_mode=None,
+    ):  # auto_tune_mode: adapter 1.x, before aoe_mode
         arguments = {name: value for name, value in locals().items() if name not in ("self", "__class__")}
         self._check_holders(arguments)
         self._argument_values = self._npu_values(arguments)
@@ -213,22 +324,31 @@ class NPURunConfig(estimator_class("RunConfig")):
         if save_checkpoints_steps is None and save_checkpoints_secs is None:
             save_checkpoints_steps = 100  # the adapter's default, where RunConfig saves every 600 seconds
         super().__init__(
-            model_dir=model_dir, tf_random_seed=tf_random_seed, save_summary_steps=save_summary_steps,
-            save_checkpoints_steps=save_checkpoints_steps, save_checkpoints_secs=save_checkpoints_secs,
-            session_config=session_config, keep_checkpoint_max=keep_checkpoint_max,
-            keep_checkpoint_every_n_hours=keep_checkpoint_every_n_hours, log_step_count_steps=log_step_count_steps,
-            train_distribute=train_distribute, eval_distribute=eval_distribute)
+            model_dir=model_dir,
+            tf_random_seed=tf_random_seed,
+            save_summary_steps=save_summary_steps,
+            save_checkpoints_steps=save_checkpoints_steps,
+            save_checkpoints_secs=save_checkpoints_secs,
+            session_config=session_config,
+            keep_checkpoint_max=keep_checkpoint_max,
+            keep_checkpoint_every_n_hours=keep_checkpoint_every_n_hours,
+            log_step_count_steps=log_step_count_steps,
+            train_distribute=train_distribute,
+            eval_distribute=eval_distribute,
+        )
         self.warn_plain_estimator = True
 
     @staticmethod
     def _check_holders(arguments: dict[str, Any]) -> None:
         for name, holder in _HOLDERS.items():
             if arguments[name] is not None and not isinstance(arguments[name], holder):
-                raise NpuOptionValueError(f"{name} must be provided with type {holder.__name__} "
-                                          f"(got {type(arguments[name]).__name__})")
+                raise NpuOptionValueError(
+                    f"{name} must be provided with type {holder.__name__} (got {type(arguments[name]).__name__})"
+                )
         if not isinstance(arguments["mix_compile_mode"], bool):
-            raise NpuOptionTypeError('"mix_compile_mode" type must be bool '
-                                     f"(got {type(arguments['mix_compile_mode']).__name__})")
+            raise NpuOptionTypeError(
+                f'"mix_compile_mode" type must be bool (got {type(arguments["mix_compile_mode"]).__name__})'
+            )
         if not isinstance(arguments["jit_compile"], str):
             raise NpuOptionTypeError(f"jit_compile: Expected str, got {type(arguments['jit_compile']).__name__}")
 
@@ -270,8 +390,11 @@ class NPURunConfig(estimator_class("RunConfig")):
             self.warn_plain_estimator = False
             features = unapplied(self.npu_plan, PLAIN_ESTIMATOR)
             if features:
-                warn(f"{PLAIN_ESTIMATOR.name} does not carry out {', '.join(map(str, features))}. "
-                     f"{PLAIN_ESTIMATOR.hint}", NpuCompatWarning)
+                warn(
+                    f"{PLAIN_ESTIMATOR.name} does not carry out {', '.join(map(str, features))}. "
+                    f"{PLAIN_ESTIMATOR.hint}",
+                    NpuCompatWarning,
+                )
         return self._session_config
 
     def __deepcopy__(self, memo: dict) -> NPURunConfig:

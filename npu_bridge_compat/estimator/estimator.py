@@ -42,15 +42,36 @@ class NPUEstimatorSpec(estimator_class("EstimatorSpec")):
     """`EstimatorSpec` with the adapter's `host_call=(fn, tensors)`: `fn(*tensors)` (or `fn(**tensors)`) runs on
     the host every step."""
 
-    def __new__(cls, mode, predictions=None, loss=None, train_op=None, eval_metric_ops=None, export_outputs=None,
-                training_chief_hooks=None, training_hooks=None, scaffold=None, evaluation_hooks=None,
-                prediction_hooks=None, host_call=None):
+    def __new__(
+        cls,
+        mode,
+        predictions=None,
+        loss=None,
+        train_op=None,
+        eval_metric_ops=None,
+        export_outputs=None,
+        training_chief_hooks=None,
+        training_hooks=None,
+        scaffold=None,
+        evaluation_hooks=None,
+        prediction_hooks=None,
+        host_call=None,
+    ):
         _check_host_call(host_call)
-        spec = super().__new__(cls, mode, predictions=predictions, loss=loss, train_op=train_op,
-                               eval_metric_ops=eval_metric_ops, export_outputs=export_outputs,
-                               training_chief_hooks=training_chief_hooks, training_hooks=training_hooks,
-                               scaffold=scaffold, evaluation_hooks=evaluation_hooks,
-                               prediction_hooks=prediction_hooks)
+        spec = super().__new__(
+            cls,
+            mode,
+            predictions=predictions,
+            loss=loss,
+            train_op=train_op,
+            eval_metric_ops=eval_metric_ops,
+            export_outputs=export_outputs,
+            training_chief_hooks=training_chief_hooks,
+            training_hooks=training_hooks,
+            scaffold=scaffold,
+            evaluation_hooks=evaluation_hooks,
+            prediction_hooks=prediction_hooks,
+        )
         spec._host_call = host_call
         return spec
 
@@ -77,8 +98,9 @@ def _check_host_call(host_call) -> None:
     if isinstance(tensors, (list, tuple)) and not any(p.kind is p.VAR_POSITIONAL for p in parameters):
         positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
         if len(positional) != len(tensors):
-            raise NpuOptionValueError(f"host_call function takes {len(positional)} arguments but "
-                                      f"{len(tensors)} tensors were given")
+            raise NpuOptionValueError(
+                f"host_call function takes {len(positional)} arguments but {len(tensors)} tensors were given"
+            )
 
 
 def _run_host_call(spec) -> list:
@@ -95,16 +117,17 @@ class NPUEstimator(EstimatorWithTrainingHooks):
     """The adapter's NPUEstimator on host TensorFlow (no JOB_ID needed; several ranks
     as in npu_bridge_compat.distributed)."""
 
-    def __init__(self, model_fn, model_dir=None, config=None, params=None, job_start_file="",
-                 warm_start_from=None):
+    def __init__(self, model_fn, model_dir=None, config=None, params=None, job_start_file="", warm_start_from=None):
         config = NPURunConfig() if config is None else config
         if not isinstance(config, NPURunConfig):
-            raise NpuOptionValueError("`config` must be provided with type `NPUConfigs` (NPURunConfig), got "
-                                      f"{type(config).__name__}")
+            raise NpuOptionValueError(
+                f"`config` must be provided with type `NPUConfigs` (NPURunConfig), got {type(config).__name__}"
+            )
         if model_dir is not None and config.model_dir is not None and model_dir != config.model_dir:
             raise NpuOptionValueError(
                 "model_dir are set both in NPUEstimator and NPURunConfig, but with different values: "
-                f"{model_dir!r} and {config.model_dir!r}")
+                f"{model_dir!r} and {config.model_dir!r}"
+            )
         if job_start_file:
             _read_job_start_file(job_start_file)
         config = copy.copy(config)  # our own copy: the flag below must not leak into the caller's config
@@ -114,8 +137,9 @@ class NPUEstimator(EstimatorWithTrainingHooks):
         self._last_step: int | None = None
         self._check_run_boundaries(config)
         enter_plan(config.npu_plan, ESTIMATOR_DOOR, process=False)  # NPURunConfig applied the process-wide part
-        super().__init__(model_fn=model_fn, model_dir=model_dir, config=config, params=params,
-                         warm_start_from=warm_start_from)
+        super().__init__(
+            model_fn=model_fn, model_dir=model_dir, config=config, params=params, warm_start_from=warm_start_from
+        )
         self._rank_hooks = rank_estimator(self)  # several ranks: as the adapter's NPUEstimator
 
     def _check_run_boundaries(self, config: NPURunConfig) -> None:
@@ -124,8 +148,11 @@ class NPUEstimator(EstimatorWithTrainingHooks):
         for name in ("save_checkpoints_steps", "log_step_count_steps"):
             value = getattr(config, name)
             if n > 1 and value and value % n:
-                warn(f"{name}={value} is not a multiple of iterations_per_loop={n}: it takes effect at the first "
-                     f"run boundary after each interval, as on Ascend.", NpuCompatWarning)
+                warn(
+                    f"{name}={value} is not a multiple of iterations_per_loop={n}: it takes effect at the first "
+                    f"run boundary after each interval, as on Ascend.",
+                    NpuCompatWarning,
+                )
 
     def train(self, input_fn, hooks=None, steps=None, max_steps=None, saving_listeners=None):
         if self._steps_per_run > 1 and (steps is not None) != (max_steps is not None):
@@ -133,17 +160,21 @@ class NPUEstimator(EstimatorWithTrainingHooks):
             self._last_step = max_steps if max_steps is not None else start + steps
             total = self._last_step - start
             if total > 0 and total % self._steps_per_run:
-                warn(f"training for {total} steps, which is not a multiple of iterations_per_loop="
-                     f"{self._steps_per_run}: the last loop is shortened so training ends exactly at step "
-                     f"{self._last_step} (the NPU would overshoot).", NpuCompatWarning)
+                warn(
+                    f"training for {total} steps, which is not a multiple of iterations_per_loop="
+                    f"{self._steps_per_run}: the last loop is shortened so training ends exactly at step "
+                    f"{self._last_step} (the NPU would overshoot).",
+                    NpuCompatWarning,
+                )
         else:
             self._last_step = None
         plan = self.config.npu_plan
         hooks = list(hooks or []) + units_for(plan, GRAPH_NAME) + self._rank_hooks
         if self._steps_per_run > 1:
             hooks.append(LoopServingUnit(plan, GRAPH_NAME))
-        trained = super().train(input_fn, hooks=hooks, steps=steps, max_steps=max_steps,
-                                saving_listeners=saving_listeners)
+        trained = super().train(
+            input_fn, hooks=hooks, steps=steps, max_steps=max_steps, saving_listeners=saving_listeners
+        )
         rank_training_done(self)
         return trained
 
@@ -157,7 +188,8 @@ class NPUEstimator(EstimatorWithTrainingHooks):
             raise NpuOptionValueError(
                 f"iterations_per_loop={self._steps_per_run} needs an input_fn that returns a tf.data.Dataset, so "
                 "that every iteration pulls its own batch (the NPU's loop sink needs one too); got tensors (a "
-                "one-shot iterator's get_next(), say). Return the dataset, or set iterations_per_loop=1.")
+                "one-shot iterator's get_next(), say). Return the dataset, or set iterations_per_loop=1."
+            )
         return result
 
     def model_fn_scope(self, mode):
@@ -168,7 +200,8 @@ class NPUEstimator(EstimatorWithTrainingHooks):
             if self._steps_per_run > 1:
                 raise NpuOptionValueError(
                     f"host_call is not supported with iterations_per_loop={self._steps_per_run} on a host: the NPU "
-                    "runs it outside its loop of steps. Use iterations_per_loop=1 while it is needed.")
+                    "runs it outside its loop of steps. Use iterations_per_loop=1 while it is needed."
+                )
             host_ops = _run_host_call(spec)
             if host_ops:
                 spec = spec._replace(train_op=tf.group(spec.train_op, *host_ops))

@@ -17,8 +17,9 @@ def graph_mode_only(api: str) -> None:
 
 def check_keep_prob(keep_prob) -> None:
     if isinstance(keep_prob, numbers.Real) and not 0 < keep_prob <= 1.0:
-        raise NpuOptionValueError("keep_prob must be a float value or a scalar tensor in the range (0, 1], got "
-                                  f"{keep_prob:g}")
+        raise NpuOptionValueError(
+            f"keep_prob must be a float value or a scalar tensor in the range (0, 1], got {keep_prob:g}"
+        )
 
 
 def check_choice(argument: str, value, allowed: tuple, why: str = "") -> None:
@@ -42,9 +43,12 @@ def check_int_list(argument: str, value, length: int, minimum: int) -> list[int]
 def variables(api: str, **arguments) -> list[tf.Variable]:
     """The arguments an `*_assign` kernel writes its results into: they must be variables, as on the NPU, where the
     kernel updates them in place."""
-    wrong = [f"{name} ({type(value).__name__})" for name, value in arguments.items()
-             if not isinstance(value, tf.Variable)]
+    wrong = [
+        f"{name} ({type(value).__name__})" for name, value in arguments.items() if not isinstance(value, tf.Variable)
+    ]
     if wrong:
-        raise NpuOptionTypeError(f"{api} writes its results into {', '.join(arguments)}: pass the variables "
-                                 f"themselves, not tensors; got {', '.join(wrong)}")
+        raise NpuOptionTypeError(
+            f"{api} writes its results into {', '.join(arguments)}: pass the variables "
+            f"themselves, not tensors; got {', '.join(wrong)}"
+        )
     return list(arguments.values())

@@ -1,17 +1,17 @@
 """Ascend's fused layer kernels on a host: dropout / dropout_v3, deformable_conv2d, randomchoicewithmask.
 
-  dropout, dropout_v3   y = x·mask / keep_prob with mask ~ Bernoulli(keep_prob) (over noise_shape, broadcast):
-                        TensorFlow's dropout, which also draws its mask from (seed, graph seed) as the adapter
-                        does; the two NPU kernels differ only in how they lay the mask out in memory.
-  deformable_conv2d     the DeformableOffsets + Conv2D pair the adapter builds: every output position (ho, wo)
-                        and kernel tap (i, j) of deformable group g samples x bilinearly (zero outside the image)
-                        at (ho·stride_h - pad_top + i·dilation_h + Δy, wo·stride_w - pad_left + j·dilation_w + Δx),
-                        scales the sample by the tap's mask (DCNv2; modulated=False: DCNv1, no mask), and the
-                        [N, Ho·kh, Wo·kw, C] map of samples is convolved with `filter` at stride (kh, kw).
-                        offsets channels: all Δx, then all Δy, then the masks, each block indexed
-                        g·kh·kw + i·kw + j (modulated=False: the Δx and Δy blocks; a mask block is ignored).
-  randomchoicewithmask  up to `count` coordinates of x's true elements in random order, [count, rank(x)] int32,
-                        padded with zeros, and a [count] mask of the valid rows; count=0 returns them all.
+dropout, dropout_v3   y = x·mask / keep_prob with mask ~ Bernoulli(keep_prob) (over noise_shape, broadcast):
+                      TensorFlow's dropout, which also draws its mask from (seed, graph seed) as the adapter
+                      does; the two NPU kernels differ only in how they lay the mask out in memory.
+deformable_conv2d     the DeformableOffsets + Conv2D pair the adapter builds: every output position (ho, wo)
+                      and kernel tap (i, j) of deformable group g samples x bilinearly (zero outside the image)
+                      at (ho·stride_h - pad_top + i·dilation_h + Δy, wo·stride_w - pad_left + j·dilation_w + Δx),
+                      scales the sample by the tap's mask (DCNv2; modulated=False: DCNv1, no mask), and the
+                      [N, Ho·kh, Wo·kw, C] map of samples is convolved with `filter` at stride (kh, kw).
+                      offsets channels: all Δx, then all Δy, then the masks, each block indexed
+                      g·kh·kw + i·kw + j (modulated=False: the Δx and Δy blocks; a mask block is ignored).
+randomchoicewithmask  up to `count` coordinates of x's true elements in random order, [count, rank(x)] int32,
+                      padded with zeros, and a [count] mask of the valid rows; count=0 returns them all.
 """
 
 from __future__ import annotations
@@ -59,8 +59,10 @@ def _bilinear_samples(image, rows, cols) -> tf.Tensor:
         for col, col_weight in ((left, 1 - (cols - left)), (left + 1, cols - left)):
             row_index, col_index = tf.cast(row, tf.int32), tf.cast(col, tf.int32)
             inside = (row_index >= 0) & (row_index < height) & (col_index >= 0) & (col_index < width)
-            where = tf.stack([batch, tf.clip_by_value(row_index, 0, height - 1),
-                              tf.clip_by_value(col_index, 0, width - 1), group], axis=-1)
+            where = tf.stack(
+                [batch, tf.clip_by_value(row_index, 0, height - 1), tf.clip_by_value(col_index, 0, width - 1), group],
+                axis=-1,
+            )
             weight = row_weight * col_weight * tf.cast(inside, rows.dtype)
             samples += tf.gather_nd(image, where) * weight[..., None]
     return samples
@@ -75,7 +77,7 @@ def _deformable_offsets(x, offsets, ksize, strides, pads, dilations, deformable_
     n, out_h, out_w = shape[0], shape[1], shape[2]
 
     def block(index):
-        return tf.reshape(offsets[..., index * taps:(index + 1) * taps], [n, out_h, out_w, deformable_groups, kh, kw])
+        return tf.reshape(offsets[..., index * taps : (index + 1) * taps], [n, out_h, out_w, deformable_groups, kh, kw])
 
     base_rows = (tf.range(out_h) * stride_h - pads[0])[:, None] + tf.range(kh) * dilation_h  # [Ho, kh]
     base_cols = (tf.range(out_w) * stride_w - pads[2])[:, None] + tf.range(kw) * dilation_w  # [Wo, kw]
@@ -90,8 +92,19 @@ def _deformable_offsets(x, offsets, ksize, strides, pads, dilations, deformable_
     return tf.reshape(samples, [n, out_h * kh, out_w * kw, channels])
 
 
-def deformable_conv2d(x, filter, offsets, strides=None, pads=None, data_format="NHWC",  # noqa: A002 - adapter name
-                      dilations=(1, 1, 1, 1), groups=1, deformable_groups=1, modulated=True, name=None):
+def deformable_conv2d(
+    x,
+    filter,
+    offsets,
+    strides=None,
+    pads=None,
+    data_format="NHWC",  # noqa: A002 - adapter name
+    dilations=(1, 1, 1, 1),
+    groups=1,
+    deformable_groups=1,
+    modulated=True,
+    name=None,
+):
     """npu_cube_ops.deformable_conv2d: a 2-D deformable convolution of x with filter [kh, kw, in_channels / groups,
     out_channels], offsets [N, out_h, out_w, 3·deformable_groups·kh·kw] (NHWC; NCHW: channels second)."""
     graph_mode_only("deformable_conv2d")
@@ -107,28 +120,36 @@ def deformable_conv2d(x, filter, offsets, strides=None, pads=None, data_format="
     groups = check_int("groups", groups, 1)
     deformable_groups = check_int("deformable_groups", deformable_groups, 1)
     with tf.name_scope(name or "deformable_conv2d"):
-        x, filter, offsets = (tf.convert_to_tensor(t, name=n) for t, n in ((x, "x"), (filter, "filter"),
-                                                                           (offsets, "offsets")))
+        x, filter, offsets = (
+            tf.convert_to_tensor(t, name=n) for t, n in ((x, "x"), (filter, "filter"), (offsets, "offsets"))
+        )
         if data_format == "NCHW":
             x, offsets = tf.transpose(x, [0, 2, 3, 1]), tf.transpose(offsets, [0, 2, 3, 1])
         kh, kw, group_channels, out_channels = filter.shape.as_list()
         channels, offset_channels = x.shape[-1], offsets.shape[-1]
         if None in (kh, kw, group_channels, out_channels, channels):
-            raise NpuOptionValueError("deformable_conv2d needs the filter's shape and x's channels known when the "
-                                      f"graph is built, got filter {filter.shape} and x {x.shape}")
+            raise NpuOptionValueError(
+                "deformable_conv2d needs the filter's shape and x's channels known when the "
+                f"graph is built, got filter {filter.shape} and x {x.shape}"
+            )
         if channels != group_channels * groups or out_channels % groups or channels % deformable_groups:
-            raise NpuOptionValueError(f"x has {channels} channels: it must equal the filter's in_channels "
-                                      f"({group_channels}) times groups ({groups}) and divide by "
-                                      f"deformable_groups ({deformable_groups}), and out_channels "
-                                      f"({out_channels}) must divide by groups")
+            raise NpuOptionValueError(
+                f"x has {channels} channels: it must equal the filter's in_channels "
+                f"({group_channels}) times groups ({groups}) and divide by "
+                f"deformable_groups ({deformable_groups}), and out_channels "
+                f"({out_channels}) must divide by groups"
+            )
         taps = deformable_groups * kh * kw
         expected = [3 * taps] if modulated else [2 * taps, 3 * taps]
         if offset_channels is not None and offset_channels not in expected:
             blocks = "dx, dy and mask" if modulated else "dx and dy (and an ignored mask)"
-            raise NpuOptionValueError(f"offsets must have {' or '.join(map(str, expected))} channels ({blocks}, "
-                                      f"each deformable_groups x kh x kw), got {offset_channels}")
-        samples = _deformable_offsets(x, offsets, (kh, kw), layout["strides"], pads, layout["dilations"],
-                                      deformable_groups, modulated)
+            raise NpuOptionValueError(
+                f"offsets must have {' or '.join(map(str, expected))} channels ({blocks}, "
+                f"each deformable_groups x kh x kw), got {offset_channels}"
+            )
+        samples = _deformable_offsets(
+            x, offsets, (kh, kw), layout["strides"], pads, layout["dilations"], deformable_groups, modulated
+        )
         parts = zip(tf.split(samples, groups, axis=-1), tf.split(filter, groups, axis=-1))
         y = tf.concat([tf.nn.conv2d(s, f, strides=[1, kh, kw, 1], padding="VALID") for s, f in parts], axis=-1)
         return tf.transpose(y, [0, 3, 1, 2]) if data_format == "NCHW" else y
@@ -141,8 +162,9 @@ def randomchoicewithmask(x, count, seed=0, seed2=0):
     with tf.name_scope("random_choice_with_mask"):
         x = tf.convert_to_tensor(x, name="x")
         if x.dtype != tf.bool or x.shape.rank == 0:
-            raise NpuOptionTypeError(f"x must be a bool tensor of rank 1 or more, got {x.dtype.name} of shape "
-                                     f"{x.shape}")
+            raise NpuOptionTypeError(
+                f"x must be a bool tensor of rank 1 or more, got {x.dtype.name} of shape {x.shape}"
+            )
         chosen = tf.raw_ops.RandomShuffle(value=tf.cast(tf.where(x), tf.int32), seed=seed, seed2=seed2)
         found = tf.shape(chosen)[0]
         if count == 0:

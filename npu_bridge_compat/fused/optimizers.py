@@ -42,15 +42,27 @@ def LARS(inputs_w, inputs_g, weight_decay, hyperpara=0.001, epsilon=0.00001, nam
     """npu_ops.LARS: the LARS-scaled gradient of every (weight, gradient) pair, as a list."""
     graph_mode_only("LARS")
     if len(inputs_w) != len(inputs_g):
-        raise NpuOptionValueError(f"inputs_w and inputs_g must have the same length, got {len(inputs_w)} weights "
-                                  f"and {len(inputs_g)} gradients")
+        raise NpuOptionValueError(
+            f"inputs_w and inputs_g must have the same length, got {len(inputs_w)} weights "
+            f"and {len(inputs_g)} gradients"
+        )
     with tf.name_scope(name or "LARS"):
-        return [_lars_gradient(w, g, weight_decay, None, hyperpara, epsilon, use_clip=False)
-                for w, g in zip(inputs_w, inputs_g)]
+        return [
+            _lars_gradient(w, g, weight_decay, None, hyperpara, epsilon, use_clip=False)
+            for w, g in zip(inputs_w, inputs_g)
+        ]
 
 
-def LARSV2(input_weight, input_grad, weight_decay, learning_rate, hyperpara=0.001, epsilon=0.00001,  # noqa: N802
-           use_clip=False, name=None):
+def LARSV2(
+    input_weight,
+    input_grad,
+    weight_decay,
+    learning_rate,
+    hyperpara=0.001,
+    epsilon=0.00001,  # noqa: N802
+    use_clip=False,
+    name=None,
+):
     """npu_ops.LARSV2: the LARS-scaled gradient of one weight."""
     graph_mode_only("LARSV2")
     with tf.name_scope(name or "LARSV2"):
@@ -64,8 +76,9 @@ def _moments(grad, v, m, beta1, one_minus_beta1, beta2, one_minus_beta2):
     return next_v, next_m
 
 
-def _adam_apply_one(api, input0, input1, input2, input3, input4, mul0_x, mul1_x, mul2_x, mul3_x, add2_y, decay,
-                    name) -> tf.Operation:
+def _adam_apply_one(
+    api, input0, input1, input2, input3, input4, mul0_x, mul1_x, mul2_x, mul3_x, add2_y, decay, name
+) -> tf.Operation:
     graph_mode_only(api)
     v, m, var = variables(api, input1=input1, input2=input2, input3=input3)
     with tf.name_scope(name or api):
@@ -74,28 +87,71 @@ def _adam_apply_one(api, input0, input1, input2, input3, input4, mul0_x, mul1_x,
         update = next_m / (tf.sqrt(next_v) + add2_y)
         if decay is not None:
             update += value * decay
-        return tf.group(v.assign(next_v, read_value=False), m.assign(next_m, read_value=False),
-                        var.assign(value - update * input4, read_value=False), name="assign")
+        return tf.group(
+            v.assign(next_v, read_value=False),
+            m.assign(next_m, read_value=False),
+            var.assign(value - update * input4, read_value=False),
+            name="assign",
+        )
 
 
-def adam_apply_one_assign(input0, input1, input2, input3, input4, mul0_x, mul1_x, mul2_x, mul3_x, add2_y,
-                          name=None):
+def adam_apply_one_assign(input0, input1, input2, input3, input4, mul0_x, mul1_x, mul2_x, mul3_x, add2_y, name=None):
     """npu_ops.adam_apply_one_assign: one Adam step for grad input0 into the variables input1 (v), input2 (m) and
     input3 (the weight), learning rate input4; returns the op that assigns them."""
-    return _adam_apply_one("adam_apply_one_assign", input0, input1, input2, input3, input4, mul0_x, mul1_x, mul2_x,
-                           mul3_x, add2_y, None, name)
+    return _adam_apply_one(
+        "adam_apply_one_assign",
+        input0,
+        input1,
+        input2,
+        input3,
+        input4,
+        mul0_x,
+        mul1_x,
+        mul2_x,
+        mul3_x,
+        add2_y,
+        None,
+        name,
+    )
 
 
-def adam_apply_one_with_decay_assign(input0, input1, input2, input3, input4, mul0_x, mul1_x, mul2_x, mul3_x, mul4_x,
-                                     add2_y, name=None):
+def adam_apply_one_with_decay_assign(
+    input0, input1, input2, input3, input4, mul0_x, mul1_x, mul2_x, mul3_x, mul4_x, add2_y, name=None
+):
     """npu_ops.adam_apply_one_with_decay_assign: adam_apply_one_assign with weight decay mul4_x·input3 added to
     the update (AdamW as BERT uses it)."""
-    return _adam_apply_one("adam_apply_one_with_decay_assign", input0, input1, input2, input3, input4, mul0_x,
-                           mul1_x, mul2_x, mul3_x, add2_y, mul4_x, name)
+    return _adam_apply_one(
+        "adam_apply_one_with_decay_assign",
+        input0,
+        input1,
+        input2,
+        input3,
+        input4,
+        mul0_x,
+        mul1_x,
+        mul2_x,
+        mul3_x,
+        add2_y,
+        mul4_x,
+        name,
+    )
 
 
-def lamb_apply_optimizer_assign(input0, input1, input2, input3, mul0_x, mul1_x, mul2_x, mul3_x, add2_y, steps,
-                                do_use_weight, weight_decay_rate, name=None):
+def lamb_apply_optimizer_assign(
+    input0,
+    input1,
+    input2,
+    input3,
+    mul0_x,
+    mul1_x,
+    mul2_x,
+    mul3_x,
+    add2_y,
+    steps,
+    do_use_weight,
+    weight_decay_rate,
+    name=None,
+):
     """npu_vector_ops.lamb_apply_optimizer_assign: LAMB's first stage for grad input0 and weight input3; assigns
     the next moments to the variables input1 (v) and input2 (m) and returns (update, next_v, next_m)."""
     api = "lamb_apply_optimizer_assign"

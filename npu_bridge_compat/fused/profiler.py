@@ -15,8 +15,15 @@ import tensorflow as tf
 from npu_bridge_compat.errors import NpuCompatWarning, NpuOptionValueError, closest_name, warn
 
 LEVELS = {"L0": 1, "L1": 2, "L2": 3}  # the TensorFlow host tracer's levels
-AIC_METRICS = ("ArithmeticUtilization", "PipeUtilization", "Memory", "MemoryL0", "MemoryUB", "ResourceConflictRatio",
-               "L2Cache")
+AIC_METRICS = (
+    "ArithmeticUtilization",
+    "PipeUtilization",
+    "Memory",
+    "MemoryL0",
+    "MemoryUB",
+    "ResourceConflictRatio",
+    "L2Cache",
+)
 
 
 def _check(option: str, value, allowed) -> None:
@@ -53,16 +60,22 @@ class Profiler:
 
     def start(self) -> None:
         if self._aic_metrics:
-            warn(f"Profiler aic_metrics='{self._aic_metrics}' counts AI Core events, which a host does not have; "
-                 "the trace holds TensorFlow's host (and GPU) events", NpuCompatWarning)
+            warn(
+                f"Profiler aic_metrics='{self._aic_metrics}' counts AI Core events, which a host does not have; "
+                "the trace holds TensorFlow's host (and GPU) events",
+                NpuCompatWarning,
+            )
         os.makedirs(self.output_path, exist_ok=True)
-        options = tf.profiler.experimental.ProfilerOptions(host_tracer_level=LEVELS[self._level],
-                                                           python_tracer_level=0, device_tracer_level=1)
+        options = tf.profiler.experimental.ProfilerOptions(
+            host_tracer_level=LEVELS[self._level], python_tracer_level=0, device_tracer_level=1
+        )
         try:
             tf.profiler.experimental.start(self.output_path, options=options)
         except tf.errors.AlreadyExistsError:
-            raise RuntimeError("a profiler is already running: Profiler blocks do not nest and do not combine with "
-                               "profiling_mode / profiling_options, on a host as on Ascend") from None
+            raise RuntimeError(
+                "a profiler is already running: Profiler blocks do not nest and do not combine with "
+                "profiling_mode / profiling_options, on a host as on Ascend"
+            ) from None
 
     def stop(self) -> None:
         try:

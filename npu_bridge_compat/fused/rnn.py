@@ -1,8 +1,8 @@
 """Ascend's fused recurrent layers on a host: DynamicRNN (LSTM), DynamicGRUV2, DynamicAUGRU, basic_lstm_cell and
 npu_rnn.npu_dynamic_rnn.
 
-The layers are `tf.compat.v1.layers.Layer`s (tf_keras' with Keras 3) with the adapter's class names, so their scopes (`dynamic_rnn`,
-`dynamic_gruv2`, `dynamic_augru`, numbered as usual) and variables are the adapter's:
+The layers are `tf.compat.v1.layers.Layer`s (tf_keras' with Keras 3) with the adapter's class names, so their
+scopes (`dynamic_rnn`, `dynamic_gruv2`, `dynamic_augru`, numbered as usual) and variables are the adapter's:
 
     dynamic_rnn/dynamicrnn/w                  [input + hidden, 4 * hidden]  gate blocks i, j, f, o
     dynamic_rnn/dynamicrnn/b                  [4 * hidden]                  ([2, ...] when BIDIRECTIONAL:
@@ -82,6 +82,7 @@ class AUGRUOutputs(NamedTuple):
 
 # --- the recurrences, time-major, one direction -------------------------------------------------------------
 
+
 def _sequence_mask(seq_length: tf.Tensor, steps: tf.Tensor, dtype: tf.DType) -> tf.Tensor:
     """1 where a step is inside its sequence, [num_step, batch, 1]."""
     return tf.cast(tf.transpose(tf.sequence_mask(seq_length, steps))[..., None], dtype)
@@ -104,8 +105,19 @@ def _hold_state(states, initial, seq_length, mask, reverse: bool) -> tf.Tensor:
     return states * mask + held * (1 - mask)
 
 
-def lstm_steps(x, w, b, init_h, init_c, seq_length=None, *, forget_bias: float = 0.0, cell_clip: float = -1.0,
-               peephole=None, reverse: bool = False) -> LSTMOutputs:
+def lstm_steps(
+    x,
+    w,
+    b,
+    init_h,
+    init_c,
+    seq_length=None,
+    *,
+    forget_bias: float = 0.0,
+    cell_clip: float = -1.0,
+    peephole=None,
+    reverse: bool = False,
+) -> LSTMOutputs:
     """One direction of DynamicRNN over time-major x [num_step, batch, input]; init_h / init_c [batch, hidden];
     peephole: (wci, wcf, wco) or None; reverse: the REDIRECTIONAL pass (each sequence read from its end)."""
     steps = tf.shape(x)[0]
@@ -114,23 +126,57 @@ def lstm_steps(x, w, b, init_h, init_c, seq_length=None, *, forget_bias: float =
     hidden = tf.shape(b)[0] // 4
     wci, wcf, wco = peephole if peephole is not None else [tf.zeros([hidden], x.dtype)] * 3
     i, c, f, o, j, tanhc, h = tf.raw_ops.BlockLSTM(
-        seq_len_max=tf.cast(steps, tf.int64), x=x, cs_prev=init_c, h_prev=init_h, w=w, wci=wci, wcf=wcf, wco=wco,
-        b=b, forget_bias=forget_bias, cell_clip=cell_clip, use_peephole=peephole is not None)
+        seq_len_max=tf.cast(steps, tf.int64),
+        x=x,
+        cs_prev=init_c,
+        h_prev=init_h,
+        w=w,
+        wci=wci,
+        wcf=wcf,
+        wco=wco,
+        b=b,
+        forget_bias=forget_bias,
+        cell_clip=cell_clip,
+        use_peephole=peephole is not None,
+    )
     h, c, i, j, f, o, tanhc = [_reverse_time(t, seq_length) if reverse else t for t in (h, c, i, j, f, o, tanhc)]
     if seq_length is None:
         return LSTMOutputs(h, h, c, i, j, f, o, tanhc)
     mask = _sequence_mask(seq_length, steps, x.dtype)
-    return LSTMOutputs(h * mask, _hold_state(h, init_h, seq_length, mask, reverse),
-                       _hold_state(c, init_c, seq_length, mask, reverse), i, j, f, o, tanhc)
+    return LSTMOutputs(
+        h * mask,
+        _hold_state(h, init_h, seq_length, mask, reverse),
+        _hold_state(c, init_c, seq_length, mask, reverse),
+        i,
+        j,
+        f,
+        o,
+        tanhc,
+    )
 
 
-def gru_steps(x, weight_input, weight_hidden, bias_input, bias_hidden, init_h, seq_length=None, attention=None, *,
-              gate_order: str = "zrh", reset_after: bool = True, cell_clip: float = -1.0) -> AUGRUOutputs:
+def gru_steps(
+    x,
+    weight_input,
+    weight_hidden,
+    bias_input,
+    bias_hidden,
+    init_h,
+    seq_length=None,
+    attention=None,
+    *,
+    gate_order: str = "zrh",
+    reset_after: bool = True,
+    cell_clip: float = -1.0,
+) -> AUGRUOutputs:
     """DynamicGRUV2 (attention None) or DynamicAUGRU (attention [num_step, batch]) over time-major x."""
     steps = tf.shape(x)[0]
     x_gates = tf.tensordot(x, weight_input, 1) + bias_input  # every step's input part in one product
-    mask = (tf.ones([steps, tf.shape(x)[1], 1], x.dtype) if seq_length is None
-            else _sequence_mask(seq_length, steps, x.dtype))
+    mask = (
+        tf.ones([steps, tf.shape(x)[1], 1], x.dtype)
+        if seq_length is None
+        else _sequence_mask(seq_length, steps, x.dtype)
+    )
     scores = tf.zeros_like(mask) if attention is None else tf.cast(attention, x.dtype)[..., None]
     update_at, reset_at = (0, 1) if gate_order == "zrh" else (1, 0)
     weight_new, bias_new = tf.split(weight_hidden, 3, axis=1)[2], tf.split(bias_hidden, 3)[2]
@@ -152,8 +198,9 @@ def gru_steps(x, weight_input, weight_hidden, bias_input, bias_hidden, init_h, s
         h_next = update_att * h + (1 - update_att) * new
         if cell_clip > 0:
             h_next = tf.clip_by_value(h_next, -cell_clip, cell_clip)
-        return AUGRUOutputs(h_next * inside, inside * h_next + (1 - inside) * h, update, update_att, reset, new,
-                            hidden_new)
+        return AUGRUOutputs(
+            h_next * inside, inside * h_next + (1 - inside) * h, update, update_att, reset, new, hidden_new
+        )
 
     zeros = tf.zeros_like(init_h)
     first = AUGRUOutputs(zeros, init_h, zeros, zeros, zeros, zeros, zeros)
@@ -161,6 +208,7 @@ def gru_steps(x, weight_input, weight_hidden, bias_input, bias_hidden, init_h, s
 
 
 # --- the adapter's layers -----------------------------------------------------------------------------------
+
 
 def _read_only(name: str) -> property:
     return property(lambda self: getattr(self, "_" + name), doc=f"The layer's {name} (read-only, as on Ascend).")
@@ -177,18 +225,31 @@ class _DynamicBasic(v1_layer_class()):
 
     _prefix = ""  # the variables' scope inside the layer's, e.g. "dynamicrnn"
 
-    def __init__(self, hidden_size, dtype, direction=DYNAMIC_RNN_UNIDIRECTION, cell_depth=1, keep_prob=1.0,
-                 cell_clip=-1.0, num_proj=0, time_major=True, activation="tanh", is_training=True):
+    def __init__(
+        self,
+        hidden_size,
+        dtype,
+        direction=DYNAMIC_RNN_UNIDIRECTION,
+        cell_depth=1,
+        keep_prob=1.0,
+        cell_clip=-1.0,
+        num_proj=0,
+        time_major=True,
+        activation="tanh",
+        is_training=True,
+    ):
         super().__init__()
         self._hidden_size = check_int("hidden_size", hidden_size, 1)
         self._dtype = tf.as_dtype(dtype)
         check_choice("dtype", self._dtype, (tf.float16, tf.float32), " (the kernels' types)")
         if direction not in (DYNAMIC_RNN_UNIDIRECTION, DYNAMIC_RNN_BIDIRECTION):
-            raise NpuOptionValueError(f"Invalid direction: {direction}, expecting {DYNAMIC_RNN_UNIDIRECTION} or "
-                                      f"{DYNAMIC_RNN_BIDIRECTION}")
+            raise NpuOptionValueError(
+                f"Invalid direction: {direction}, expecting {DYNAMIC_RNN_UNIDIRECTION} or {DYNAMIC_RNN_BIDIRECTION}"
+            )
         check_choice("cell_depth", cell_depth, (1,), ": the Ascend kernel computes one layer; stack layers instead")
-        check_choice("keep_prob", keep_prob, (1.0,), ": the Ascend kernel has no dropout; apply npu_ops.dropout "
-                     "to y instead")
+        check_choice(
+            "keep_prob", keep_prob, (1.0,), ": the Ascend kernel has no dropout; apply npu_ops.dropout to y instead"
+        )
         check_choice("activation", activation, ("tanh",), " (the only one the Ascend kernel implements)")
         self._direction = direction
         self._cell_depth = cell_depth
@@ -225,19 +286,24 @@ class _DynamicBasic(v1_layer_class()):
         return input_size
 
     def _variable(self, name: str, shape: list[int], initializer, dtype=None, trainable: bool = True):
-        return self.add_weight(name, shape=shape, dtype=dtype or self._dtype, initializer=initializer,
-                               trainable=trainable)
+        return self.add_weight(
+            name, shape=shape, dtype=dtype or self._dtype, initializer=initializer, trainable=trainable
+        )
 
     def build(self, input_shape):
         # The adapter reads these dimensions as [time, batch] whatever time_major says; so does its checkpoint.
         steps = tf.compat.dimension_value(input_shape[0]) or 1
         batch = tf.compat.dimension_value(input_shape[1]) or 16
-        self._seq_length = self._variable("dynamicbase/seq_length", [batch], tf.compat.v1.constant_initializer(steps),
-                                          dtype=tf.int32, trainable=False)
+        self._seq_length = self._variable(
+            "dynamicbase/seq_length", [batch], tf.compat.v1.constant_initializer(steps), dtype=tf.int32, trainable=False
+        )
         if self._num_proj:
             projected = min(self._num_proj, self._hidden_size)
-            self._project = self._variable(f"{self._prefix}/project", self._per_direction(
-                [self._hidden_size, projected]), tf.compat.v1.glorot_uniform_initializer())
+            self._project = self._variable(
+                f"{self._prefix}/project",
+                self._per_direction([self._hidden_size, projected]),
+                tf.compat.v1.glorot_uniform_initializer(),
+            )
         super().build(input_shape)
 
     def _time_major_input(self, x) -> tf.Tensor:
@@ -279,12 +345,34 @@ class DynamicRNN(_DynamicBasic):
 
     _prefix = "dynamicrnn"
 
-    def __init__(self, hidden_size, dtype, cell_type="LSTM", direction=DYNAMIC_RNN_UNIDIRECTION, cell_depth=1,
-                 use_peephole=False, keep_prob=1.0, cell_clip=-1.0, num_proj=0, time_major=True, activation="tanh",
-                 forget_bias=0.0, is_training=True):
-        super().__init__(hidden_size, dtype, direction=direction, cell_depth=cell_depth, keep_prob=keep_prob,
-                         cell_clip=cell_clip, num_proj=num_proj, time_major=time_major, activation=activation,
-                         is_training=is_training)
+    def __init__(
+        self,
+        hidden_size,
+        dtype,
+        cell_type="LSTM",
+        direction=DYNAMIC_RNN_UNIDIRECTION,
+        cell_depth=1,
+        use_peephole=False,
+        keep_prob=1.0,
+        cell_clip=-1.0,
+        num_proj=0,
+        time_major=True,
+        activation="tanh",
+        forget_bias=0.0,
+        is_training=True,
+    ):
+        super().__init__(
+            hidden_size,
+            dtype,
+            direction=direction,
+            cell_depth=cell_depth,
+            keep_prob=keep_prob,
+            cell_clip=cell_clip,
+            num_proj=num_proj,
+            time_major=time_major,
+            activation=activation,
+            is_training=is_training,
+        )
         check_choice("cell_type", cell_type, ("LSTM",), " (the only cell DynamicRNN implements)")
         self._cell_type = cell_type
         self._use_peephole = bool(use_peephole)
@@ -299,14 +387,19 @@ class DynamicRNN(_DynamicBasic):
     def build(self, input_shape):
         input_size = self._input_size(input_shape)
         hidden = self._hidden_size
-        self._rnn_w = self._variable("dynamicrnn/w", self._per_direction([input_size + hidden, 4 * hidden]),
-                                     tf.compat.v1.glorot_uniform_initializer(seed=10))
-        self._rnn_b = self._variable("dynamicrnn/b", self._per_direction([4 * hidden]),
-                                     tf.compat.v1.zeros_initializer())
+        self._rnn_w = self._variable(
+            "dynamicrnn/w",
+            self._per_direction([input_size + hidden, 4 * hidden]),
+            tf.compat.v1.glorot_uniform_initializer(seed=10),
+        )
+        self._rnn_b = self._variable(
+            "dynamicrnn/b", self._per_direction([4 * hidden]), tf.compat.v1.zeros_initializer()
+        )
         if self._use_peephole:
-            self._peephole = [self._variable(f"dynamicrnn/{name}", self._per_direction([hidden]),
-                                             tf.compat.v1.zeros_initializer())
-                              for name in ("wci", "wcf", "wco")]
+            self._peephole = [
+                self._variable(f"dynamicrnn/{name}", self._per_direction([hidden]), tf.compat.v1.zeros_initializer())
+                for name in ("wci", "wcf", "wco")
+            ]
         super().build(input_shape)
 
     def call(self, x, seq_length=None, init_h=None, init_c=None, weight=None, bias=None):
@@ -320,9 +413,18 @@ class DynamicRNN(_DynamicBasic):
         for direction in range(self._directions):
             pick = self._of_direction
             peephole = None if self._peephole is None else [pick(p, direction) for p in self._peephole]
-            outputs = lstm_steps(x, pick(weight, direction), pick(bias, direction), init_h[direction],
-                                 init_c[direction], seq_length, forget_bias=self._forget_bias,
-                                 cell_clip=self._cell_clip, peephole=peephole, reverse=direction == 1)
+            outputs = lstm_steps(
+                x,
+                pick(weight, direction),
+                pick(bias, direction),
+                init_h[direction],
+                init_c[direction],
+                seq_length,
+                forget_bias=self._forget_bias,
+                cell_clip=self._cell_clip,
+                peephole=peephole,
+                reverse=direction == 1,
+            )
             passes.append(outputs._replace(y=self._projected(outputs.y, direction)))
         outputs = passes[0] if len(passes) == 1 else LSTMOutputs(*[tf.stack(pair) for pair in zip(*passes)])
         return self._in_input_layout(outputs)
@@ -331,16 +433,39 @@ class DynamicRNN(_DynamicBasic):
 class _DynamicGRU(_DynamicBasic):
     """DynamicGRUV2 and DynamicAUGRU: the same weights and recurrence, AUGRU scaling the update by attention."""
 
-    def __init__(self, hidden_size, dtype, direction=DYNAMIC_RNN_UNIDIRECTION, cell_depth=1, keep_prob=1.0,
-                 cell_clip=-1.0, num_proj=0, time_major=True, activation="tanh", gate_order="zrh",
-                 reset_after=True, is_training=True):
-        super().__init__(hidden_size, dtype, direction=direction, cell_depth=cell_depth, keep_prob=keep_prob,
-                         cell_clip=cell_clip, num_proj=num_proj, time_major=time_major, activation=activation,
-                         is_training=is_training)
+    def __init__(
+        self,
+        hidden_size,
+        dtype,
+        direction=DYNAMIC_RNN_UNIDIRECTION,
+        cell_depth=1,
+        keep_prob=1.0,
+        cell_clip=-1.0,
+        num_proj=0,
+        time_major=True,
+        activation="tanh",
+        gate_order="zrh",
+        reset_after=True,
+        is_training=True,
+    ):
+        super().__init__(
+            hidden_size,
+            dtype,
+            direction=direction,
+            cell_depth=cell_depth,
+            keep_prob=keep_prob,
+            cell_clip=cell_clip,
+            num_proj=num_proj,
+            time_major=time_major,
+            activation=activation,
+            is_training=is_training,
+        )
         if direction != DYNAMIC_RNN_UNIDIRECTION:
-            raise NpuOptionValueError(f"{type(self).__name__} runs in one direction: direction must be "
-                                      f"'{DYNAMIC_RNN_UNIDIRECTION}' (the Ascend kernel has no bidirectional "
-                                      f"GRU; run a second layer on reversed input), got '{direction}'")
+            raise NpuOptionValueError(
+                f"{type(self).__name__} runs in one direction: direction must be "
+                f"'{DYNAMIC_RNN_UNIDIRECTION}' (the Ascend kernel has no bidirectional "
+                f"GRU; run a second layer on reversed input), got '{direction}'"
+            )
         check_choice("gate_order", gate_order, ("zrh", "rzh"))
         self._gate_order = gate_order
         self._reset_after = bool(reset_after)
@@ -355,8 +480,7 @@ class _DynamicGRU(_DynamicBasic):
         stdv = 1.0 / math.sqrt(hidden)
 
         def uniform(name, shape):
-            return self._variable(f"{self._prefix}/{name}", shape,
-                                  tf.compat.v1.random_uniform_initializer(-stdv, stdv))
+            return self._variable(f"{self._prefix}/{name}", shape, tf.compat.v1.random_uniform_initializer(-stdv, stdv))
 
         self._weight_input = uniform("weight_input", [input_size, 3 * hidden])
         self._weight_hidden = uniform("weight_hidden", [hidden, 3 * hidden])
@@ -370,9 +494,19 @@ class _DynamicGRU(_DynamicBasic):
         if attention is not None:
             attention = tf.convert_to_tensor(attention)
             attention = attention if self._time_major else tf.transpose(attention)
-        outputs = gru_steps(x, self._weight_input, self._weight_hidden, self._bias_input, self._bias_hidden, init_h,
-                            self._lengths(seq_length), attention, gate_order=self._gate_order,
-                            reset_after=self._reset_after, cell_clip=self._cell_clip)
+        outputs = gru_steps(
+            x,
+            self._weight_input,
+            self._weight_hidden,
+            self._bias_input,
+            self._bias_hidden,
+            init_h,
+            self._lengths(seq_length),
+            attention,
+            gate_order=self._gate_order,
+            reset_after=self._reset_after,
+            cell_clip=self._cell_clip,
+        )
         return self._in_input_layout(outputs._replace(y=self._projected(outputs.y, 0)))
 
 
@@ -384,8 +518,7 @@ class DynamicGRUV2(_DynamicGRU):
 
     def call(self, x, seq_length=None, init_h=None):
         outputs = self._run(x, None, seq_length, init_h)
-        return GRUOutputs(outputs.y, outputs.output_h, outputs.update, outputs.reset, outputs.new,
-                          outputs.hidden_new)
+        return GRUOutputs(outputs.y, outputs.output_h, outputs.update, outputs.reset, outputs.new, outputs.hidden_new)
 
 
 class DynamicAUGRU(_DynamicGRU):
@@ -401,6 +534,7 @@ class DynamicAUGRU(_DynamicGRU):
 
 # --- npu_ops.basic_lstm_cell and npu_rnn.npu_dynamic_rnn ----------------------------------------------------
 
+
 def basic_lstm_cell(x, h, c, w, b, keep_prob, forget_bias, state_is_tuple, activation, name=None):
     """npu_ops.basic_lstm_cell: one LSTM step, returning (ct, ht, it, jt, ft, ot, tanhct) with DynamicRNN's math
     and w [input + hidden, 4 * hidden] in i, j, f, o blocks. The NPU kernel drops inputs only through a mask the
@@ -410,15 +544,26 @@ def basic_lstm_cell(x, h, c, w, b, keep_prob, forget_bias, state_is_tuple, activ
     check_choice("activation", activation, ("tanh",), " (the only one the Ascend kernel implements)")
     with tf.name_scope(name or "basic_lstm_cell"):
         x = tf.convert_to_tensor(x, name="x")
-        step = lstm_steps(x[None], tf.convert_to_tensor(w, name="w"), tf.convert_to_tensor(b, name="b"),
-                          tf.convert_to_tensor(h, name="h"), tf.convert_to_tensor(c, name="c"),
-                          forget_bias=float(forget_bias))
+        step = lstm_steps(
+            x[None],
+            tf.convert_to_tensor(w, name="w"),
+            tf.convert_to_tensor(b, name="b"),
+            tf.convert_to_tensor(h, name="h"),
+            tf.convert_to_tensor(c, name="c"),
+            forget_bias=float(forget_bias),
+        )
         return tuple(t[0] for t in (step.output_c, step.output_h, step.i, step.j, step.f, step.o, step.tanhc))
 
 
 def npu_dynamic_rnn(cell, inputs, initial_state=None, dtype=None, sequence_length=None, scope=None):
     """npu_rnn.npu_dynamic_rnn: the RNN of `cell` over time-major inputs, unrolled by static_rnn as the adapter
     does (variables under `scope`, default "rnn"); returns (outputs [time, batch, ...], final state)."""
-    outputs, state = tf.compat.v1.nn.static_rnn(cell, tf.unstack(inputs, axis=0), initial_state=initial_state,
-                                                dtype=dtype, sequence_length=sequence_length, scope=scope)
+    outputs, state = tf.compat.v1.nn.static_rnn(
+        cell,
+        tf.unstack(inputs, axis=0),
+        initial_state=initial_state,
+        dtype=dtype,
+        sequence_length=sequence_length,
+        scope=scope,
+    )
     return tf.stack(outputs, axis=0), state

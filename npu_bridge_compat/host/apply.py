@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-from typing import Iterator
+from collections.abc import Iterator
 
 from npu_bridge_compat.errors import NpuOptionValueError
 from npu_bridge_compat.host.features import AMP_ENV_PREFIX, ProcessSetting
@@ -33,7 +33,8 @@ def apply_environment(plan) -> None:
                 raise NpuOptionValueError(
                     f"{plan.options.source} needs {name}={value!r}, but {previous[1]} already set it to "
                     f"{previous[0]!r} in this process. TensorFlow reads it process-wide, so two configurations "
-                    "with different values cannot be used in one process (restore_environment() undoes the first).")
+                    "with different values cannot be used in one process (restore_environment() undoes the first)."
+                )
         for name, value in plan.environment.items():
             if name not in _applied:
                 _applied[name] = (value, plan.options.source, os.environ.get(name))
@@ -54,7 +55,8 @@ def _check_op_lists(plan) -> None:
             f"{plan.options.source} needs the mixed-precision op lists {wanted or 'unchanged'}, but {source} "
             f"already set {current} in this process. Grappler reads them process-wide, so two configurations "
             "with different modify_mixlist files cannot be used in one process (restore_environment() undoes "
-            "the first).")
+            "the first)."
+        )
 
 
 def restore_environment(names=None) -> None:

@@ -19,16 +19,21 @@ def plan_compilation(options, host: HostFacts) -> Contribution:
         # TensorFlow folds constants twice: in grappler, and in the graph optimizer that runs on every partition
         # (its level L1 always folds; L0 folds only on request, and keeps common-subexpression elimination so).
         result.features += [GrapplerSwitch("constant_folding", on=False), GraphOptimizerLevel("L0")]
-        result.say("oo_constant_folding", Effect.TRANSLATED,
-                   "constant folding OFF in grappler and in the graph optimizer (common subexpressions are still "
-                   "eliminated)")
+        result.say(
+            "oo_constant_folding",
+            Effect.TRANSLATED,
+            "constant folding OFF in grappler and in the graph optimizer (common subexpressions are still eliminated)",
+        )
     cores = options.parsed.get("aicore_num")
     if cores is not None:
         threads = max(cores)
         result.features.append(IntraOpThreads(threads))
-        result.say("aicore_num", Effect.APPROXIMATED,
-                   f"intra_op_parallelism_threads={threads} (the larger of {cores[0]} Cube and {cores[1]} Vector "
-                   "cores: the most cores one op uses)")
+        result.say(
+            "aicore_num",
+            Effect.APPROXIMATED,
+            f"intra_op_parallelism_threads={threads} (the larger of {cores[0]} Cube and {cores[1]} Vector "
+            "cores: the most cores one op uses)",
+        )
     _plan_streams(options, result)
     return result
 
@@ -39,12 +44,21 @@ def _plan_streams(options, result: Contribution) -> None:
         return
     mode, streams = multistream
     if streams is None:
-        result.say("auto_multistream_parallel_mode", Effect.NO_EQUIVALENT,
-                   "cv runs the AI Core's Cube and Vector units side by side; a host has no such units")
+        result.say(
+            "auto_multistream_parallel_mode",
+            Effect.NO_EQUIVALENT,
+            "cv runs the AI Core's Cube and Vector units side by side; a host has no such units",
+        )
     elif options.stream_max_parallel_num:
-        result.say("auto_multistream_parallel_mode", Effect.NOT_NEEDED,
-                   "stream_max_parallel_num already sets the inter-op thread count")
+        result.say(
+            "auto_multistream_parallel_mode",
+            Effect.NOT_NEEDED,
+            "stream_max_parallel_num already sets the inter-op thread count",
+        )
     else:
         result.features.append(InterOpThreads(streams))
-        result.say("auto_multistream_parallel_mode", Effect.APPROXIMATED,
-                   f"inter_op_parallelism_threads={streams} ({mode}: up to {streams} ops at once)")
+        result.say(
+            "auto_multistream_parallel_mode",
+            Effect.APPROXIMATED,
+            f"inter_op_parallelism_threads={streams} ({mode}: up to {streams} ops at once)",
+        )

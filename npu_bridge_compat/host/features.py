@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import Mapping
+from collections.abc import Mapping
 
 from npu_bridge_compat.options.grammars import InOutPair
 
@@ -56,6 +56,7 @@ class RunUnitFeature(Feature):
 
 
 # --- run-time units -----------------------------------------------------------------------------------------
+
 
 @dataclasses.dataclass(frozen=True)
 class StepLoop(RunUnitFeature, SessionSetting):
@@ -111,6 +112,7 @@ class NumericChecks(RunUnitFeature):
 
 
 # --- session settings ---------------------------------------------------------------------------------------
+
 
 @dataclasses.dataclass(frozen=True)
 class MixedPrecision(RewriteSetting):
@@ -224,6 +226,7 @@ class OperationTimeout(SessionSetting):
 
 # --- process settings ---------------------------------------------------------------------------------------
 
+
 @dataclasses.dataclass(frozen=True)
 class OpDeterminism(ProcessSetting):
     """Make TensorFlow ops deterministic."""
@@ -263,8 +266,10 @@ class GraphDumps(ProcessSetting):
     directory: str
 
     def environment(self) -> Mapping[str, str]:
-        return {"TF_DUMP_GRAPH_PREFIX": self.directory,
-                "XLA_FLAGS": f"--xla_dump_to={os.path.join(self.directory, 'xla')}"}
+        return {
+            "TF_DUMP_GRAPH_PREFIX": self.directory,
+            "XLA_FLAGS": f"--xla_dump_to={os.path.join(self.directory, 'xla')}",
+        }
 
 
 def _toggle(on: bool) -> int:

@@ -13,9 +13,12 @@ def plan_placement(options, host: HostFacts) -> Contribution:
     result = Contribution()
     if options.iterations_per_loop > 1:
         result.features.append(StepLoop(options.iterations_per_loop))
-        result.say("iterations_per_loop", Effect.TRANSLATED,
-                   f"{options.iterations_per_loop} training steps per session run in NPUEstimator, "
-                   "util.set_iteration_per_loop and NPUCallback; global_step grows by that much per run")
+        result.say(
+            "iterations_per_loop",
+            Effect.TRANSLATED,
+            f"{options.iterations_per_loop} training steps per session run in NPUEstimator, "
+            "util.set_iteration_per_loop and NPUCallback; global_step grows by that much per run",
+        )
     elif options.is_set("iterations_per_loop"):
         result.say("iterations_per_loop", Effect.TRANSLATED, "one training step per session run")
     if options.mix_compile_mode:
@@ -27,8 +30,7 @@ def plan_placement(options, host: HostFacts) -> Contribution:
         on_host = not options.in_out_pair_flag
         result.features.append(HostRegions(pairs, on_host=on_host))
         where = "are kept on the host CPU" if on_host else "go to the accelerator; the rest may run anywhere"
-        result.say("in_out_pair", Effect.APPROXIMATED,
-                   f"ops between {len(pairs)} input/output node set(s) {where}")
+        result.say("in_out_pair", Effect.APPROXIMATED, f"ops between {len(pairs)} input/output node set(s) {where}")
     _plan_device(options, host, result)
     return result
 

@@ -8,8 +8,9 @@ here changes the process.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any
 
 from npu_bridge_compat.host.compilation import plan_compilation
 from npu_bridge_compat.host.contribution import Contribution
@@ -34,7 +35,7 @@ class HostPlan:
     features: tuple[Feature, ...]
     report: Report
 
-    def __deepcopy__(self, memo: dict) -> "HostPlan":
+    def __deepcopy__(self, memo: dict) -> HostPlan:
         return self  # immutable; RunConfig.replace() deep-copies its attributes
 
     def feature(self, kind: type) -> Any:
@@ -123,10 +124,14 @@ def _config_notes(config) -> list[str]:
     notes = []
     entries = npu_optimizer_entries(config)
     if entries:
-        notes.append(f"{len(entries)} custom optimizer entr{'y' if len(entries) == 1 else 'ies'} named "
-                     f"{NPU_OPTIMIZER} removed from the host ConfigProto (stock TensorFlow cannot load it)")
+        notes.append(
+            f"{len(entries)} custom optimizer entr{'y' if len(entries) == 1 else 'ies'} named "
+            f"{NPU_OPTIMIZER} removed from the host ConfigProto (stock TensorFlow cannot load it)"
+        )
     optimizers = list(config.graph_options.rewrite_options.optimizers)
     if optimizers:
-        notes.append(f"explicit grappler optimizer list {optimizers} removed: on stock TensorFlow it replaces "
-                     "the default pipeline (and so disables mixed precision)")
+        notes.append(
+            f"explicit grappler optimizer list {optimizers} removed: on stock TensorFlow it replaces "
+            "the default pipeline (and so disables mixed precision)"
+        )
     return notes

@@ -34,7 +34,7 @@ class HostFacts:
         devices = f"{self.gpu_count} GPU(s)" if self.has_gpu else "CPU only"
         return f"TensorFlow {self.tf_version}, {devices}"
 
-    def with_device(self, device: str) -> "HostFacts":
+    def with_device(self, device: str) -> HostFacts:
         """The same host with a GPU ("gpu") or without one ("cpu"), for planning elsewhere."""
         return dataclasses.replace(self, gpu_count=max(self.gpu_count, 1) if device == "gpu" else 0)
 

@@ -22,7 +22,8 @@ FLOAT16_EMULATION_CRASHES = (
     f"{CPU_FLOAT16_ENV}=1: TensorFlow 2.15's float16-emulation pass (auto_mixed_precision_cpu) ends the process "
     "with a segmentation fault on some training graphs (seen with tf.compat.v1.losses.mean_squared_error, and with "
     "Keras fit on batches of dynamic size). If the process dies without a Python error, unset the variable: "
-    "bfloat16 (CPUs with AVX-512) or float32 runs instead.")
+    "bfloat16 (CPUs with AVX-512) or float32 runs instead."
+)
 
 
 # Ascend IR operator types whose TensorFlow counterpart has another name.
@@ -78,27 +79,45 @@ def _pass_for(intent: Intent, host: HostFacts) -> tuple[str | None, Effect, str]
             return "auto_mixed_precision", Effect.TRANSLATED, "grappler auto_mixed_precision (float16 on the GPU)"
         if host.cpu_float16_emulation:
             warn(FLOAT16_EMULATION_CRASHES, NpuCompatWarning)
-            return (FLOAT16_EMULATION_PASS, Effect.APPROXIMATED,
-                    "grappler auto_mixed_precision_cpu: float16 casts emulated on the CPU, as the NPU rounds "
-                    "(TensorFlow 2.15's pass crashes on some training graphs, see the warning)")
+            return (
+                FLOAT16_EMULATION_PASS,
+                Effect.APPROXIMATED,
+                "grappler auto_mixed_precision_cpu: float16 casts emulated on the CPU, as the NPU rounds "
+                "(TensorFlow 2.15's pass crashes on some training graphs, see the warning)",
+            )
         if not host.cpu_bfloat16:
-            return (None, Effect.NO_EQUIVALENT,
-                    "this CPU has no AVX-512, which TensorFlow's bfloat16 kernels need; float32 throughout "
-                    f"({CPU_FLOAT16_ENV}=1 emulates float16 instead)")
-        return ("auto_mixed_precision_onednn_bfloat16", Effect.APPROXIMATED,
-                "grappler auto_mixed_precision_onednn_bfloat16: bfloat16 instead of float16, which CPUs lack a "
-                f"fast path for (set {CPU_FLOAT16_ENV}=1 to emulate float16 instead)")
+            return (
+                None,
+                Effect.NO_EQUIVALENT,
+                "this CPU has no AVX-512, which TensorFlow's bfloat16 kernels need; float32 throughout "
+                f"({CPU_FLOAT16_ENV}=1 emulates float16 instead)",
+            )
+        return (
+            "auto_mixed_precision_onednn_bfloat16",
+            Effect.APPROXIMATED,
+            "grappler auto_mixed_precision_onednn_bfloat16: bfloat16 instead of float16, which CPUs lack a "
+            f"fast path for (set {CPU_FLOAT16_ENV}=1 to emulate float16 instead)",
+        )
     if intent is Intent.MIXED_BFLOAT16:
         if host.has_gpu:
-            return (None, Effect.NO_EQUIVALENT,
-                    "TensorFlow's GPU graph rewrite only produces float16; use the Keras 'mixed_bfloat16' policy")
+            return (
+                None,
+                Effect.NO_EQUIVALENT,
+                "TensorFlow's GPU graph rewrite only produces float16; use the Keras 'mixed_bfloat16' policy",
+            )
         if not host.cpu_bfloat16:
             return None, Effect.NO_EQUIVALENT, "this CPU has no AVX-512, which TensorFlow's bfloat16 kernels need"
-        return ("auto_mixed_precision_onednn_bfloat16", Effect.TRANSLATED,
-                "grappler auto_mixed_precision_onednn_bfloat16 (bfloat16 on the CPU)")
+        return (
+            "auto_mixed_precision_onednn_bfloat16",
+            Effect.TRANSLATED,
+            "grappler auto_mixed_precision_onednn_bfloat16 (bfloat16 on the CPU)",
+        )
     if intent is Intent.FORCE_FLOAT16 and host.has_gpu:
-        return ("auto_mixed_precision", Effect.APPROXIMATED,
-                "grappler auto_mixed_precision at level UNSAFE_FORCE_ALL: every op that has a float16 kernel")
+        return (
+            "auto_mixed_precision",
+            Effect.APPROXIMATED,
+            "grappler auto_mixed_precision at level UNSAFE_FORCE_ALL: every op that has a float16 kernel",
+        )
     raise AssertionError(f"{intent} has no grappler pass")
 
 
@@ -114,19 +133,29 @@ def plan_precision(options, host: HostFacts) -> Contribution:
         result.features.append(TensorFloat32(enabled=False))
         result.say(key, Effect.TRANSLATED, "float32 kept: no mixed precision, TF32 off on GPUs")
     elif intent is Intent.FLOAT32_WHERE_SUPPORTED:
-        result.say(key, Effect.NOT_NEEDED,
-                   "lowers precision only for ops without a float32 kernel; every host op has one, so float32 runs")
+        result.say(
+            key,
+            Effect.NOT_NEEDED,
+            "lowers precision only for ops without a float32 kernel; every host op has one, so float32 runs",
+        )
     elif intent is Intent.FORCE_FLOAT16:
-        result.say(key, Effect.NO_EQUIVALENT, "a CPU has no whole-graph float16 execution (grappler refuses "
-                                              "UNSAFE_FORCE_ALL on the CPU passes)")
+        result.say(
+            key,
+            Effect.NO_EQUIVALENT,
+            "a CPU has no whole-graph float16 execution (grappler refuses UNSAFE_FORCE_ALL on the CPU passes)",
+        )
     elif intent in (Intent.MIXED_HIFLOAT8, Intent.CUBE_HIFLOAT8):
-        result.say(key, Effect.NO_EQUIVALENT, "HiFloat8 is an Ascend 950 data type; no host kernel computes in it, "
-                                              "so float32 runs")
+        result.say(
+            key,
+            Effect.NO_EQUIVALENT,
+            "HiFloat8 is an Ascend 950 data type; no host kernel computes in it, so float32 runs",
+        )
     elif intent is Intent.CUBE_FLOAT16:
         if host.has_gpu:
             result.features.append(TensorFloat32(enabled=True))
-            result.say(key, Effect.APPROXIMATED, "TF32 matmuls and convolutions with float32 accumulation "
-                                                 "(GPUs with TF32)")
+            result.say(
+                key, Effect.APPROXIMATED, "TF32 matmuls and convolutions with float32 accumulation (GPUs with TF32)"
+            )
         else:
             result.say(key, Effect.NO_EQUIVALENT, "CPU matmuls have no reduced-precision-input mode")
     lists = _plan_mixlist(options.parsed_value("modify_mixlist"), amp_pass, result) if options.modify_mixlist else ()
@@ -138,8 +167,11 @@ def plan_precision(options, host: HostFacts) -> Contribution:
 def _plan_mixlist(mixlist: MixList, amp_pass: str | None, result: Contribution) -> tuple:
     """The grappler list edits for Ascend's list edits: ((ALLOWLIST_ADD, (op, ...)), ...)."""
     if amp_pass is None:
-        result.say("modify_mixlist", Effect.NO_EQUIVALENT,
-                   "no mixed-precision pass runs on this host for the precision mode set, so the lists have no effect")
+        result.say(
+            "modify_mixlist",
+            Effect.NO_EQUIVALENT,
+            "no mixed-precision pass runs on this host for the precision mode set, so the lists have no effect",
+        )
         return ()
     lists: dict[str, list[str]] = {}
     unknown = []
@@ -155,11 +187,17 @@ def _plan_mixlist(mixlist: MixList, amp_pass: str | None, result: Contribution) 
             if op not in lists[variable]:
                 lists[variable].append(op)
     if unknown:
-        warn(f"modify_mixlist names op types TensorFlow does not have: {', '.join(unknown)}; they are ignored "
-             "on this host.", UnknownOpTypeWarning)
+        warn(
+            f"modify_mixlist names op types TensorFlow does not have: {', '.join(unknown)}; they are ignored "
+            "on this host.",
+            UnknownOpTypeWarning,
+        )
         result.notes.append(f"modify_mixlist: no TensorFlow op type for {', '.join(unknown)} (ignored)")
-    result.say("modify_mixlist", Effect.TRANSLATED,
-               f"grappler {amp_pass} lists: " + "; ".join(f"{v}={','.join(ops)}" for v, ops in lists.items()))
+    result.say(
+        "modify_mixlist",
+        Effect.TRANSLATED,
+        f"grappler {amp_pass} lists: " + "; ".join(f"{v}={','.join(ops)}" for v, ops in lists.items()),
+    )
     return tuple((variable, tuple(ops)) for variable, ops in lists.items())
 
 

@@ -15,7 +15,11 @@ from npu_bridge_compat.options.spec import Concern, Effect
 IGNORED = "ignored, as on the NPU"  # the effect label of an option whose prerequisite is off
 
 _SECTION_ORDER = (
-    Effect.TRANSLATED.value, Effect.APPROXIMATED.value, Effect.NOT_NEEDED.value, Effect.NO_EQUIVALENT.value, IGNORED,
+    Effect.TRANSLATED.value,
+    Effect.APPROXIMATED.value,
+    Effect.NOT_NEEDED.value,
+    Effect.NO_EQUIVALENT.value,
+    IGNORED,
 )
 
 

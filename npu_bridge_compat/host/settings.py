@@ -30,26 +30,39 @@ def plan_settings(options, host: HostFacts) -> Contribution:
     if options.stream_max_parallel_num:
         threads = max(int(item.split(":")[1]) for item in options.stream_max_parallel_num.split(","))
         result.features.append(InterOpThreads(threads))
-        result.say("stream_max_parallel_num", Effect.APPROXIMATED,
-                   f"inter_op_parallelism_threads={threads} (the largest engine parallelism)")
+        result.say(
+            "stream_max_parallel_num",
+            Effect.APPROXIMATED,
+            f"inter_op_parallelism_threads={threads} (the largest engine parallelism)",
+        )
     if options.is_set("graph_exec_timeout"):
         result.features.append(OperationTimeout(options.graph_exec_timeout))
-        result.say("graph_exec_timeout", Effect.APPROXIMATED,
-                   f"ConfigProto.operation_timeout_in_ms={options.graph_exec_timeout} (per blocking op)")
+        result.say(
+            "graph_exec_timeout",
+            Effect.APPROXIMATED,
+            f"ConfigProto.operation_timeout_in_ms={options.graph_exec_timeout} (per blocking op)",
+        )
     _plan_compile_cache(options, result)
     switches = options.parsed.get("fusion_switch_file")
     if options.fusion_switch_file and switches is None:
-        result.say("fusion_switch_file", Effect.NO_EQUIVALENT,
-                   "the file is not on this host; Ascend fusion passes have no host counterpart anyway")
+        result.say(
+            "fusion_switch_file",
+            Effect.NO_EQUIVALENT,
+            "the file is not on this host; Ascend fusion passes have no host counterpart anyway",
+        )
     elif switches is not None:
         if switches.get(("GraphFusion", "ALL")) == "off":
             result.features.append(GrapplerSwitch("remapping", on=False))
-            result.say("fusion_switch_file", Effect.APPROXIMATED,
-                       "GraphFusion ALL off: grappler remapping (op fusion) turned OFF; other switches have no "
-                       "host counterpart")
+            result.say(
+                "fusion_switch_file",
+                Effect.APPROXIMATED,
+                "GraphFusion ALL off: grappler remapping (op fusion) turned OFF; other switches have no "
+                "host counterpart",
+            )
         else:
-            result.say("fusion_switch_file", Effect.NO_EQUIVALENT,
-                       "individual Ascend fusion passes have no host counterpart")
+            result.say(
+                "fusion_switch_file", Effect.NO_EQUIVALENT, "individual Ascend fusion passes have no host counterpart"
+            )
     return result
 
 
@@ -57,8 +70,9 @@ def _plan_memory(options, host: HostFacts, result: Contribution) -> None:
     keys = [key for key in ("graph_memory_max_size", "variable_memory_max_size") if options.is_set(key)]
     if not keys:
         return
-    total = (options.parsed.get("graph_memory_max_size", GRAPH_MEMORY_DEFAULT)
-             + options.parsed.get("variable_memory_max_size", VARIABLE_MEMORY_DEFAULT))
+    total = options.parsed.get("graph_memory_max_size", GRAPH_MEMORY_DEFAULT) + options.parsed.get(
+        "variable_memory_max_size", VARIABLE_MEMORY_DEFAULT
+    )
     if host.has_gpu:
         result.features.append(GpuMemoryLimit(megabytes=total // MIB))
         how = f"GPU memory capped at {total // MIB} MiB (graph + variable memory)"
@@ -78,8 +92,11 @@ def _plan_compile_cache(options, result: Contribution) -> None:
         return
     if not directory:
         if options.op_compiler_cache_mode:
-            result.say("op_compiler_cache_mode", Effect.NO_EQUIVALENT,
-                       "no cache directory is set (op_compiler_cache_dir), so there is nothing to persist to")
+            result.say(
+                "op_compiler_cache_mode",
+                Effect.NO_EQUIVALENT,
+                "no cache directory is set (op_compiler_cache_dir), so there is nothing to persist to",
+            )
         return
     result.features.append(XlaCompileCache(directory))
     how = f"XLA persistent compilation cache in {directory} (used when XLA compiles)"
@@ -99,8 +116,13 @@ def plan_recompute(mode: str | None) -> Contribution:
     if mode is None:
         return result
     result.features.append(Recomputation(RECOMPUTE_MODES[mode]))
-    which = ("ops it finds cheap to recompute" if mode == "auto"
-             else "ops built under npu_scope.npu_recompute_scope() (marked _recompute_hint)")
-    result.notes.append(f"GraphMemoryOptimizeConfig(recompute={mode!r}): grappler memory_optimization="
-                        f"{RECOMPUTE_MODES[mode]} recomputes {which} during backpropagation (approximated)")
+    which = (
+        "ops it finds cheap to recompute"
+        if mode == "auto"
+        else "ops built under npu_scope.npu_recompute_scope() (marked _recompute_hint)"
+    )
+    result.notes.append(
+        f"GraphMemoryOptimizeConfig(recompute={mode!r}): grappler memory_optimization="
+        f"{RECOMPUTE_MODES[mode]} recomputes {which} during backpropagation (approximated)"
+    )
     return result

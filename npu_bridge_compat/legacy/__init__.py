@@ -31,7 +31,8 @@ class _LegacyFinder(importlib.abc.MetaPathFinder):
         if real is None:
             return None
         return importlib.util.spec_from_file_location(
-            fullname, real.origin, submodule_search_locations=real.submodule_search_locations)
+            fullname, real.origin, submodule_search_locations=real.submodule_search_locations
+        )
 
 
 _finder = _LegacyFinder()
@@ -51,7 +52,9 @@ def install_aliases(tf1: bool = False) -> None:
     for package in ALIASED_PACKAGES:
         real = importlib.util.find_spec(package)
         if real is not None:
-            raise NpuConfigError(f"a real '{package}' package is importable here ({real.origin}); npu_bridge_compat "
-                                 "will not shadow it. Run the script without the aliases, or in an environment "
-                                 "without the Ascend adapter.")
+            raise NpuConfigError(
+                f"a real '{package}' package is importable here ({real.origin}); npu_bridge_compat "
+                "will not shadow it. Run the script without the aliases, or in an environment "
+                "without the Ascend adapter."
+            )
     sys.meta_path.insert(0, _finder)

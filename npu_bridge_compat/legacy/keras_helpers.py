@@ -24,16 +24,32 @@ def npu_clear_session(config=None) -> NPUSession:
     return set_keras_session_npu_config(config)
 
 
-def model_to_npu_estimator(keras_model=None, keras_model_path=None, custom_objects=None, model_dir=None,
-                           checkpoint_format="saver", config=None, job_start_file="") -> NPUEstimator:
+def model_to_npu_estimator(
+    keras_model=None,
+    keras_model_path=None,
+    custom_objects=None,
+    model_dir=None,
+    checkpoint_format="saver",
+    config=None,
+    job_start_file="",
+) -> NPUEstimator:
     """A Keras model as an NPUEstimator with its NPURunConfig (so iterations_per_loop runs N steps per run)."""
     if (keras_model is None) == (keras_model_path is None):
         raise NpuOptionValueError("give exactly one of keras_model and keras_model_path")
     config = config or NPURunConfig(model_dir=model_dir)
     model_dir = model_dir or config.model_dir
     estimator = tf.keras.estimator.model_to_estimator(
-        keras_model=keras_model, keras_model_path=keras_model_path, custom_objects=custom_objects,
-        model_dir=model_dir, checkpoint_format=checkpoint_format,
-        config=estimator_class("RunConfig")(model_dir=model_dir))
-    return NPUEstimator(estimator_model_fn(estimator), model_dir=estimator.model_dir, config=config,
-                        job_start_file=job_start_file, warm_start_from=estimator_warm_start(estimator))
+        keras_model=keras_model,
+        keras_model_path=keras_model_path,
+        custom_objects=custom_objects,
+        model_dir=model_dir,
+        checkpoint_format=checkpoint_format,
+        config=estimator_class("RunConfig")(model_dir=model_dir),
+    )
+    return NPUEstimator(
+        estimator_model_fn(estimator),
+        model_dir=estimator.model_dir,
+        config=config,
+        job_start_file=job_start_file,
+        warm_start_from=estimator_warm_start(estimator),
+    )

@@ -1,8 +1,9 @@
 """What importing npu_init does to TensorFlow's sessions, as the adapter's import does.
 
 Every Session / InteractiveSession created with a config that carries NpuOptimizer options gets the host config
-(validated, reported once), and with several ranks every session runs on the rank's server; `tf.compat.v1.Session` itself becomes NPUSession, so scripts also get N-iteration
-fetches, the mixed-compute checks and host-kept ops.
+(validated, reported once), and with several ranks every session runs on the rank's server;
+`tf.compat.v1.Session` itself becomes NPUSession, so scripts also get N-iteration fetches, the mixed-compute
+checks and host-kept ops.
 """
 
 from __future__ import annotations

@@ -14,8 +14,9 @@ import dataclasses
 import json
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from npu_bridge_compat.errors import ConfigurationAdvice, UnknownOptionWarning, closest_name, did_you_mean, warn
 
@@ -114,8 +115,10 @@ class ClampedRange(Check):
         clamped = min(max(value, self.low), self.high)
         if clamped != value:
             bound = "larger than" if value > self.high else "less than"
-            warn(f"the value {value} should not be {bound} {clamped}{self.unit}; the adapter uses {clamped}",
-                 ConfigurationAdvice)
+            warn(
+                f"the value {value} should not be {bound} {clamped}{self.unit}; the adapter uses {clamped}",
+                ConfigurationAdvice,
+            )
         return clamped
 
     def describe(self) -> str:
@@ -422,16 +425,18 @@ def _load_json(text: str, what: str) -> Any:
     try:
         return json.loads(strip_json_comments(text))
     except json.JSONDecodeError as error:
-        raise GrammarError(f"{what} is not valid JSON ({error.msg} at line {error.lineno} column {error.colno})")
+        raise GrammarError(
+            f"{what} is not valid JSON ({error.msg} at line {error.lineno} column {error.colno})"
+        ) from None
 
 
 def _read_file(path: str) -> str:
     try:
         return Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise GrammarError(f"the file {path} does not exist")
+        raise GrammarError(f"the file {path} does not exist") from None
     except (OSError, UnicodeDecodeError) as error:
-        raise GrammarError(f"the file {path} cannot be read ({error})")
+        raise GrammarError(f"the file {path} cannot be read ({error})") from None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -534,13 +539,30 @@ class FusionSwitchFile(Check):
 
 PROFILING_SWITCHES = ("training_trace", "task_trace", "hccl", "aicpu", "l2", "msproftx", "runtime_api", "task_time")
 PROFILING_KEYS = PROFILING_SWITCHES + (
-    "output", "storage_limit", "fp_point", "bp_point", "aic_metrics", "sys_hardware_mem_freq", "llc_profiling",
-    "sys_io_sampling_freq", "sys_interconnection_freq", "dvpp_freq", "host_sys", "host_sys_usage",
-    "host_sys_usage_freq", "instr_profiling_freq",
+    "output",
+    "storage_limit",
+    "fp_point",
+    "bp_point",
+    "aic_metrics",
+    "sys_hardware_mem_freq",
+    "llc_profiling",
+    "sys_io_sampling_freq",
+    "sys_interconnection_freq",
+    "dvpp_freq",
+    "host_sys",
+    "host_sys_usage",
+    "host_sys_usage_freq",
+    "instr_profiling_freq",
 )
 AIC_METRICS = (
-    "ArithmeticUtilization", "PipeUtilization", "Memory", "MemoryL0", "MemoryUB", "ResourceConflictRatio",
-    "L2Cache", "MemoryAccess",
+    "ArithmeticUtilization",
+    "PipeUtilization",
+    "Memory",
+    "MemoryL0",
+    "MemoryUB",
+    "ResourceConflictRatio",
+    "L2Cache",
+    "MemoryAccess",
 )
 
 
@@ -548,15 +570,22 @@ AIC_METRICS = (
 class ProfilingOptions(Check):
     """`profiling_options`: a JSON object (output, training_trace, task_trace, aicpu, fp_point, bp_point, ...)."""
 
-    DEFAULT = {"output": "./", "training_trace": "on", "task_trace": "on", "hccl": "on", "aicpu": "on",
-               "aic_metrics": "PipeUtilization", "msproftx": "off"}
+    DEFAULT = {
+        "output": "./",
+        "training_trace": "on",
+        "task_trace": "on",
+        "hccl": "on",
+        "aicpu": "on",
+        "aic_metrics": "PipeUtilization",
+        "msproftx": "off",
+    }
 
     def parse(self, value: str) -> Mapping[str, str]:
         if not value.strip():
             return dict(self.DEFAULT)  # the newest adapter's default when profiling is on without options
         document = _load_json(value, "profiling_options")
         if not isinstance(document, dict):
-            raise GrammarError("profiling_options must be a JSON object, e.g. '{\"output\": \"/tmp/profiling\"}'")
+            raise GrammarError('profiling_options must be a JSON object, e.g. \'{"output": "/tmp/profiling"}\'')
         for key, item in document.items():
             if key not in PROFILING_KEYS:
                 warn(

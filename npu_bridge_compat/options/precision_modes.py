@@ -23,27 +23,31 @@ class Intent(enum.Enum):
         return self in (Intent.MIXED_FLOAT16, Intent.MIXED_BFLOAT16, Intent.MIXED_HIFLOAT8)
 
 
-PRECISION_MODES = MappingProxyType({
-    "force_fp32": Intent.FLOAT32,
-    "allow_fp32_to_fp16": Intent.FLOAT32_WHERE_SUPPORTED,
-    "force_fp16": Intent.FORCE_FLOAT16,
-    "must_keep_origin_dtype": Intent.FLOAT32,
-    "allow_mix_precision": Intent.MIXED_FLOAT16,
-    "cube_fp16in_fp32out": Intent.CUBE_FLOAT16,
-    "allow_mix_precision_fp16": Intent.MIXED_FLOAT16,
-    "allow_mix_precision_bf16": Intent.MIXED_BFLOAT16,
-    "allow_fp32_to_bf16": Intent.FLOAT32_WHERE_SUPPORTED,
-})
+PRECISION_MODES = MappingProxyType(
+    {
+        "force_fp32": Intent.FLOAT32,
+        "allow_fp32_to_fp16": Intent.FLOAT32_WHERE_SUPPORTED,
+        "force_fp16": Intent.FORCE_FLOAT16,
+        "must_keep_origin_dtype": Intent.FLOAT32,
+        "allow_mix_precision": Intent.MIXED_FLOAT16,
+        "cube_fp16in_fp32out": Intent.CUBE_FLOAT16,
+        "allow_mix_precision_fp16": Intent.MIXED_FLOAT16,
+        "allow_mix_precision_bf16": Intent.MIXED_BFLOAT16,
+        "allow_fp32_to_bf16": Intent.FLOAT32_WHERE_SUPPORTED,
+    }
+)
 
-PRECISION_MODES_V2 = MappingProxyType({
-    "fp16": Intent.FORCE_FLOAT16,
-    "origin": Intent.FLOAT32,
-    "cube_fp16in_fp32out": Intent.CUBE_FLOAT16,
-    "mixed_float16": Intent.MIXED_FLOAT16,
-    "mixed_bfloat16": Intent.MIXED_BFLOAT16,
-    "mixed_hif8": Intent.MIXED_HIFLOAT8,  # Ascend 950 only
-    "cube_hif8": Intent.CUBE_HIFLOAT8,
-})
+PRECISION_MODES_V2 = MappingProxyType(
+    {
+        "fp16": Intent.FORCE_FLOAT16,
+        "origin": Intent.FLOAT32,
+        "cube_fp16in_fp32out": Intent.CUBE_FLOAT16,
+        "mixed_float16": Intent.MIXED_FLOAT16,
+        "mixed_bfloat16": Intent.MIXED_BFLOAT16,
+        "mixed_hif8": Intent.MIXED_HIFLOAT8,  # Ascend 950 only
+        "cube_hif8": Intent.CUBE_HIFLOAT8,
+    }
+)
 
 
 def intent_of(options) -> Intent | None:

@@ -10,8 +10,9 @@ warned about with the closest known key and otherwise ignored: it is not validat
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from types import MappingProxyType
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from npu_bridge_compat.errors import (
     IgnoredOptionWarning,
@@ -28,8 +29,18 @@ from npu_bridge_compat.options.table import OPTIONS
 from npu_bridge_compat.options.values import NpuOptions
 
 NPU_OPTIMIZER = "NpuOptimizer"
-_ATTR_FIELD_TYPES = {"b": "bool", "i": "int", "s": "bytes", "f": "float", "list": "list", "type": "DataType",
-                     "shape": "TensorShape", "tensor": "Tensor", "func": "function", "placeholder": "placeholder"}
+_ATTR_FIELD_TYPES = {
+    "b": "bool",
+    "i": "int",
+    "s": "bytes",
+    "f": "float",
+    "list": "list",
+    "type": "DataType",
+    "shape": "TensorShape",
+    "tensor": "Tensor",
+    "func": "function",
+    "placeholder": "placeholder",
+}
 
 
 def closest_option(key: str) -> str | None:
@@ -65,8 +76,7 @@ def _python_value(spec: OptionSpec, value: Any, source: str) -> Any:
         if isinstance(spec.check, ByteSize) and isinstance(value, int) and not isinstance(value, bool):
             return str(value)  # NPURunConfig passes memory sizes through str() as well
     raise NpuOptionTypeError(
-        f'NPU option "{spec.key}" ({source}) must be {spec.python_type.__name__}, '
-        f"got {_type_name(value)} {value!r}"
+        f'NPU option "{spec.key}" ({source}) must be {spec.python_type.__name__}, got {_type_name(value)} {value!r}'
     )
 
 
@@ -154,8 +164,7 @@ def options_from_kwargs(
 
 def npu_optimizer_entries(config) -> list:
     """The `custom_optimizers` entries of `config` named NpuOptimizer, in order."""
-    return [entry for entry in config.graph_options.rewrite_options.custom_optimizers
-            if entry.name == NPU_OPTIMIZER]
+    return [entry for entry in config.graph_options.rewrite_options.custom_optimizers if entry.name == NPU_OPTIMIZER]
 
 
 def config_proto_values(config, *, source: str = "ConfigProto") -> dict[str, Any]:

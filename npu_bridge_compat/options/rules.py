@@ -1,13 +1,14 @@
 """Cross-option rules of the adapter (options-spec §1i), checked on every configuration before anything runs.
 
 Where the adapter fails (a Python error, a session error or a process abort) the rule raises; where its
-documentation only advises (or it only logs a warning), the rule warns. Messages start with the adapter's own wording, so an Ascend user
-recognises them, and add the values given.
+documentation only advises (or it only logs a warning), the rule warns. Messages start with the adapter's own
+wording, so an Ascend user recognises them, and add the values given.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from npu_bridge_compat.errors import ConfigurationAdvice, IgnoredOptionWarning, NpuOptionValueError, warn
 from npu_bridge_compat.options.grammars import GIB
@@ -138,8 +139,9 @@ def gear_options_together(options) -> None:
     if not present:
         return
     if options.mix_compile_mode:
-        raise NpuOptionValueError("dynamic config can not use with mix compile. (input_shape/dynamic_dims are set "
-                                  "and mix_compile_mode=True)")
+        raise NpuOptionValueError(
+            "dynamic config can not use with mix compile. (input_shape/dynamic_dims are set and mix_compile_mode=True)"
+        )
     dynamic_dims = sum(dim == -1 for _, shape in options.parsed_value("input_shape") for dim in shape)
     gears = options.parsed_value("dynamic_dims")
     if len(gears) < 2:
@@ -174,11 +176,15 @@ def dynamic_compile_apart_from_other_dynamic_shapes(options) -> None:
     if not options.compile_dynamic_mode:
         return
     if options.dynamic_input:
-        raise NpuOptionValueError("Option compile_dynamic_mode cannot set when set dynamic_input to 1. "
-                                  "(compile_dynamic_mode=True and dynamic_input=True; keep one)")
+        raise NpuOptionValueError(
+            "Option compile_dynamic_mode cannot set when set dynamic_input to 1. "
+            "(compile_dynamic_mode=True and dynamic_input=True; keep one)"
+        )
     if any(options.is_set(key) for key in GEAR_KEYS):
-        raise NpuOptionValueError("Option compile_dynamic_mode cannot set when set input_shape, dynamic_dims and "
-                                  "dynamic_node_type. (compile_dynamic_mode=True with gear options; keep one)")
+        raise NpuOptionValueError(
+            "Option compile_dynamic_mode cannot set when set input_shape, dynamic_dims and "
+            "dynamic_node_type. (compile_dynamic_mode=True with gear options; keep one)"
+        )
 
 
 @rule
@@ -187,18 +193,26 @@ def shape_generalization_needs_online_compilation(options) -> None:
     if mode == "STRICT":
         return
     if options.compile_dynamic_mode:
-        warn(f"compile_dynamic_mode is true, so shape_generalization_mode[{mode}] will be ignore, please set "
-             "compile_dynamic_mode=false.", IgnoredOptionWarning)
+        warn(
+            f"compile_dynamic_mode is true, so shape_generalization_mode[{mode}] will be ignore, please set "
+            "compile_dynamic_mode=false.",
+            IgnoredOptionWarning,
+        )
     elif options.jit_compile != "true":
-        warn(f"jit_compile is not true, so shape_generalization_mode[{mode}] will be ignore, please set "
-             f"jit_compile=true and shape_generalization_mode={mode}. (jit_compile={options.jit_compile!r})",
-             IgnoredOptionWarning)
+        warn(
+            f"jit_compile is not true, so shape_generalization_mode[{mode}] will be ignore, please set "
+            f"jit_compile=true and shape_generalization_mode={mode}. (jit_compile={options.jit_compile!r})",
+            IgnoredOptionWarning,
+        )
 
 
 @rule
 def lazy_recompile_runs_one_step(options) -> None:
-    if (options.dynamic_input and options.dynamic_graph_execute_mode == "lazy_recompile"
-            and options.iterations_per_loop > 1):
+    if (
+        options.dynamic_input
+        and options.dynamic_graph_execute_mode == "lazy_recompile"
+        and options.iterations_per_loop > 1
+    ):
         raise NpuOptionValueError(
             f"iterations_per_loop only support 1 in lazy_recompile mode. Current is:{options.iterations_per_loop}"
         )

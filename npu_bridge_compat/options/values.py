@@ -7,8 +7,9 @@ the adapter's value for an absent key), so adding an option to the table is all 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any, Mapping, Optional
+from typing import Any
 
 from npu_bridge_compat.options.table import OPTIONS
 
@@ -37,7 +38,7 @@ class _NpuOptionsMethods:
         """The value as its grammar parsed it (e.g. dump_step as step ranges), or the plain value."""
         return self.parsed.get(key, getattr(self, key))
 
-    def __deepcopy__(self, memo: dict) -> "_NpuOptionsMethods":
+    def __deepcopy__(self, memo: dict) -> _NpuOptionsMethods:
         return self  # immutable; RunConfig.replace() deep-copies its attributes
 
     def __repr__(self) -> str:
@@ -46,7 +47,7 @@ class _NpuOptionsMethods:
 
 
 def _field(spec) -> tuple[str, Any, dataclasses.Field]:
-    annotation = spec.python_type if spec.default is not None else Optional[spec.python_type]
+    annotation = spec.python_type if spec.default is not None else spec.python_type | None
     return spec.key, annotation, dataclasses.field(default=spec.default)
 
 

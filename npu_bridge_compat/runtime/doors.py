@@ -30,8 +30,15 @@ from npu_bridge_compat.host.features import (
 )
 
 RUN_UNITS = (StepLoop, BatchNormWorkaround, HostRegions, ProfilerTrace, TensorDump, NumericChecks)
-SESSION_SETTINGS = (RewriteSetting, GpuMemoryLimit, VisibleDevice, InterOpThreads, IntraOpThreads, OperationTimeout,
-                    GraphOptimizerLevel)
+SESSION_SETTINGS = (
+    RewriteSetting,
+    GpuMemoryLimit,
+    VisibleDevice,
+    InterOpThreads,
+    IntraOpThreads,
+    OperationTimeout,
+    GraphOptimizerLevel,
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,5 +72,8 @@ def enter_plan(plan, door: Door | None = None, process: bool = True) -> None:
         key = (door.name, type(feature).__name__)
         if key not in _warned:
             _warned.add(key)
-            warn(f"{door.name} does not carry out {feature}: the report lists it as planned, but it has no effect "
-                 f"through this door.{' ' + door.hint if door.hint else ''}", NpuCompatWarning)
+            warn(
+                f"{door.name} does not carry out {feature}: the report lists it as planned, but it has no effect "
+                f"through this door.{' ' + door.hint if door.hint else ''}",
+                NpuCompatWarning,
+            )

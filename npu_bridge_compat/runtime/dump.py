@@ -63,12 +63,22 @@ class TensorDumper:
         index = []
         for (op, kind, slot), value in sorted(values.items()):
             value = np.asarray(value)
-            entry = {"op": op, "kind": kind, "slot": slot, "step": step, "dtype": value.dtype.name,
-                     "shape": list(value.shape)}
+            entry = {
+                "op": op,
+                "kind": kind,
+                "slot": slot,
+                "step": step,
+                "dtype": value.dtype.name,
+                "shape": list(value.shape),
+            }
             if self.feature.data == "stats":
                 numbers = value.astype(np.float64) if value.size else np.zeros([1])
-                entry.update(min=float(numbers.min()), max=float(numbers.max()), mean=float(numbers.mean()),
-                             std=float(numbers.std()))
+                entry.update(
+                    min=float(numbers.min()),
+                    max=float(numbers.max()),
+                    mean=float(numbers.mean()),
+                    std=float(numbers.std()),
+                )
             else:
                 entry["file"] = f"{safe_name(op)}.{kind}.{slot}.npy"
                 atomic_write(os.path.join(directory, entry["file"]), lambda f, v=value: np.save(f, v))
@@ -81,8 +91,9 @@ class TensorDumper:
         if self._directory is None:
             stamp = time.strftime("%Y%m%d%H%M%S")
             for attempt in range(1000):
-                candidate = os.path.join(self.feature.path, f"{stamp}_{attempt}" if attempt else stamp,
-                                         *rank_folders(), self._graph_name)
+                candidate = os.path.join(
+                    self.feature.path, f"{stamp}_{attempt}" if attempt else stamp, *rank_folders(), self._graph_name
+                )
                 try:
                     os.makedirs(candidate)
                 except FileExistsError:

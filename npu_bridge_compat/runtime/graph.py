@@ -3,7 +3,8 @@ and the structure of a run's fetches."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import tensorflow as tf
 
@@ -33,8 +34,11 @@ def fetch_leaves(fetches) -> list:
 
 def fetched_operations(fetches) -> list:
     """The ops behind a run's fetches (tensors give their producing op)."""
-    return [f if isinstance(f, tf.Operation) else f.op for f in fetch_leaves(fetches)
-            if isinstance(f, (tf.Operation, tf.Tensor))]
+    return [
+        f if isinstance(f, tf.Operation) else f.op
+        for f in fetch_leaves(fetches)
+        if isinstance(f, (tf.Operation, tf.Tensor))
+    ]
 
 
 def step_operations(graph, fetched_ops) -> list:
@@ -60,8 +64,11 @@ def live_operations(operations: list) -> list:
     op fails the run. (A Merge's own inputs are such values too: see MERGE_OPS.)"""
     dead = set()
     for op in operations:
-        if op.type in ("Switch", "RefSwitch") or op.type not in MERGE_OPS and (
-                any(i.op in dead for i in op.inputs) or any(c in dead for c in op.control_inputs)):
+        if (
+            op.type in ("Switch", "RefSwitch")
+            or op.type not in MERGE_OPS
+            and (any(i.op in dead for i in op.inputs) or any(c in dead for c in op.control_inputs))
+        ):
             dead.add(op)
     return [op for op in operations if op not in dead]
 
@@ -87,7 +94,7 @@ def ancestors_among(targets: Iterable, candidates: Iterable, stop: Callable[[Any
 
 def original_name(op, imported_as: str = "") -> str:
     """The op's name without the scope `imported_as` that a copy of the step was imported under."""
-    return op.name[len(imported_as):] if imported_as and op.name.startswith(imported_as) else op.name
+    return op.name[len(imported_as) :] if imported_as and op.name.startswith(imported_as) else op.name
 
 
 def kept_dtype_operations(graph, fetched_ops) -> list:
@@ -98,18 +105,23 @@ def kept_dtype_operations(graph, fetched_ops) -> list:
 def keeping_dtype(operations: Iterable) -> list:
     """Those of `operations` marked by npu_scope.keep_dtype_scope (attribute `_keep_dtype`) that mixed precision
     could convert: stateless, with a floating-point output (variable reads and captured inputs are left out)."""
-    return [op for op in operations if _keeps_dtype(op) and not is_stateful(op)
-            and any(t.dtype.is_floating for t in op.outputs)]
+    return [
+        op
+        for op in operations
+        if _keeps_dtype(op) and not is_stateful(op) and any(t.dtype.is_floating for t in op.outputs)
+    ]
 
 
-def warn_kept_in_loop(kept: list, loop: str,
-                      remedy: str = "use iterations_per_loop=1 to keep them in float32") -> None:
+def warn_kept_in_loop(kept: list, loop: str, remedy: str = "use iterations_per_loop=1 to keep them in float32") -> None:
     """Say that the keep_dtype_scope ops `kept` follow mixed precision inside `loop` (a loop of steps, or a
     function another one calls), and what keeps them in float32."""
     if kept:
-        warn(f"keep_dtype_scope cannot keep {[op.name for op in kept]} in float32 inside {loop}: grappler's "
-             "mixed-precision pass spares only ops a session run fetches or the outermost function returns, and "
-             f"these are neither. They follow mixed precision; {remedy}.", NpuCompatWarning)
+        warn(
+            f"keep_dtype_scope cannot keep {[op.name for op in kept]} in float32 inside {loop}: grappler's "
+            "mixed-precision pass spares only ops a session run fetches or the outermost function returns, and "
+            f"these are neither. They follow mixed precision; {remedy}.",
+            NpuCompatWarning,
+        )
 
 
 def _keeps_dtype(op) -> bool:

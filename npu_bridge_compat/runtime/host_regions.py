@@ -21,8 +21,10 @@ from npu_bridge_compat.host.features import HostRegions
 from npu_bridge_compat.host.platform import HostFacts
 
 HOST_DEVICE = "/device:CPU:0"
-HOST_ONLY_ATTRIBUTES = {"_without_npu_compile": attr_value_pb2.AttrValue(b=True),
-                        "_XlaCompile": attr_value_pb2.AttrValue(b=False)}
+HOST_ONLY_ATTRIBUTES = {
+    "_without_npu_compile": attr_value_pb2.AttrValue(b=True),
+    "_XlaCompile": attr_value_pb2.AttrValue(b=False),
+}
 
 
 def keep_on_host(operations, host: HostFacts) -> None:

@@ -19,7 +19,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 import weakref
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import tensorflow as tf
 from tensorflow.core.framework import graph_pb2
@@ -45,15 +46,36 @@ from npu_bridge_compat.runtime.probes import StepProbes
 LOOP_SCOPE = "npu_iterations_per_loop"
 
 # Ops whose outputs are graph state (or feeds): mapped to the originals instead of being copied.
-STATE_OPS = frozenset({
-    "VarHandleOp", "VariableV2", "Variable", "VarIsInitializedOp", "IteratorV2", "Iterator", "AnonymousIteratorV2",
-    "AnonymousIteratorV3", "OneShotIterator", "MultiDeviceIterator", "HashTable", "HashTableV2", "MutableHashTable",
-    "MutableHashTableV2", "MutableHashTableOfTensorsV2", "MutableDenseHashTableV2", "FIFOQueueV2",
-    "PaddingFIFOQueueV2", "RandomShuffleQueueV2", "PriorityQueueV2", "Placeholder", "PlaceholderWithDefault",
-    "MutexV2",
-})
-ITERATOR_OPS = frozenset({"IteratorV2", "Iterator", "AnonymousIteratorV2", "AnonymousIteratorV3", "OneShotIterator",
-                          "MultiDeviceIterator"})
+STATE_OPS = frozenset(
+    {
+        "VarHandleOp",
+        "VariableV2",
+        "Variable",
+        "VarIsInitializedOp",
+        "IteratorV2",
+        "Iterator",
+        "AnonymousIteratorV2",
+        "AnonymousIteratorV3",
+        "OneShotIterator",
+        "MultiDeviceIterator",
+        "HashTable",
+        "HashTableV2",
+        "MutableHashTable",
+        "MutableHashTableV2",
+        "MutableHashTableOfTensorsV2",
+        "MutableDenseHashTableV2",
+        "FIFOQueueV2",
+        "PaddingFIFOQueueV2",
+        "RandomShuffleQueueV2",
+        "PriorityQueueV2",
+        "Placeholder",
+        "PlaceholderWithDefault",
+        "MutexV2",
+    }
+)
+ITERATOR_OPS = frozenset(
+    {"IteratorV2", "Iterator", "AnonymousIteratorV2", "AnonymousIteratorV3", "OneShotIterator", "MultiDeviceIterator"}
+)
 # Ops that only read state or hold a constant: a fetched tensor that shares no other op with the step does not
 # depend on the step's per-iteration values, so it is read after the loop.
 _READS = frozenset({"Const", "ReadVariableOp", "Identity", "VarIsInitializedOp"}) | STATE_OPS
@@ -115,8 +137,9 @@ _LOOPS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 def loop_train_op(train_op, iterations, most_steps: int) -> LoopedTrainOp:
     """Loop `train_op`'s step `iterations` times per run (a tensor or variable, read once per run, at most
     `most_steps`); the result is registered with the graph, where every LoopServer finds it."""
-    looped = LoopedTrainOp(train_op=train_op, iterations=iterations, loop_op=build_loop(train_op, iterations, []).op,
-                           most_steps=most_steps)
+    looped = LoopedTrainOp(
+        train_op=train_op, iterations=iterations, loop_op=build_loop(train_op, iterations, []).op, most_steps=most_steps
+    )
     _LOOPS.setdefault(train_op.graph, []).append(looped)
     return looped
 
@@ -139,16 +162,23 @@ def build_loop(train_op, iterations, fetched: list, probes: StepProbes | None = 
     def body(index, *_):
         first_new_op = len(graph.get_operations())
         returned = tf.compat.v1.import_graph_def(
-            body_def, input_map=input_map, return_elements=[train_op.name] + [t.name for t in in_loop],
-            name="npu_iteration")
+            body_def,
+            input_map=input_map,
+            return_elements=[train_op.name] + [t.name for t in in_loop],
+            name="npu_iteration",
+        )
         probe_ops = []
         if probes is not None:
-            scope = returned[0].name[:-len(train_op.name)]
-            imported = ancestors_among([returned[0], *(t.op for t in returned[1:])],
-                                       graph.get_operations()[first_new_op:])
+            scope = returned[0].name[: -len(train_op.name)]
+            imported = ancestors_among(
+                [returned[0], *(t.op for t in returned[1:])], graph.get_operations()[first_new_op:]
+            )
             # The copies of the ops at the step's own level (not in its v1 conds or loops), with values every run.
-            ran = [op for op in live_operations(imported)
-                   if outside_v1_control_flow(graph.get_operation_by_name(original_name(op, scope)))]
+            ran = [
+                op
+                for op in live_operations(imported)
+                if outside_v1_control_flow(graph.get_operation_by_name(original_name(op, scope)))
+            ]
             probe_ops = probes.attach(ran, imported_as=scope)
         with tf.control_dependencies([returned[0], *probe_ops]):
             return (index + 1, *[tf.identity(value) for value in returned[1:]])
@@ -187,8 +217,9 @@ def _is_state(op) -> bool:
 
 def _uses_the_step(op, step_ops: set, operations: list) -> bool:
     """Whether `op` computes from a value of the step (not only from state it reads, or constants)."""
-    return any(other in step_ops and other.type not in _READS
-               for other in ancestors_among([op], operations, stop=_is_state))
+    return any(
+        other in step_ops and other.type not in _READS for other in ancestors_among([op], operations, stop=_is_state)
+    )
 
 
 def _importable(graph, graph_def, wanted: list) -> tuple[Any, dict]:
@@ -215,8 +246,9 @@ def _read_after(loop_op, graph, graph_def, tensors: list) -> list:
     if computed:
         copied, input_map = _importable(graph, graph_def, [t.op.name for t in computed])
         first_new_op = len(graph.get_operations())
-        returned = tf.compat.v1.import_graph_def(copied, input_map=input_map,
-                                                 return_elements=[t.name for t in computed], name="npu_after_loop")
+        returned = tf.compat.v1.import_graph_def(
+            copied, input_map=input_map, return_elements=[t.name for t in computed], name="npu_after_loop"
+        )
         imported = set(graph.get_operations()[first_new_op:])
         for op in imported:  # the copy's first ops wait for the loop
             if not any(i.op in imported for i in op.inputs):

@@ -41,7 +41,8 @@ class NumericCheck:
         saved = f"; its inputs are saved in {os.path.join(self.saved_to, safe_name(op))}" if self.saved_to else ""
         raise NonFiniteValueError(
             f"op '{op}' produced {kind} values in output {slot}, the first non-finite output of step {step}{saved} "
-            "(enable_dump_debug / enable_exception_dump stop here, as the NPU's overflow detection does)")
+            "(enable_dump_debug / enable_exception_dump stop here, as the NPU's overflow detection does)"
+        )
 
 
 def numeric_check(graph, fetched_ops, dump_path: str | None = None) -> NumericCheck | None:
@@ -51,8 +52,9 @@ def numeric_check(graph, fetched_ops, dump_path: str | None = None) -> NumericCh
         return check_operations(step_operations(graph, fetched_ops), dump_path)
 
 
-def check_operations(operations, dump_path: str | None = None, imported_as: str = "",
-                     no_earlier_failure=None) -> NumericCheck | None:
+def check_operations(
+    operations, dump_path: str | None = None, imported_as: str = "", no_earlier_failure=None
+) -> NumericCheck | None:
     """The check over every floating-point output of `operations`, built in the current graph (a loop body or a
     traced function may hold it), or None if they have no floating-point output. Ops of a copy imported under the
     scope `imported_as` are named as in the original graph. `no_earlier_failure` (a bool tensor): save inputs only
@@ -60,14 +62,20 @@ def check_operations(operations, dump_path: str | None = None, imported_as: str 
     # Outputs declared empty hold nothing to check, and some (batch norm's unused reserve space) run with another
     # rank than declared, which a reduction built for the declared rank rejects. A TF1 variable's own (ref)
     # output is left out: it is read before its initialiser ran; its values show in the reads of it.
-    outputs = [(op, slot, tensor) for op in operations for slot, tensor in enumerate(op.outputs)
-               if tensor.dtype.is_floating and tensor.dtype == tensor.dtype.base_dtype
-               and tensor.shape.num_elements() != 0]
+    outputs = [
+        (op, slot, tensor)
+        for op in operations
+        for slot, tensor in enumerate(op.outputs)
+        if tensor.dtype.is_floating and tensor.dtype == tensor.dtype.base_dtype and tensor.shape.num_elements() != 0
+    ]
     if not outputs:
         return None
     # A directory per check built (time and process), so a later failure never overwrites an earlier one's inputs.
-    saved_to = (os.path.join(dump_path, EXCEPTION_DIRECTORY, f"{time.strftime('%Y%m%d%H%M%S')}_{os.getpid()}")
-                if dump_path else None)
+    saved_to = (
+        os.path.join(dump_path, EXCEPTION_DIRECTORY, f"{time.strftime('%Y%m%d%H%M%S')}_{os.getpid()}")
+        if dump_path
+        else None
+    )
     with tf.name_scope("npu_numeric_checks"):
         rows, savers = [], []
         for op, _, tensor in outputs:
@@ -93,5 +101,6 @@ def _save_inputs_if(non_finite, op, name: str, directory: str):
             atomic_write(os.path.join(target, f"input.{slot}.npy"), lambda f, v=value: np.save(f, np.asarray(v)))
         return np.zeros([], np.int32)
 
-    return tf.cond(non_finite, lambda: tf.numpy_function(write, inputs, tf.int32, stateful=True),
-                   lambda: tf.zeros([], tf.int32))
+    return tf.cond(
+        non_finite, lambda: tf.numpy_function(write, inputs, tf.int32, stateful=True), lambda: tf.zeros([], tf.int32)
+    )

@@ -28,8 +28,9 @@ _NO_FAILURE = (-1, -1, -1, -1)  # step, check, output row, kind (0 NaN, 1 Inf)
 class StepProbes:
     """The dumps and checks of one training call (or session), attached to each step its door builds."""
 
-    def __init__(self, dump: TensorDump | None, check_numerics: bool, dump_path: str | None,
-                 graph_name: str = "train") -> None:
+    def __init__(
+        self, dump: TensorDump | None, check_numerics: bool, dump_path: str | None, graph_name: str = "train"
+    ) -> None:
         self._dump = dump
         self._graph_name = graph_name
         self._dumper = TensorDumper(dump, graph_name) if dump is not None else None
@@ -102,10 +103,13 @@ class StepProbes:
             return np.zeros([], np.int32)
 
         with tf.name_scope("npu_dump"):
-            return [tf.cond(self._selected(step),
-                            lambda: tf.numpy_function(write, [step, *(tensors[k] for k in keys)], tf.int32,
-                                                      stateful=True),
-                            lambda: tf.zeros([], tf.int32)).op]
+            return [
+                tf.cond(
+                    self._selected(step),
+                    lambda: tf.numpy_function(write, [step, *(tensors[k] for k in keys)], tf.int32, stateful=True),
+                    lambda: tf.zeros([], tf.int32),
+                ).op
+            ]
 
     def _selected(self, step):
         ranges = self._dump.steps
@@ -130,8 +134,9 @@ class StepProbes:
                 with tf.control_dependencies([failure.assign(record)]):
                     return tf.zeros([], tf.int32)
 
-            return [tf.cond(tf.reduce_any(bad) & (failure[0] < 0), keep_first_failure,
-                            lambda: tf.zeros([], tf.int32)).op]
+            return [
+                tf.cond(tf.reduce_any(bad) & (failure[0] < 0), keep_first_failure, lambda: tf.zeros([], tf.int32)).op
+            ]
 
     @staticmethod
     def _local_variable(initial, name: str):
@@ -139,5 +144,11 @@ class StepProbes:
             if tf.executing_eagerly():
                 return tf.Variable(initial, dtype=tf.int64, trainable=False, name=name)
             # a graph's local variable: a new session starts from scratch
-            return tf.compat.v1.Variable(initial, dtype=tf.int64, trainable=False, use_resource=True, name=name,
-                                         collections=[tf.compat.v1.GraphKeys.LOCAL_VARIABLES])
+            return tf.compat.v1.Variable(
+                initial,
+                dtype=tf.int64,
+                trainable=False,
+                use_resource=True,
+                name=name,
+                collections=[tf.compat.v1.GraphKeys.LOCAL_VARIABLES],
+            )

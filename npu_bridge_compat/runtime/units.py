@@ -122,8 +122,11 @@ def keep_dtype_in_function(graph, operations: list) -> None:
             return
         outer = outer.outer_graph
     if is_function_graph(getattr(graph, "outer_graph", None)):
-        warn_kept_in_loop(kept, "Keras 3's step function, which its train function calls",
-                          "Keras 2 (tf_keras, TF_USE_LEGACY_KERAS=1) or the session door keeps them in float32")
+        warn_kept_in_loop(
+            kept,
+            "Keras 3's step function, which its train function calls",
+            "Keras 2 (tf_keras, TF_USE_LEGACY_KERAS=1) or the session door keeps them in float32",
+        )
         return
     graph.control_outputs.extend(op for op in kept if op not in graph.control_outputs)
 

@@ -23,8 +23,19 @@ class Classifier:
 
     def script(self, facts: FileFacts, shown_path: str, project_root: str) -> ScriptReport:
         if facts.error is not None:
-            return ScriptReport(shown_path, (Finding(_error_line(facts.error), Category.SYNTAX, shown_path,
-                                                     Outcome.NOT_PARSED, Severity.BLOCKED, facts.error),))
+            return ScriptReport(
+                shown_path,
+                (
+                    Finding(
+                        _error_line(facts.error),
+                        Category.SYNTAX,
+                        shown_path,
+                        Outcome.NOT_PARSED,
+                        Severity.BLOCKED,
+                        facts.error,
+                    ),
+                ),
+            )
         script_dir = os.path.dirname(os.path.abspath(facts.path))
         names_found = _NameFindings()
         packages = self._imports(facts, script_dir, project_root, names_found)
@@ -39,7 +50,7 @@ class Classifier:
 
     # --- imports -------------------------------------------------------------------------------------------
 
-    def _imports(self, facts: FileFacts, script_dir: str, project_root: str, found: "_NameFindings") -> list[Finding]:
+    def _imports(self, facts: FileFacts, script_dir: str, project_root: str, found: _NameFindings) -> list[Finding]:
         packages: dict[str, Finding] = {}
         for imported in facts.imports:
             if imported.level:
@@ -50,18 +61,26 @@ class Classifier:
                 found.adapter(dotted, imported.line, used=False, star=imported.name == "*")
             elif top == "tensorflow":
                 found.tensorflow([dotted], imported.line)
-            elif top not in packages and not self.packages.is_available(top) \
-                    and not self.packages.is_local(top, script_dir, project_root, facts.search_paths):
+            elif (
+                top not in packages
+                and not self.packages.is_available(top)
+                and not self.packages.is_local(top, script_dir, project_root, facts.search_paths)
+            ):
                 severity = Severity.WARNING if imported.optional else Severity.BLOCKED
                 why = " (an optional import: the script catches the ImportError)" if imported.optional else ""
-                packages[top] = Finding(imported.line, Category.PACKAGE, top, Outcome.NOT_INSTALLED, severity,
-                                        f"no module named '{top}' here: not installed, and not in the script's "
-                                        f"folders{why}")
+                packages[top] = Finding(
+                    imported.line,
+                    Category.PACKAGE,
+                    top,
+                    Outcome.NOT_INSTALLED,
+                    severity,
+                    f"no module named '{top}' here: not installed, and not in the script's folders{why}",
+                )
         return list(packages.values())
 
     # --- uses of imported names ----------------------------------------------------------------------------
 
-    def _uses(self, facts: FileFacts, found: "_NameFindings") -> None:
+    def _uses(self, facts: FileFacts, found: _NameFindings) -> None:
         for (root, attributes), (line, _) in facts.uses.items():
             targets, certain = self._targets(facts, root)
             dotted = [".".join((target, *attributes)) for target in targets]
@@ -139,21 +158,49 @@ class _NameFindings:
         shown = f"{key}.*" if star else key
         if resolved.missing is not None:
             hint = f"; did you mean {resolved.suggestion}?" if resolved.suggestion else ""
-            return Finding(line, Category.ADAPTER, shown, Outcome.UNKNOWN, Severity.BLOCKED,
-                           f"{resolved.name} has no '{resolved.missing.rsplit('.', 1)[-1]}' under `run`: the "
-                           f"import or attribute fails{hint}", suggestion=resolved.suggestion)
+            return Finding(
+                line,
+                Category.ADAPTER,
+                shown,
+                Outcome.UNKNOWN,
+                Severity.BLOCKED,
+                f"{resolved.name} has no '{resolved.missing.rsplit('.', 1)[-1]}' under `run`: the "
+                f"import or attribute fails{hint}",
+                suggestion=resolved.suggestion,
+            )
         if names.is_device_only(resolved.obj):
             severity = Severity.BLOCKED if used else Severity.WARNING
-            when = "used here: it raises DeviceOnlyFeatureError" if used else \
-                "imported only; it raises DeviceOnlyFeatureError when called"
-            return Finding(line, Category.ADAPTER, shown, Outcome.DEVICE_ONLY, severity,
-                           f"Ascend-only, no host equivalent ({when})")
+            when = (
+                "used here: it raises DeviceOnlyFeatureError"
+                if used
+                else "imported only; it raises DeviceOnlyFeatureError when called"
+            )
+            return Finding(
+                line,
+                Category.ADAPTER,
+                shown,
+                Outcome.DEVICE_ONLY,
+                severity,
+                f"Ascend-only, no host equivalent ({when})",
+            )
         reason = compat.unavailable_reason(resolved.obj)
         if reason is not None:
-            return Finding(line, Category.ADAPTER, shown, Outcome.OTHER_TENSORFLOW,
-                           Severity.BLOCKED if used else Severity.WARNING, reason)
-        return Finding(line, Category.ADAPTER, shown, Outcome.TRANSLATED, Severity.READY,
-                       f"served by {names.describe_adapter(resolved.obj)}")
+            return Finding(
+                line,
+                Category.ADAPTER,
+                shown,
+                Outcome.OTHER_TENSORFLOW,
+                Severity.BLOCKED if used else Severity.WARNING,
+                reason,
+            )
+        return Finding(
+            line,
+            Category.ADAPTER,
+            shown,
+            Outcome.TRANSLATED,
+            Severity.READY,
+            f"served by {names.describe_adapter(resolved.obj)}",
+        )
 
 
 def _folders_up_to(directory: str, root: str) -> tuple[str, ...]:

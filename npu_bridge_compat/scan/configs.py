@@ -21,7 +21,8 @@ import inspect
 import os
 import re
 import warnings
-from typing import Any, Callable, Iterator, Mapping, TypeVar
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, TypeVar
 
 from npu_bridge_compat.errors import NpuCompatWarning, NpuConfigError, closest_name
 from npu_bridge_compat.host import HostFacts, build_plan
@@ -112,10 +113,15 @@ class ConfigChecker:
         self._no_host_meaning = estimator_config._NO_HOST_MEANING
         # every other class of estimator/config.py is a plain holder of values (DumpConfig, ..., and
         # GraphMemoryOptimizeConfig, which ExperimentalConfig reads)
-        self._holders = {cls for cls in vars(estimator_config).values()
-                         if inspect.isclass(cls) and cls.__module__ == estimator_config.__name__
-                         and cls is not self._run_config and not issubclass(cls, Exception)
-                         and "__init__" in vars(cls)}
+        self._holders = {
+            cls
+            for cls in vars(estimator_config).values()
+            if inspect.isclass(cls)
+            and cls.__module__ == estimator_config.__name__
+            and cls is not self._run_config
+            and not issubclass(cls, Exception)
+            and "__init__" in vars(cls)
+        }
         self._handlers: dict[Any, Callable] = {self._run_config: self._run_config_call, NPUCallback: self._keyword_call}
         self._handlers.update({holder: self._holder_call for holder in self._holders})
 
@@ -139,9 +145,16 @@ class ConfigChecker:
             for option_set in sets:
                 key = option_set.key
                 if key.kind != "literal" or not isinstance(key.data, str):
-                    findings.append(Finding(option_set.line, Category.OPTION, f"{base}.parameter_map[{key.data}]",
-                                            Outcome.AT_RUN_TIME, Severity.READY,
-                                            "the option name is computed; `run` checks it"))
+                    findings.append(
+                        Finding(
+                            option_set.line,
+                            Category.OPTION,
+                            f"{base}.parameter_map[{key.data}]",
+                            Outcome.AT_RUN_TIME,
+                            Severity.READY,
+                            "the option name is computed; `run` checks it",
+                        )
+                    )
                     continue
                 value, error = self._attr_value(key.data, option_set, site)
                 if error is not None:
@@ -167,16 +180,23 @@ class ConfigChecker:
         try:
             setattr(entry.parameter_map[key], option_set.field, sample)
         except (AttributeError, TypeError, ValueError) as error:
-            return None, Finding(option_set.line, Category.OPTION, key, Outcome.INVALID, Severity.BLOCKED,
-                                 f".parameter_map[{key!r}].{option_set.field} = {shown or value.data}: {error}",
-                                 value=shown)
+            return None, Finding(
+                option_set.line,
+                Category.OPTION,
+                key,
+                Outcome.INVALID,
+                Severity.BLOCKED,
+                f".parameter_map[{key!r}].{option_set.field} = {shown or value.data}: {error}",
+                value=shown,
+            )
         if key not in OPTIONS:
             return (value.data if literal else RuntimeValue(str(value.data))), None
         try:
             typed = config_proto_values(config, source=site.source)[key]
         except NpuConfigError as error:
-            return None, Finding(option_set.line, Category.OPTION, key, Outcome.INVALID, Severity.BLOCKED,
-                                 str(error), value=shown)
+            return None, Finding(
+                option_set.line, Category.OPTION, key, Outcome.INVALID, Severity.BLOCKED, str(error), value=shown
+            )
         return (typed if literal else RuntimeValue(str(value.data))), None
 
     # --- configuration calls -------------------------------------------------------------------------------
@@ -194,7 +214,7 @@ class ConfigChecker:
                 findings += self._handlers[callee](context, index)
         return findings + context.nested_findings
 
-    def _run_config_call(self, context: "_CallContext", index: int) -> list[Finding]:
+    def _run_config_call(self, context: _CallContext, index: int) -> list[Finding]:
         call = context.calls[index]
         site = Site("NPURunConfig", context.place, call.line)
         arguments, lines, findings = context.bind(index, self._run_config)
@@ -210,22 +230,39 @@ class ConfigChecker:
             self._run_config._check_holders(literal_only)
         except NpuConfigError as error:
             name = _first_key_named(str(error), arguments)
-            return findings + [Finding(lines.get(name, call.line), Category.ARGUMENT, name, Outcome.INVALID,
-                                       Severity.BLOCKED, str(error))]
+            return findings + [
+                Finding(
+                    lines.get(name, call.line), Category.ARGUMENT, name, Outcome.INVALID, Severity.BLOCKED, str(error)
+                )
+            ]
         for name in self._no_host_meaning:
             if arguments[name] not in (None, False):
-                findings.append(Finding(lines.get(name, call.line), Category.ARGUMENT, name, Outcome.NO_EQUIVALENT,
-                                        Severity.WARNING, f"NPURunConfig({name}=...) has no host equivalent; it is "
-                                        "ignored", value=_shown(arguments[name])))
+                findings.append(
+                    Finding(
+                        lines.get(name, call.line),
+                        Category.ARGUMENT,
+                        name,
+                        Outcome.NO_EQUIVALENT,
+                        Severity.WARNING,
+                        f"NPURunConfig({name}=...) has no host equivalent; it is ignored",
+                        value=_shown(arguments[name]),
+                    )
+                )
         values = self._run_config._npu_values(arguments)
         option_lines = {}
         for key in values:
-            holder = next((name for name in self._holder_arguments if arguments[name] is not None
-                           and key in arguments[name].npu_options()), None)
+            holder = next(
+                (
+                    name
+                    for name in self._holder_arguments
+                    if arguments[name] is not None and key in arguments[name].npu_options()
+                ),
+                None,
+            )
             option_lines[key] = lines.get(key, lines.get(holder, call.line))
         return findings + self.options(values, option_lines, site)
 
-    def _holder_call(self, context: "_CallContext", index: int) -> list[Finding]:
+    def _holder_call(self, context: _CallContext, index: int) -> list[Finding]:
         call = context.calls[index]
         holder, findings = context.construct(index)
         if holder is None or not hasattr(holder, "npu_options"):
@@ -235,7 +272,7 @@ class ConfigChecker:
         values = holder.npu_options()
         return findings + self.options(values, {key: keyword_lines.get(key, call.line) for key in values}, site)
 
-    def _keyword_call(self, context: "_CallContext", index: int) -> list[Finding]:
+    def _keyword_call(self, context: _CallContext, index: int) -> list[Finding]:
         call = context.calls[index]
         site = Site(".".join((call.root, *call.attributes)), context.place, call.line)
         values = {name: context.evaluate(value) for name, value, _ in call.keywords if name}
@@ -252,31 +289,59 @@ class ConfigChecker:
                 continue
             suggestion = closest_option(key)
             hint = f"; did you mean '{suggestion}'?" if suggestion else ""
-            findings.append(Finding(lines.get(key, site.line), Category.OPTION, key, Outcome.UNKNOWN,
-                                    Severity.WARNING, f"not an option the adapter reads: ignored, as on the NPU{hint}",
-                                    value=_shown(value), suggestion=suggestion))
-        errors = {key: error for key in known
-                  if (error := self._check_value(key, known, lines.get(key, site.line), site)) is not None}
+            findings.append(
+                Finding(
+                    lines.get(key, site.line),
+                    Category.OPTION,
+                    key,
+                    Outcome.UNKNOWN,
+                    Severity.WARNING,
+                    f"not an option the adapter reads: ignored, as on the NPU{hint}",
+                    value=_shown(value),
+                    suggestion=suggestion,
+                )
+            )
+        errors = {
+            key: error
+            for key in known
+            if (error := self._check_value(key, known, lines.get(key, site.line), site)) is not None
+        }
         literal = {key: value for key, value in known.items() if not _is_runtime(value)}
         if errors:
-            return findings + [errors.get(key) or self._by_table(key, value, lines.get(key, site.line))
-                               for key, value in known.items()]
+            return findings + [
+                errors.get(key) or self._by_table(key, value, lines.get(key, site.line)) for key, value in known.items()
+            ]
         if len(literal) == len(known):  # the whole configuration is known: the rules run, as at run time
             try:
                 return findings + self._planned(literal, lines, site)
             except NpuConfigError as error:
                 key = _first_key_named(str(error), known)
-                return findings + [
-                    Finding(lines.get(key, site.line), Category.OPTION, key, Outcome.INVALID, Severity.BLOCKED,
-                            str(error), value=_shown(known[key]))] + [
-                    self._by_table(other, value, lines.get(other, site.line)) for other, value in known.items()
-                    if other != key]
+                return (
+                    findings
+                    + [
+                        Finding(
+                            lines.get(key, site.line),
+                            Category.OPTION,
+                            key,
+                            Outcome.INVALID,
+                            Severity.BLOCKED,
+                            str(error),
+                            value=_shown(known[key]),
+                        )
+                    ]
+                    + [
+                        self._by_table(other, value, lines.get(other, site.line))
+                        for other, value in known.items()
+                        if other != key
+                    ]
+                )
         try:  # what the literal part becomes on this host; the values set at run time go by the table
             planned = {finding.name: finding for finding in self._planned(literal, lines, site)}
         except NpuConfigError:  # a rule that needs the values set at run time: `run` checks it
             planned = {}
-        return findings + [planned.get(key) or self._by_table(key, value, lines.get(key, site.line))
-                           for key, value in known.items()]
+        return findings + [
+            planned.get(key) or self._by_table(key, value, lines.get(key, site.line)) for key, value in known.items()
+        ]
 
     def _check_value(self, key: str, known: Mapping[str, Any], line: int, site: Site) -> Finding | None:
         """The reader's type and grammar check of one literal value (no cross-option rule yet)."""
@@ -294,8 +359,11 @@ class ConfigChecker:
                     site.place.first_passing(lambda: _parse(spec, typed, active, site.source))
             except NpuConfigError as error:
                 severity = Severity.WARNING if any(map(_is_runtime, requirements)) else Severity.BLOCKED
-                detail = str(error) + (" (an error if " + " / ".join(spec.requires) + " is on when it runs)"
-                                       if severity is Severity.WARNING else "")
+                detail = str(error) + (
+                    " (an error if " + " / ".join(spec.requires) + " is on when it runs)"
+                    if severity is Severity.WARNING
+                    else ""
+                )
                 return Finding(line, Category.OPTION, key, Outcome.INVALID, severity, detail, value=_shown(value))
         return None
 
@@ -311,15 +379,25 @@ class ConfigChecker:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             plan = site.place.first_passing(
-                lambda: build_plan(options_from_kwargs(values, source=site.source), self.host))
+                lambda: build_plan(options_from_kwargs(values, source=site.source), self.host)
+            )
         notes = [str(warning.message) for warning in caught if issubclass(warning.category, NpuCompatWarning)]
         findings = []
         for entry in plan.report.entries:
             outcome = Outcome(entry.effect)
             remarks = [note for note in notes if _first_key_named(note, values) == entry.key]
             severity = max(_EFFECT_SEVERITY[outcome], Severity.WARNING if remarks else Severity.READY)
-            findings.append(Finding(lines.get(entry.key, site.line), Category.OPTION, entry.key, outcome, severity,
-                                    " ".join([entry.how, *remarks]), value=_shown(entry.value)))
+            findings.append(
+                Finding(
+                    lines.get(entry.key, site.line),
+                    Category.OPTION,
+                    entry.key,
+                    outcome,
+                    severity,
+                    " ".join([entry.how, *remarks]),
+                    value=_shown(entry.value),
+                )
+            )
         return findings
 
 
@@ -373,29 +451,68 @@ class _CallContext:
         lines: dict[str, int] = {}
         for keyword, value, line in call.keywords:
             if keyword is None:
-                findings.append(Finding(line, Category.ARGUMENT, "**", Outcome.AT_RUN_TIME, Severity.READY,
-                                        f"keywords of {cls.__name__}() passed from a mapping; `run` checks them"))
+                findings.append(
+                    Finding(
+                        line,
+                        Category.ARGUMENT,
+                        "**",
+                        Outcome.AT_RUN_TIME,
+                        Severity.READY,
+                        f"keywords of {cls.__name__}() passed from a mapping; `run` checks them",
+                    )
+                )
             elif keyword not in parameters and not accepts_any:
                 close = closest_name(keyword, parameters)
                 hint = f" Did you mean '{close}'?" if close else ""
-                findings.append(Finding(line, Category.ARGUMENT, keyword, Outcome.UNKNOWN, Severity.BLOCKED,
-                                        f"{cls.__name__}() got an unexpected keyword argument '{keyword}'.{hint}",
-                                        suggestion=close))
+                findings.append(
+                    Finding(
+                        line,
+                        Category.ARGUMENT,
+                        keyword,
+                        Outcome.UNKNOWN,
+                        Severity.BLOCKED,
+                        f"{cls.__name__}() got an unexpected keyword argument '{keyword}'.{hint}",
+                        suggestion=close,
+                    )
+                )
             else:
                 keywords[keyword] = self.evaluate(value)
                 lines[keyword] = line
         if call.star_args:
-            findings.append(Finding(call.line, Category.ARGUMENT, "*", Outcome.AT_RUN_TIME, Severity.READY,
-                                    f"positional arguments of {cls.__name__}() passed from a sequence; `run` checks "
-                                    "them"))
+            findings.append(
+                Finding(
+                    call.line,
+                    Category.ARGUMENT,
+                    "*",
+                    Outcome.AT_RUN_TIME,
+                    Severity.READY,
+                    f"positional arguments of {cls.__name__}() passed from a sequence; `run` checks them",
+                )
+            )
             return None, lines, findings
         try:
             bound = signature.bind(*map(self.evaluate, call.args), **keywords)
         except TypeError as error:
-            return None, lines, findings + [Finding(call.line, Category.ARGUMENT, cls.__name__, Outcome.INVALID,
-                                                    Severity.BLOCKED, f"{cls.__name__}(): {error}")]
-        defaults = {name: parameter.default for name, parameter in signature.parameters.items()
-                    if parameter.default is not inspect.Parameter.empty}
+            return (
+                None,
+                lines,
+                findings
+                + [
+                    Finding(
+                        call.line,
+                        Category.ARGUMENT,
+                        cls.__name__,
+                        Outcome.INVALID,
+                        Severity.BLOCKED,
+                        f"{cls.__name__}(): {error}",
+                    )
+                ],
+            )
+        defaults = {
+            name: parameter.default
+            for name, parameter in signature.parameters.items()
+            if parameter.default is not inspect.Parameter.empty
+        }
         return {**defaults, **bound.arguments}, lines, findings
 
     def construct(self, index: int) -> tuple[Any, list[Finding]]:
@@ -412,8 +529,9 @@ class _CallContext:
                 return cls(**attempt), findings
             except (NpuConfigError, TypeError, ValueError) as error:
                 failure = error
-        return None, findings + [Finding(call.line, Category.ARGUMENT, cls.__name__, Outcome.INVALID,
-                                         Severity.BLOCKED, str(failure))]
+        return None, findings + [
+            Finding(call.line, Category.ARGUMENT, cls.__name__, Outcome.INVALID, Severity.BLOCKED, str(failure))
+        ]
 
 
 def _shown(value: Any) -> str | None:
@@ -424,6 +542,7 @@ def _shown(value: Any) -> str | None:
 
 def _first_key_named(message: str, keys: Mapping[str, Any]) -> str:
     """The option a runtime message is about: the first of `keys` it names."""
-    positions = {key: match.start() for key in keys
-                 if (match := re.search(rf"(?<![\w]){re.escape(key)}(?![\w])", message))}
+    positions = {
+        key: match.start() for key in keys if (match := re.search(rf"(?<![\w]){re.escape(key)}(?![\w])", message))
+    }
     return min(positions, key=positions.get) if positions else next(iter(keys))

@@ -77,7 +77,7 @@ def _is_ours(obj: Any) -> bool:
     return isinstance(module, str) and (module == _PACKAGE or module.startswith(_PACKAGE + "."))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def resolve_adapter(dotted: str) -> Resolved:
     """`npu_bridge.x.y` as `run` serves it (from npu_bridge_compat.legacy), or `npu_bridge_compat.x.y`."""
     parts = dotted.split(".")
@@ -95,8 +95,12 @@ def resolve_adapter(dotted: str) -> Resolved:
             obj = module
         elif isinstance(obj, types.ModuleType):
             close = closest_name(part, _public_names(obj))
-            return Resolved(".".join(found), obj, missing=".".join(parts[: index + 1]),
-                            suggestion=".".join((*found, close)) if close else None)
+            return Resolved(
+                ".".join(found),
+                obj,
+                missing=".".join(parts[: index + 1]),
+                suggestion=".".join((*found, close)) if close else None,
+            )
         else:  # attributes of classes and objects are not followed further
             return Resolved(".".join(found), obj)
         if not _is_ours(obj) and not isinstance(obj, types.ModuleType):
@@ -115,7 +119,7 @@ def describe_adapter(obj: Any) -> str:
     return f"a {type(obj).__module__}.{type(obj).__qualname__} object"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def star_names(module: str) -> frozenset[str]:
     """The names `from module import *` binds, for an adapter module (empty for any other)."""
     if module.split(".")[0] not in (*ALIASED_PACKAGES, _PACKAGE):
@@ -124,14 +128,15 @@ def star_names(module: str) -> frozenset[str]:
     if resolved.missing or not isinstance(resolved.obj, types.ModuleType):
         return frozenset()
     exported = getattr(resolved.obj, "__all__", None)
-    return frozenset(exported if exported is not None else
-                     (name for name in dir(resolved.obj) if not name.startswith("_")))
+    return frozenset(
+        exported if exported is not None else (name for name in dir(resolved.obj) if not name.startswith("_"))
+    )
 
 
 _MISSING = object()
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _tensorflow_object(dotted: str) -> Any:
     """What `dotted` names in this TensorFlow, as `run` gives it to a script: an attribute path from `tensorflow`
     (followed through modules only; past the first other object the rest is not checked), else an importable
@@ -141,9 +146,9 @@ def _tensorflow_object(dotted: str) -> Any:
     parts = dotted.split(".")[1:]
     for api in compat.TF1_KERAS_APIS:
         prefix = ["compat", "v1", *api.split(".")]
-        if parts[:len(prefix)] == prefix:
+        if parts[: len(prefix)] == prefix:
             try:
-                obj, parts = compat.tf1_keras_api(api), parts[len(prefix):]
+                obj, parts = compat.tf1_keras_api(api), parts[len(prefix) :]
             except TensorFlowVersionError:
                 return _MISSING
             break
@@ -204,7 +209,7 @@ class Packages:
             directory = os.path.dirname(directory)
 
     @staticmethod
-    @functools.lru_cache(maxsize=None)
+    @functools.cache
     def is_available(name: str) -> bool:
         if name in sys.stdlib_module_names or name in sys.builtin_module_names:
             return True

@@ -12,8 +12,9 @@ LARGE_TREE = 500  # files; smaller trees are read before a bar would be worth dr
 class ProgressBar:
     """Called with (files done, files in all) after each file; draws at most every `interval` seconds."""
 
-    def __init__(self, stream: TextIO | None = None, width: int = 30, interval: float = 0.1,
-                 terminal_only: bool = True) -> None:
+    def __init__(
+        self, stream: TextIO | None = None, width: int = 30, interval: float = 0.1, terminal_only: bool = True
+    ) -> None:
         self.stream = stream or sys.stderr
         self.width = width
         self.interval = interval

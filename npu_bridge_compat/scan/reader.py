@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import ast
 import builtins
-from typing import Any, Callable, NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 from npu_bridge_compat.legacy import ALIASED_PACKAGES
 
@@ -93,9 +94,17 @@ def read_source(source: bytes | str, path: str) -> FileFacts:
     reader.statements(tree.body, scope=0, optional=False)
     if reader.aliases or reader.adapter_star:
         reader.expressions(tree)
-    return FileFacts(path, None, tuple(reader.imports), {k: tuple(v) for k, v in reader.aliases.items()},
-                     tuple(reader.star_modules), reader.uses, tuple(reader.calls), tuple(reader.option_sets),
-                     tuple(reader.search_paths))
+    return FileFacts(
+        path,
+        None,
+        tuple(reader.imports),
+        {k: tuple(v) for k, v in reader.aliases.items()},
+        tuple(reader.star_modules),
+        reader.uses,
+        tuple(reader.calls),
+        tuple(reader.option_sets),
+        tuple(reader.search_paths),
+    )
 
 
 def literal_value(node: ast.expr) -> Value:
@@ -114,8 +123,14 @@ def literal_value(node: ast.expr) -> Value:
         name = function.attr if type(function) is ast.Attribute else getattr(function, "id", None)
         if type(text) is ast.Constant and isinstance(text.value, str) and name in _TEXT_CONVERSIONS:
             return Value("literal", _TEXT_CONVERSIONS[name](text.value))
-    if (kind is ast.Call and type(node.func) is ast.Attribute and node.func.attr == "encode" and not node.args
-            and type(node.func.value) is ast.Constant and isinstance(node.func.value.value, str)):
+    if (
+        kind is ast.Call
+        and type(node.func) is ast.Attribute
+        and node.func.attr == "encode"
+        and not node.args
+        and type(node.func.value) is ast.Constant
+        and isinstance(node.func.value.value, str)
+    ):
         return Value("literal", node.func.value.value.encode())
     if kind is ast.Name:
         return Value("name", node.id)
@@ -142,8 +157,7 @@ def _catches_import_errors(handlers: list[ast.ExceptHandler]) -> bool:
     for handler in handlers:
         caught = handler.type
         names = caught.elts if type(caught) is ast.Tuple else [caught]
-        if caught is None or any(getattr(name, "id", getattr(name, "attr", None)) in _IMPORT_ERRORS
-                                 for name in names):
+        if caught is None or any(getattr(name, "id", getattr(name, "attr", None)) in _IMPORT_ERRORS for name in names):
             return True
     return False
 
@@ -242,9 +256,16 @@ class _Reader:
             elif type(target) is ast.Attribute and type(target.value) is ast.Subscript:
                 entry = target.value
                 if type(entry.value) is ast.Attribute and entry.value.attr == "parameter_map":
-                    self.option_sets.append(OptionSet(
-                        node.lineno, scope, _source_text(entry.value.value), literal_value(entry.slice),
-                        target.attr, literal_value(node.value)))
+                    self.option_sets.append(
+                        OptionSet(
+                            node.lineno,
+                            scope,
+                            _source_text(entry.value.value),
+                            literal_value(entry.slice),
+                            target.attr,
+                            literal_value(node.value),
+                        )
+                    )
 
     # --- expressions: every use of a recorded name, and the calls that may configure the NPU ---------------
 
@@ -253,8 +274,11 @@ class _Reader:
         the nodes inside a chain are never visited on their own."""
         self._bound: set[str] = set(self._bindings)
         self._free: dict[tuple[str, tuple[str, ...]], tuple[int, bool]] = {}
-        self._call_variables = {calls[0]: name for name, calls in self._assigned_calls.items()
-                                if len(calls) == 1 and self._bindings[name] == 1}
+        self._call_variables = {
+            calls[0]: name
+            for name, calls in self._assigned_calls.items()
+            if len(calls) == 1 and self._bindings[name] == 1
+        }
         recorded: set[int] = set()
         stack: list[ast.AST] = [tree]
         push, pop, use, bound = stack.append, stack.pop, self._use, self._bound
@@ -318,8 +342,9 @@ class _Reader:
 
     def _drop_local_calls(self, bound: set[str]) -> None:
         """Forget calls of names the file binds itself (loop variables, `with ... as`, arguments)."""
-        kept = {index: call for index, call in enumerate(self.calls)
-                if call.root in self.aliases or call.root not in bound}
+        kept = {
+            index: call for index, call in enumerate(self.calls) if call.root in self.aliases or call.root not in bound
+        }
         renumbered = {old: new for new, old in enumerate(kept)}
 
         def renumber(value: Value) -> Value:
@@ -330,10 +355,13 @@ class _Reader:
             dropped = self.calls[value.data]
             return Value("runtime", ".".join((dropped.root, *dropped.attributes)) + "(...)")
 
-        self.calls = [call._replace(args=tuple(map(renumber, call.args)),
-                                    keywords=tuple((name, renumber(value), line)
-                                                   for name, value, line in call.keywords))
-                      for call in kept.values()]
+        self.calls = [
+            call._replace(
+                args=tuple(map(renumber, call.args)),
+                keywords=tuple((name, renumber(value), line) for name, value, line in call.keywords),
+            )
+            for call in kept.values()
+        ]
 
     def _recordable(self, root: str) -> bool:
         targets = self.aliases.get(root)
@@ -347,11 +375,20 @@ class _Reader:
             return None
         recorded.add(id(node))
         args = tuple(self._argument(arg, recorded) for arg in node.args if type(arg) is not ast.Starred)
-        keywords = tuple((keyword.arg, self._argument(keyword.value, recorded), keyword.value.lineno)
-                         for keyword in node.keywords)
-        self.calls.append(Call(node.lineno, chain[0], chain[1], args, keywords,
-                               any(type(arg) is ast.Starred for arg in node.args),
-                               self._call_variables.get(id(node))))
+        keywords = tuple(
+            (keyword.arg, self._argument(keyword.value, recorded), keyword.value.lineno) for keyword in node.keywords
+        )
+        self.calls.append(
+            Call(
+                node.lineno,
+                chain[0],
+                chain[1],
+                args,
+                keywords,
+                any(type(arg) is ast.Starred for arg in node.args),
+                self._call_variables.get(id(node)),
+            )
+        )
         return len(self.calls) - 1
 
     def _argument(self, node: ast.expr, recorded: set[int]) -> Value:

@@ -15,8 +15,9 @@ def render_json(report: ScanReport) -> str:
 
 def render_text(report: ScanReport) -> str:
     """Scripts with something to say (blocked first), then the totals; scripts without findings are counted."""
-    listed = sorted((script for script in report.scripts if script.findings),
-                    key=lambda script: (-script.status, script.path))
+    listed = sorted(
+        (script for script in report.scripts if script.findings), key=lambda script: (-script.status, script.path)
+    )
     blocks = [_script_text(script) for script in listed]
     return "\n\n".join([*blocks, _totals_text(report)])
 
@@ -50,16 +51,21 @@ def _finding_text(finding: Finding) -> str:
 def _totals_text(report: ScanReport) -> str:
     totals = report.totals()
     quiet = totals["scripts"] - sum(bool(script.findings) for script in report.scripts)
-    lines = [f"{totals['scripts']} Python files on this host ({report.host}): {totals['ready']} ready, "
-             f"{totals['warning']} with warnings, {totals['blocked']} blocked"
-             + (f"; {quiet} without anything to port" if quiet else "")]
+    lines = [
+        f"{totals['scripts']} Python files on this host ({report.host}): {totals['ready']} ready, "
+        f"{totals['warning']} with warnings, {totals['blocked']} blocked"
+        + (f"; {quiet} without anything to port" if quiet else "")
+    ]
     if totals["blocked_by"]:
-        lines.append("  blocked by: " + ", ".join(f"{outcome} ({count})" for outcome, count in
-                                                    totals["blocked_by"].items()))
+        lines.append(
+            "  blocked by: " + ", ".join(f"{outcome} ({count})" for outcome, count in totals["blocked_by"].items())
+        )
     if totals["not_installed"]:
-        lines.append("  not installed here: " + ", ".join(f"{name} ({count})" for name, count in
-                                                           totals["not_installed"].items()))
+        lines.append(
+            "  not installed here: " + ", ".join(f"{name} ({count})" for name, count in totals["not_installed"].items())
+        )
     if totals["needs_tf1"]:
-        lines.append("  TF 1.15 scripts (run them with `python -m npu_bridge_compat run --tf1`): "
-                     f"{totals['needs_tf1']}")
+        lines.append(
+            f"  TF 1.15 scripts (run them with `python -m npu_bridge_compat run --tf1`): {totals['needs_tf1']}"
+        )
     return "\n".join(lines)

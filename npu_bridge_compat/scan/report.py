@@ -8,7 +8,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import enum
-from typing import Iterable
+from collections.abc import Iterable
 
 from npu_bridge_compat.host.report import IGNORED
 from npu_bridge_compat.options.spec import Effect
@@ -65,9 +65,16 @@ class Finding:
     suggestion: str | None = None  # the closest known name, for an unknown one
 
     def as_json(self) -> dict:
-        return {"line": self.line, "category": self.category.value, "name": self.name, "value": self.value,
-                "outcome": self.outcome, "severity": self.severity.label, "detail": self.detail,
-                "suggestion": self.suggestion}
+        return {
+            "line": self.line,
+            "category": self.category.value,
+            "name": self.name,
+            "value": self.value,
+            "outcome": self.outcome,
+            "severity": self.severity.label,
+            "detail": self.detail,
+            "suggestion": self.suggestion,
+        }
 
 
 @dataclasses.dataclass(frozen=True)
@@ -81,15 +88,20 @@ class ScriptReport:
 
     @property
     def needs_tf1(self) -> bool:
-        return any(finding.category is Category.TENSORFLOW and finding.severity < Severity.BLOCKED
-                   for finding in self.findings)
+        return any(
+            finding.category is Category.TENSORFLOW and finding.severity < Severity.BLOCKED for finding in self.findings
+        )
 
     def blockers(self) -> list[Finding]:
         return [finding for finding in self.findings if finding.severity is Severity.BLOCKED]
 
     def as_json(self) -> dict:
-        return {"path": self.path, "status": self.status.label, "needs_tf1": self.needs_tf1,
-                "findings": [finding.as_json() for finding in self.findings]}
+        return {
+            "path": self.path,
+            "status": self.status.label,
+            "needs_tf1": self.needs_tf1,
+            "findings": [finding.as_json() for finding in self.findings],
+        }
 
 
 @dataclasses.dataclass(frozen=True)
@@ -103,23 +115,37 @@ class ScanReport:
 
     def blocked_by(self) -> dict[str, int]:
         """Blocked scripts per outcome of their blocking findings (a script counts once per outcome)."""
-        return _by_count(outcome for script in self.scripts
-                         for outcome in {finding.outcome for finding in script.blockers()})
+        return _by_count(
+            outcome for script in self.scripts for outcome in {finding.outcome for finding in script.blockers()}
+        )
 
     def missing_packages(self) -> dict[str, int]:
         """Scripts per third-party package that is not installed here (required or optional)."""
-        return _by_count(name for script in self.scripts
-                         for name in {f.name for f in script.findings if f.outcome == Outcome.NOT_INSTALLED})
+        return _by_count(
+            name
+            for script in self.scripts
+            for name in {f.name for f in script.findings if f.outcome == Outcome.NOT_INSTALLED}
+        )
 
     def totals(self) -> dict:
-        return {"scripts": len(self.scripts), "ready": self.count(Severity.READY),
-                "warning": self.count(Severity.WARNING), "blocked": self.count(Severity.BLOCKED),
-                "needs_tf1": sum(script.needs_tf1 for script in self.scripts),
-                "blocked_by": self.blocked_by(), "not_installed": self.missing_packages()}
+        return {
+            "scripts": len(self.scripts),
+            "ready": self.count(Severity.READY),
+            "warning": self.count(Severity.WARNING),
+            "blocked": self.count(Severity.BLOCKED),
+            "needs_tf1": sum(script.needs_tf1 for script in self.scripts),
+            "blocked_by": self.blocked_by(),
+            "not_installed": self.missing_packages(),
+        }
 
     def as_json(self) -> dict:
-        return {"schema": "npu_bridge_compat.scan/1", "paths": list(self.paths), "host": self.host,
-                "totals": self.totals(), "scripts": [script.as_json() for script in self.scripts]}
+        return {
+            "schema": "npu_bridge_compat.scan/1",
+            "paths": list(self.paths),
+            "host": self.host,
+            "totals": self.totals(),
+            "scripts": [script.as_json() for script in self.scripts],
+        }
 
 
 def _by_count(items: Iterable[str]) -> dict[str, int]:

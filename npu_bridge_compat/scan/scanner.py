@@ -8,8 +8,9 @@ import logging
 import multiprocessing
 import os
 import warnings
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from typing import Callable, Iterator, NamedTuple, Sequence
+from typing import NamedTuple
 
 from npu_bridge_compat.host import HostFacts, detect_host
 from npu_bridge_compat.logs import TENSORFLOW_LOGGER
@@ -81,8 +82,12 @@ def default_workers() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
-def scan(paths: Sequence[str], host: HostFacts | None = None, progress: Callable[[int, int], None] | None = None,
-         workers: int | None = None) -> ScanReport:
+def scan(
+    paths: Sequence[str],
+    host: HostFacts | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    workers: int | None = None,
+) -> ScanReport:
     """Read and classify every Python file under `paths` (never executing them); `progress(done, total)` is
     called after each file."""
     by_path = {file.path: file for file in python_files(paths)}

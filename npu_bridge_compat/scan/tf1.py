@@ -41,8 +41,9 @@ def tf1_name_status(dotted: str) -> tuple[str, str]:
         return "works", f"tf.{rest} is tf.compat.v1.{rest} under `run --tf1` (TensorFlow 2.15 has no tf.{rest})"
     parts = dotted.split(".")
     found = next(cut for cut in range(len(parts) - 1, 0, -1) if tensorflow_has(".".join(parts[:cut])))
-    return "missing", (f"no {parts[found]} in {'.'.join(parts[:found])} (TensorFlow 2.15), nor under `run --tf1` "
-                       "(tf.compat.v1)")
+    return "missing", (
+        f"no {parts[found]} in {'.'.join(parts[:found])} (TensorFlow 2.15), nor under `run --tf1` (tf.compat.v1)"
+    )
 
 
 def classify_tf1_name(dotted: str) -> tuple[str, Severity, str]:

@@ -10,9 +10,9 @@ import json
 import os
 import time
 
-from npu_bridge.npu_init import *  # noqa: F401,F403 - the adapter's star import, as ported scripts have it
-from npu_bridge.hccl import hccl_ops
 import tensorflow as tf
+from npu_bridge.hccl import hccl_ops
+from npu_bridge.npu_init import *  # noqa: F401,F403 - the adapter's star import, as ported scripts have it
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--mode", choices=["session", "function", "stuck"], required=True)

@@ -8,14 +8,14 @@ reads a variable back from its checkpoint.
 Usage: dist_estimator_port.py MODEL_DIR ITERATIONS_PER_LOOP STEPS [shared]
 (rank r writes under MODEL_DIR/rank<r>; with `shared`, all ranks use MODEL_DIR)
 """
+
 import json
 import os
 import sys
 
+import dist_model
 import tensorflow as tf
 from npu_bridge.npu_init import *
-
-import dist_model
 
 rank, size = get_rank_id(), get_rank_size()
 shared = sys.argv[4:] == ["shared"]
@@ -33,15 +33,16 @@ class ReportHook(tf.compat.v1.train.SessionRunHook):
         self.steps.append(int(run_context.session.run(self.global_step)))
 
     def end(self, session):
-        print(json.dumps({"rank": rank, "global_steps": self.steps, "final": dist_model.weights(session)}),
-              flush=True)
+        print(json.dumps({"rank": rank, "global_steps": self.steps, "final": dist_model.weights(session)}), flush=True)
 
 
 def model_fn(features, labels, mode):
     loss = dist_model.loss_of(features, labels, seed=rank)
     if mode == tf.estimator.ModeKeys.EVAL:
         global_loss = hccl_ops.allreduce(loss, "sum") / size
-        return NPUEstimatorSpec(mode, loss=loss, eval_metric_ops={"global_loss": tf.compat.v1.metrics.mean(global_loss)})
+        return NPUEstimatorSpec(
+            mode, loss=loss, eval_metric_ops={"global_loss": tf.compat.v1.metrics.mean(global_loss)}
+        )
     optimizer = NPUDistributedOptimizer(tf.compat.v1.train.GradientDescentOptimizer(dist_model.LEARNING_RATE))
     train_op = optimizer.minimize(loss, global_step=tf.compat.v1.train.get_global_step())
     return NPUEstimatorSpec(mode, loss=loss, train_op=train_op)
@@ -52,6 +53,15 @@ estimator = NPUEstimator(model_fn=model_fn, config=config)
 estimator.train(lambda: dist_model.dataset(rank, size), max_steps=steps, hooks=[ReportHook()])
 checkpoints = sorted(os.listdir(model_dir)) if os.path.isdir(model_dir) else []
 evaluation = estimator.evaluate(lambda: dist_model.dataset(rank, size), steps=3)
-print(json.dumps({"rank": rank, "checkpoints": checkpoints, "evaluated_at": int(evaluation["global_step"]),
-                  "global_loss": float(evaluation["global_loss"]),
-                  "output_bias": estimator.get_variable_value("output/bias").tolist()}), flush=True)
+print(
+    json.dumps(
+        {
+            "rank": rank,
+            "checkpoints": checkpoints,
+            "evaluated_at": int(evaluation["global_step"]),
+            "global_loss": float(evaluation["global_loss"]),
+            "output_bias": estimator.get_variable_value("output/bias").tolist(),
+        }
+    ),
+    flush=True,
+)

@@ -7,14 +7,15 @@ evaluates (the loss all-reduced across the ranks).
 
 Usage: dist_keras_port.py STEPS ITERATIONS_PER_LOOP [MODEL_DIR]
 """
+
 import json
 import os
 import sys
 
+import dist_model
 import tensorflow as tf
 from npu_bridge.npu_init import *  # first: several ranks join TensorFlow's collective runtime here
 
-import dist_model
 from npu_bridge_compat.keras import NPUCallback
 
 steps, iterations = int(sys.argv[1]), int(sys.argv[2])
@@ -22,10 +23,14 @@ rank, size = get_rank_id(), get_rank_size()
 
 
 def built_model():
-    model = tf.keras.Sequential([
-        tf.keras.layers.Dense(8, activation="relu", kernel_initializer=tf.keras.initializers.GlorotUniform(seed=rank)),
-        tf.keras.layers.Dense(1, kernel_initializer=tf.keras.initializers.GlorotUniform(seed=rank + 1)),
-    ])
+    model = tf.keras.Sequential(
+        [
+            tf.keras.layers.Dense(
+                8, activation="relu", kernel_initializer=tf.keras.initializers.GlorotUniform(seed=rank)
+            ),
+            tf.keras.layers.Dense(1, kernel_initializer=tf.keras.initializers.GlorotUniform(seed=rank + 1)),
+        ]
+    )
     model.build([None, 4])
     return model
 
@@ -33,10 +38,24 @@ def built_model():
 model = built_model()
 own_initial = [w.tolist() for w in model.get_weights()]
 model.compile(optimizer=KerasDistributeOptimizer(tf.keras.optimizers.SGD(dist_model.LEARNING_RATE)), loss="mse")
-history = model.fit(dist_model.dataset(rank, size), epochs=1, steps_per_epoch=steps, verbose=0,
-                    callbacks=npu_callbacks_append([NPUCallback(iterations_per_loop=iterations)]))
-print(json.dumps({"rank": rank, "own_initial": own_initial, "iterations": int(model.optimizer.iterations.numpy()),
-                  "final": [w.tolist() for w in model.get_weights()]}), flush=True)
+history = model.fit(
+    dist_model.dataset(rank, size),
+    epochs=1,
+    steps_per_epoch=steps,
+    verbose=0,
+    callbacks=npu_callbacks_append([NPUCallback(iterations_per_loop=iterations)]),
+)
+print(
+    json.dumps(
+        {
+            "rank": rank,
+            "own_initial": own_initial,
+            "iterations": int(model.optimizer.iterations.numpy()),
+            "final": [w.tolist() for w in model.get_weights()],
+        }
+    ),
+    flush=True,
+)
 if len(sys.argv) > 3:
     path = os.path.join(sys.argv[3], f"rank{rank}", "weights.weights.h5")
     os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -46,5 +65,14 @@ if len(sys.argv) > 3:
     restored.compile(loss="mse")
     loss = restored.evaluate(dist_model.dataset(rank, size), steps=3, verbose=0)
     global_loss = float(hccl_ops.allreduce(tf.constant(loss, tf.float32), "sum").numpy()) / size
-    print(json.dumps({"rank": rank, "restored": [w.tolist() for w in restored.get_weights()],
-                      "global_loss": global_loss, "checkpoints": os.listdir(os.path.dirname(path))}), flush=True)
+    print(
+        json.dumps(
+            {
+                "rank": rank,
+                "restored": [w.tolist() for w in restored.get_weights()],
+                "global_loss": global_loss,
+                "checkpoints": os.listdir(os.path.dirname(path)),
+            }
+        ),
+        flush=True,
+    )

@@ -4,6 +4,7 @@ gradients). Prints one JSON line per rank: the final weights and the dtypes of t
 
 Usage: dist_mixed_precision_port.py MODEL_DIR ITERATIONS_PER_LOOP STEPS
 """
+
 import json
 import os
 import sys
@@ -21,8 +22,12 @@ TARGETS = np.random.RandomState(1).rand(64, 1).astype(np.float32)
 
 
 def input_fn():
-    return (tf.data.Dataset.from_tensor_slices((IMAGES, TARGETS)).shard(size, rank)
-            .batch(GLOBAL_BATCH // size, drop_remainder=True).repeat())
+    return (
+        tf.data.Dataset.from_tensor_slices((IMAGES, TARGETS))
+        .shard(size, rank)
+        .batch(GLOBAL_BATCH // size, drop_remainder=True)
+        .repeat()
+    )
 
 
 def model_fn(features, labels, mode):
@@ -50,8 +55,11 @@ class ExecutedConvolutions(tf.compat.v1.train.SessionRunHook):
 
     def after_run(self, run_context, run_values):
         for graph in run_values.run_metadata.partition_graphs:
-            self.dtypes |= {tf.dtypes.as_dtype(node.attr["T"].type).name for node in graph.node
-                            if "Conv2D" in node.op and "T" in node.attr}
+            self.dtypes |= {
+                tf.dtypes.as_dtype(node.attr["T"].type).name
+                for node in graph.node
+                if "Conv2D" in node.op and "T" in node.attr
+            }
 
     def end(self, session):
         variables = tf.compat.v1.trainable_variables()
@@ -59,6 +67,10 @@ class ExecutedConvolutions(tf.compat.v1.train.SessionRunHook):
         print(json.dumps({"rank": rank, "conv_dtypes": sorted(self.dtypes), "final": final}), flush=True)
 
 
-config = NPURunConfig(model_dir=model_dir, iterations_per_loop=iterations, precision_mode="allow_mix_precision",
-                      save_checkpoints_steps=steps)
+config = NPURunConfig(
+    model_dir=model_dir,
+    iterations_per_loop=iterations,
+    precision_mode="allow_mix_precision",
+    save_checkpoints_steps=steps,
+)
 NPUEstimator(model_fn=model_fn, config=config).train(input_fn, max_steps=steps, hooks=[ExecutedConvolutions()])

@@ -15,8 +15,12 @@ LABELS = FEATURES @ np.array([[1.0], [-2.0], [0.5], [3.0]], np.float32) + np.flo
 
 
 def dataset(rank, size, batch=BATCH):
-    return (v1.data.Dataset.from_tensor_slices((FEATURES, LABELS)).shard(size, rank)
-            .batch(batch, drop_remainder=True).repeat())
+    return (
+        v1.data.Dataset.from_tensor_slices((FEATURES, LABELS))
+        .shard(size, rank)
+        .batch(batch, drop_remainder=True)
+        .repeat()
+    )
 
 
 def loss_of(features, labels, seed):
@@ -25,8 +29,9 @@ def loss_of(features, labels, seed):
 
     def dense(inputs, units, name, kernel_seed, bias):
         with v1.variable_scope(name):
-            kernel = v1.get_variable("kernel", [inputs.shape[-1], units],
-                                     initializer=v1.glorot_uniform_initializer(seed=kernel_seed))
+            kernel = v1.get_variable(
+                "kernel", [inputs.shape[-1], units], initializer=v1.glorot_uniform_initializer(seed=kernel_seed)
+            )
             offset = v1.get_variable("bias", [units], initializer=v1.constant_initializer(bias))
         return v1.matmul(inputs, kernel) + offset
 
@@ -51,8 +56,9 @@ def reference(steps: int, size: int, initial: list | None = None) -> dict:
         with v1.Session() as session:
             session.run(v1.global_variables_initializer())
             if initial is not None:
-                session.run([v.assign(np.array(value, np.float32))
-                             for v, value in zip(v1.trainable_variables(), initial)])
+                session.run(
+                    [v.assign(np.array(value, np.float32)) for v, value in zip(v1.trainable_variables(), initial)]
+                )
             for _ in range(steps):
                 session.run(train)
             return weights(session)

@@ -6,18 +6,18 @@ Then, as 8p scripts do, each rank saves into its own model_dir, restores from it
 
 Usage: dist_session_port.py [--forever] [MODEL_DIR]   (--forever: keep training until stopped, printing each run)
 """
-import os
+
 import json
+import os
 import sys
 
+import dist_model
 import numpy as np
 import tensorflow as tf
-from npu_bridge.npu_init import *
-from npu_bridge.hccl import hccl_ops
-from npu_bridge.estimator.npu.npu_hook import broadcast_global_variables
 from hccl.manage.api import create_group, get_group_rank_from_world_rank, get_rank_id, get_rank_size
-
-import dist_model
+from npu_bridge.estimator.npu.npu_hook import broadcast_global_variables
+from npu_bridge.hccl import hccl_ops
+from npu_bridge.npu_init import *
 
 rank, size = get_rank_id(), get_rank_size()
 last = size - 1
@@ -29,20 +29,26 @@ checks = {reduction: hccl_ops.allreduce(x, reduction) for reduction in ("sum", "
 checks["allgather"] = hccl_ops.allgather(x, size)
 checks["broadcast"] = hccl_ops.broadcast([x], root_rank=1)[0]
 checks["reduce"] = hccl_ops.reduce(x, "sum", root_rank=0)
-checks["reduce_scatter"] = hccl_ops.reduce_scatter(tf.reshape(tf.range(2.0 * size), [2 * size, 1]) * (rank + 1),
-                                                   "sum", size)
+checks["reduce_scatter"] = hccl_ops.reduce_scatter(
+    tf.reshape(tf.range(2.0 * size), [2 * size, 1]) * (rank + 1), "sum", size
+)
 checks["int_sum"] = hccl_ops.allreduce(tf.constant([rank], tf.int8), "sum")
 # all_to_all_v: rank r sends j + 1 copies of 100 r + j to rank j.
 sends = [np.full(j + 1, 100 * rank + j, np.float32) for j in range(size)]
 checks["all_to_all_v"] = hccl_ops.all_to_all_v(
-    tf.constant(np.concatenate(sends)), tf.constant([j + 1 for j in range(size)], tf.int64),
+    tf.constant(np.concatenate(sends)),
+    tf.constant([j + 1 for j in range(size)], tf.int64),
     tf.constant(np.cumsum([0] + [j + 1 for j in range(size)])[:-1], tf.int64),
-    tf.constant([rank + 1] * size, tf.int64), tf.constant([i * (rank + 1) for i in range(size)], tf.int64))
+    tf.constant([rank + 1] * size, tf.int64),
+    tf.constant([i * (rank + 1) for i in range(size)], tf.int64),
+)
 # all_to_all_v_c: rank i sends i + j + 1 copies of 100 i + j to rank j.
 matrix = [[i + j + 1 for j in range(size)] for i in range(size)]
 checks["all_to_all_v_c"] = hccl_ops.all_to_all_v_c(
     tf.constant(np.concatenate([np.full(matrix[rank][j], 100 * rank + j, np.float32) for j in range(size)])),
-    tf.constant(matrix, tf.int64), rank)
+    tf.constant(matrix, tf.int64),
+    rank,
+)
 if rank in (0, last):  # only the group's members build its collectives
     create_group("ends", 2, [0, last])
     report["group_rank"] = get_group_rank_from_world_rank(rank, "ends")
@@ -75,8 +81,9 @@ with tf.Graph().as_default():
         model_dirs = [argument for argument in sys.argv[1:] if not argument.startswith("--")]
         if model_dirs:
             os.makedirs(os.path.join(model_dirs[0], f"rank{rank}"), exist_ok=True)
-            saved = tf.train.Saver().save(sess, os.path.join(model_dirs[0], f"rank{rank}", "model.ckpt"),
-                                          global_step=global_step)
+            saved = tf.train.Saver().save(
+                sess, os.path.join(model_dirs[0], f"rank{rank}", "model.ckpt"), global_step=global_step
+            )
         print(json.dumps(report), flush=True)
         while "--forever" in sys.argv:
             print("trained to step", sess.run([loop, global_step])[1], flush=True)
@@ -88,6 +95,14 @@ if model_dirs:  # evaluate on every rank from its own checkpoint
         global_loss = hccl_ops.allreduce(loss, "sum") / size
         with tf.Session() as sess:
             tf.train.Saver().restore(sess, tf.train.latest_checkpoint(os.path.dirname(saved)))
-            print(json.dumps({"rank": rank, "restored": dist_model.weights(sess),
-                              "global_loss": float(sess.run(global_loss)),
-                              "checkpoints": sorted(os.listdir(os.path.dirname(saved)))}), flush=True)
+            print(
+                json.dumps(
+                    {
+                        "rank": rank,
+                        "restored": dist_model.weights(sess),
+                        "global_loss": float(sess.run(global_loss)),
+                        "checkpoints": sorted(os.listdir(os.path.dirname(saved))),
+                    }
+                ),
+                flush=True,
+            )

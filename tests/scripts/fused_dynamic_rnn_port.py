@@ -1,5 +1,6 @@
 """A TF 1.15 script ported to Ascend: an LSTM built with the adapter's fused DynamicRNN (forget_bias=1.0, as
 ModelZoo's scripts pass) learns to sum a sequence, with data dumps on; run with `run --tf1 SCRIPT DUMP_PATH`."""
+
 import json
 import os
 import sys
@@ -15,7 +16,8 @@ rng = np.random.RandomState(0)
 inputs = rng.uniform(-1, 1, size=(512, steps, features)).astype(np.float32)
 targets = inputs.sum(axis=(1, 2))[:, None].astype(np.float32)
 x, y = tf.data.make_one_shot_iterator(
-    tf.data.Dataset.from_tensor_slices((inputs, targets)).repeat().batch(batch, drop_remainder=True)).get_next()
+    tf.data.Dataset.from_tensor_slices((inputs, targets)).repeat().batch(batch, drop_remainder=True)
+).get_next()
 
 with tf.variable_scope("rnn"):
     lstm = DynamicRNN(hidden_size=16, dtype=tf.float32, forget_bias=1.0)

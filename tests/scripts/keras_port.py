@@ -1,4 +1,5 @@
 """A ported graph-mode Keras script using set_keras_session_npu_config."""
+
 import numpy as np
 import tensorflow as tf
 from npu_bridge.npu_init import *

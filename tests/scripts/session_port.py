@@ -1,14 +1,16 @@
 """A ported sess.run script: npu_config_proto, custom_op options, mixed compute, set_iteration_per_loop."""
+
 import numpy as np
 import tensorflow as tf
-from npu_bridge.npu_init import *
 from npu_bridge.estimator.npu import npu_scope
+from npu_bridge.npu_init import *
 
 tf = tf.compat.v1
 tf.disable_eager_execution()
 features = np.random.RandomState(0).randn(256, 4).astype(np.float32)
 iterator = tf.data.make_initializable_iterator(
-    tf.data.Dataset.from_tensor_slices((features, features[:, :1])).repeat().batch(8))
+    tf.data.Dataset.from_tensor_slices((features, features[:, :1])).repeat().batch(8)
+)
 x, y = iterator.get_next()
 with npu_scope.without_npu_compile_scope():
     x = tf.identity(x, name="host_side")

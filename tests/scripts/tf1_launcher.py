@@ -1,4 +1,5 @@
 """A launcher as ported programs often have: it runs the training script beside it with runpy."""
+
 import os
 import runpy
 import sys

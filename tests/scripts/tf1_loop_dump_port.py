@@ -1,4 +1,5 @@
 """A TF 1.15 session script with a v1 tf.cond, N steps per run and data dumps; run with `run --tf1`."""
+
 import json
 import os
 import sys
@@ -11,7 +12,8 @@ from npu_bridge.npu_init import *
 dump_path = sys.argv[1]
 data = np.random.RandomState(0).randn(32, 4).astype(np.float32)
 batch, labels = tf.data.make_one_shot_iterator(
-    tf.data.Dataset.from_tensor_slices((data, data[:, :1])).repeat().batch(4)).get_next()
+    tf.data.Dataset.from_tensor_slices((data, data[:, :1])).repeat().batch(4)
+).get_next()
 prediction = tf.layers.dense(batch, 1)
 prediction = tf.cond(tf.reduce_sum(prediction) > 0, lambda: prediction * 2.0, lambda: prediction - 1.0)
 loss = tf.reduce_mean(tf.square(prediction - labels), name="loss")

@@ -1,4 +1,5 @@
 """A TF 1.15 script (tf.Session, tf.placeholder, tf.layers), ported with npu_init; run with `run --tf1`."""
+
 import numpy as np
 import tensorflow as tf
 from npu_bridge.npu_init import *
@@ -22,4 +23,9 @@ with tf.Session(config=config) as sess:
     sess.run(tf.global_variables_initializer())
     for _ in range(5):
         sess.run(train_op, {x: data, y: data[:, :1]})
-    print("global_step", sess.run(global_step), "ops", sorted({op.type for op in tf.get_default_graph().get_operations() if "BatchNorm" in op.type}))
+    print(
+        "global_step",
+        sess.run(global_step),
+        "ops",
+        sorted({op.type for op in tf.get_default_graph().get_operations() if "BatchNorm" in op.type}),
+    )

@@ -2,6 +2,7 @@
 (`seq_model`, on PYTHONPATH); run through tf1_launcher.py with `run --tf1 LAUNCHER MODEL_DIR HPARAMS`.
 Prints one JSON line for the test.
 """
+
 import json
 import os
 import sys
@@ -25,11 +26,21 @@ with tf.Session() as sess:
     sess.run(tf.global_variables_initializer())
     losses = []
     for step in range(hparams.steps):
-        batch = data[(step * hparams.batch_size) % len(data):][:hparams.batch_size]
+        batch = data[(step * hparams.batch_size) % len(data) :][: hparams.batch_size]
         losses.append(float(sess.run([loss, train_op], {ids: batch, targets: batch % 2})[0]))
     checkpoint = saver.save(sess, os.path.join(model_dir, "model.ckpt"), global_step=global_step)
     step = int(sess.run(global_step))
 
-print(json.dumps({"global_step": step, "losses": losses, "checkpoint": checkpoint, "hparams": hparams.to_json(),
-                  "model_tf": seq_model.TF_NAME, "library_tf": installed_library.tf.__name__,
-                  "floatx": seq_model.FLOATX}))
+print(
+    json.dumps(
+        {
+            "global_step": step,
+            "losses": losses,
+            "checkpoint": checkpoint,
+            "hparams": hparams.to_json(),
+            "model_tf": seq_model.TF_NAME,
+            "library_tf": installed_library.tf.__name__,
+            "floatx": seq_model.FLOATX,
+        }
+    )
+)

@@ -3,6 +3,7 @@
 TPUEstimatorSpec, RunConfig, TPUConfig and CrossShardOptimizer, and NPUDistributedOptimizer from the adapter's
 old tensorflow.contrib.offline_train path. Prints one JSON line for the test.
 """
+
 import json
 import sys
 
@@ -16,8 +17,9 @@ mnist = input_data.read_data_sets(data_dir, one_hot=False, validation_size=8)
 
 def input_fn(params):
     dataset = tf.data.Dataset.from_tensor_slices((mnist.train.images, mnist.train.labels.astype("int32")))
-    return dataset.repeat().apply(tf.contrib.data.map_and_batch(lambda x, y: (x, y), params["batch_size"],
-                                                                drop_remainder=True))
+    return dataset.repeat().apply(
+        tf.contrib.data.map_and_batch(lambda x, y: (x, y), params["batch_size"], drop_remainder=True)
+    )
 
 
 def metric_fn(labels, logits):
@@ -36,15 +38,28 @@ def model_fn(features, labels, mode, params):
 
 
 config = tf.contrib.tpu.RunConfig(
-    model_dir=model_dir, save_checkpoints_steps=10,
-    tpu_config=tf.contrib.tpu.TPUConfig(iterations_per_loop=5, num_shards=1,
-                                        per_host_input_for_training=tf.contrib.tpu.InputPipelineConfig.PER_HOST_V2))
-estimator = tf.contrib.tpu.TPUEstimator(model_fn=model_fn, config=config, use_tpu=True, train_batch_size=16,
-                                        eval_batch_size=16)
+    model_dir=model_dir,
+    save_checkpoints_steps=10,
+    tpu_config=tf.contrib.tpu.TPUConfig(
+        iterations_per_loop=5, num_shards=1, per_host_input_for_training=tf.contrib.tpu.InputPipelineConfig.PER_HOST_V2
+    ),
+)
+estimator = tf.contrib.tpu.TPUEstimator(
+    model_fn=model_fn, config=config, use_tpu=True, train_batch_size=16, eval_batch_size=16
+)
 estimator.train(input_fn, max_steps=1)
 before = estimator.evaluate(input_fn, steps=2)
 estimator.train(input_fn, max_steps=30)
 after = estimator.evaluate(input_fn, steps=2)
-print(json.dumps({"global_step": int(after["global_step"]), "loss_before": float(before["loss"]),
-                  "loss_after": float(after["loss"]), "accuracy_after": float(after["accuracy"]),
-                  "train_examples": mnist.train.num_examples, "validation_examples": mnist.validation.num_examples}))
+print(
+    json.dumps(
+        {
+            "global_step": int(after["global_step"]),
+            "loss_before": float(before["loss"]),
+            "loss_after": float(after["loss"]),
+            "accuracy_after": float(after["accuracy"]),
+            "train_examples": mnist.train.num_examples,
+            "validation_examples": mnist.validation.num_examples,
+        }
+    )
+)

@@ -36,8 +36,9 @@ def install_tf1_world() -> None:
         return
     real = importlib.util.find_spec("tensorflow.contrib")
     if real is not None:
-        raise NpuConfigError(f"this TensorFlow has its own tensorflow.contrib ({real.origin}); npu_bridge_compat "
-                             "will not shadow it.")
+        raise NpuConfigError(
+            f"this TensorFlow has its own tensorflow.contrib ({real.origin}); npu_bridge_compat will not shadow it."
+        )
     sys.meta_path.insert(0, _finder)
     import tensorflow as tf
 

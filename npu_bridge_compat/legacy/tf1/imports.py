@@ -30,7 +30,7 @@ _PER_IMPORTER_ROOTS = tuple(root for root in ROOTS if root.startswith("python.")
 _installed = False
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _library_roots() -> tuple[str, ...]:
     """The Python installation, site-packages and npu_bridge_compat itself: code that keeps TensorFlow 2."""
     paths = sysconfig.get_paths()
@@ -41,7 +41,7 @@ def _library_roots() -> tuple[str, ...]:
     return tuple(os.path.abspath(root) + os.sep for root in roots)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def sees_tf1(filename: str) -> bool:
     """Whether the module in `filename` is the user's program (TF 1.15 view) rather than an installed library."""
     path = os.path.abspath(filename)

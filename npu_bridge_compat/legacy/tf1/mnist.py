@@ -16,8 +16,15 @@ from typing import IO
 
 import numpy as np
 
-__all__ = ["DataSet", "Datasets", "dense_to_one_hot", "extract_images", "extract_labels", "load_mnist",
-           "read_data_sets"]
+__all__ = [
+    "DataSet",
+    "Datasets",
+    "dense_to_one_hot",
+    "extract_images",
+    "extract_labels",
+    "load_mnist",
+    "read_data_sets",
+]
 
 TRAIN_IMAGES = "train-images-idx3-ubyte.gz"
 TRAIN_LABELS = "train-labels-idx1-ubyte.gz"
@@ -72,8 +79,16 @@ def dense_to_one_hot(labels_dense: np.ndarray, num_classes: int) -> np.ndarray:
 class DataSet:
     """Images and labels in memory, served in shuffled batches epoch after epoch."""
 
-    def __init__(self, images, labels, fake_data: bool = False, one_hot: bool = False, dtype=np.float32,
-                 reshape: bool = True, seed=None) -> None:
+    def __init__(
+        self,
+        images,
+        labels,
+        fake_data: bool = False,
+        one_hot: bool = False,
+        dtype=np.float32,
+        reshape: bool = True,
+        seed=None,
+    ) -> None:
         dtype = np.dtype(getattr(dtype, "as_numpy_dtype", dtype))
         if dtype not in (np.uint8, np.float32):
             raise TypeError(f"Invalid image dtype {dtype!r}, expected uint8 or float32")
@@ -115,25 +130,26 @@ class DataSet:
             self._shuffle()
         if start + batch_size <= self._num_examples:
             self._index_in_epoch += batch_size
-            return self._images[start:self._index_in_epoch], self._labels[start:self._index_in_epoch]
+            return self._images[start : self._index_in_epoch], self._labels[start : self._index_in_epoch]
         self._epochs_completed += 1
         rest_images, rest_labels = self._images[start:], self._labels[start:]
         if shuffle:
             self._shuffle()
         self._index_in_epoch = batch_size - len(rest_images)
         end = self._index_in_epoch
-        return (np.concatenate((rest_images, self._images[:end])),
-                np.concatenate((rest_labels, self._labels[:end])))
+        return (np.concatenate((rest_images, self._images[:end])), np.concatenate((rest_labels, self._labels[:end])))
 
 
 def _local_file(train_dir: str, name: str) -> str:
-    for candidate in (name, name[:-len(".gz")]):
+    for candidate in (name, name[: -len(".gz")]):
         path = os.path.join(train_dir, candidate)
         if os.path.isfile(path):
             return path
-    raise FileNotFoundError(f"MNIST file {name} (or {name[:-len('.gz')]}) not found in {os.path.abspath(train_dir)}; "
-                            f"npu_bridge_compat reads local files only and downloads nothing: put {TRAIN_IMAGES}, "
-                            f"{TRAIN_LABELS}, {TEST_IMAGES} and {TEST_LABELS} there")
+    raise FileNotFoundError(
+        f"MNIST file {name} (or {name[: -len('.gz')]}) not found in {os.path.abspath(train_dir)}; "
+        f"npu_bridge_compat reads local files only and downloads nothing: put {TRAIN_IMAGES}, "
+        f"{TRAIN_LABELS}, {TEST_IMAGES} and {TEST_LABELS} there"
+    )
 
 
 def _read(train_dir: str, name: str, extract, **kwargs) -> np.ndarray:
@@ -141,14 +157,24 @@ def _read(train_dir: str, name: str, extract, **kwargs) -> np.ndarray:
         return extract(stream, **kwargs)
 
 
-def read_data_sets(train_dir: str, fake_data: bool = False, one_hot: bool = False, dtype=np.float32,
-                   reshape: bool = True, validation_size: int = 5000, seed=None, source_url=None) -> Datasets:
+def read_data_sets(
+    train_dir: str,
+    fake_data: bool = False,
+    one_hot: bool = False,
+    dtype=np.float32,
+    reshape: bool = True,
+    validation_size: int = 5000,
+    seed=None,
+    source_url=None,
+) -> Datasets:
     """MNIST's train / validation / test DataSets from the files in `train_dir` (the first `validation_size`
     training examples form the validation set). `source_url` is accepted and ignored: nothing is downloaded."""
     options = {"dtype": dtype, "reshape": reshape, "seed": seed}
     if fake_data:
+
         def fake() -> DataSet:
             return DataSet([], [], fake_data=True, one_hot=one_hot, **options)
+
         return Datasets(train=fake(), validation=fake(), test=fake())
     train_images = _read(train_dir, TRAIN_IMAGES, extract_images)
     train_labels = _read(train_dir, TRAIN_LABELS, extract_labels, one_hot=one_hot)
@@ -156,9 +182,11 @@ def read_data_sets(train_dir: str, fake_data: bool = False, one_hot: bool = Fals
     test_labels = _read(train_dir, TEST_LABELS, extract_labels, one_hot=one_hot)
     if not 0 <= validation_size <= len(train_images):
         raise ValueError(f"Validation size should be between 0 and {len(train_images)}. Received: {validation_size}.")
-    return Datasets(train=DataSet(train_images[validation_size:], train_labels[validation_size:], **options),
-                    validation=DataSet(train_images[:validation_size], train_labels[:validation_size], **options),
-                    test=DataSet(test_images, test_labels, **options))
+    return Datasets(
+        train=DataSet(train_images[validation_size:], train_labels[validation_size:], **options),
+        validation=DataSet(train_images[:validation_size], train_labels[:validation_size], **options),
+        test=DataSet(test_images, test_labels, **options),
+    )
 
 
 def load_mnist(train_dir: str = "MNIST-data") -> Datasets:

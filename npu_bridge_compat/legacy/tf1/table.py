@@ -10,8 +10,8 @@ differently from TF 1.15 say how in `differs`; that sentence is the warning, the
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 
 # The trees of `tensorflow.` that this table answers for. TF 1.15's private modules (`python.*`) are answered for
 # the user's program only: TensorFlow's own code keeps importing its real ones.
@@ -35,27 +35,56 @@ class Module:
 
 TPU_ONLY = "it runs only on a TPU"
 FEATURE_COLUMNS = "contrib's feature columns were removed; tf.compat.v1.feature_column has a different API"
-KERAS_ONLY_SEQ2SEQ = ("contrib.seq2seq's decoders and attention exist on TensorFlow 2 only as Keras classes "
-                      "(tensorflow-addons' tfa.seq2seq), not as TF1 graph-mode objects")
+KERAS_ONLY_SEQ2SEQ = (
+    "contrib.seq2seq's decoders and attention exist on TensorFlow 2 only as Keras classes "
+    "(tensorflow-addons' tfa.seq2seq), not as TF1 graph-mode objects"
+)
 FUSED_RNN = "contrib's fused RNN kernels were removed; tf.compat.v1.nn.rnn_cell.LSTMCell / GRUCell compute the same"
-QUANTIZE = ("the graph rewrite for quantization-aware training was removed; tensorflow-model-optimization does it "
-            "for Keras models only")
+QUANTIZE = (
+    "the graph rewrite for quantization-aware training was removed; tensorflow-model-optimization does it "
+    "for Keras models only"
+)
 
 _LAYERS = Module(
-    sources=("tf_slim.layers", "tf_slim.layers.initializers", "tf_slim.layers.regularizers",
-             "tf_slim.layers.optimizers", "tf_slim.layers.summaries"),
+    sources=(
+        "tf_slim.layers",
+        "tf_slim.layers.initializers",
+        "tf_slim.layers.regularizers",
+        "tf_slim.layers.optimizers",
+        "tf_slim.layers.summaries",
+    ),
     names={"safe_embedding_lookup_sparse": "tensorflow.compat.v1.nn.safe_embedding_lookup_sparse"},
-    missing={name: FEATURE_COLUMNS for name in (
-        "real_valued_column", "sparse_column_with_hash_bucket", "sparse_column_with_keys",
-        "sparse_column_with_integerized_feature", "embedding_column", "bucketized_column", "crossed_column",
-        "one_hot_column", "weighted_sparse_column", "shared_embedding_columns", "scattered_embedding_column",
-        "input_from_feature_columns", "transform_features", "parse_feature_columns_from_examples",
-        "weighted_sum_from_feature_columns", "joint_weighted_sum_from_feature_columns", "check_feature_columns",
-        "create_feature_spec_for_parsing", "infer_real_valued_columns", "sequence_input_from_feature_columns",
-        "make_place_holder_tensors_for_base_features")} | {
+    missing={
+        name: FEATURE_COLUMNS
+        for name in (
+            "real_valued_column",
+            "sparse_column_with_hash_bucket",
+            "sparse_column_with_keys",
+            "sparse_column_with_integerized_feature",
+            "embedding_column",
+            "bucketized_column",
+            "crossed_column",
+            "one_hot_column",
+            "weighted_sparse_column",
+            "shared_embedding_columns",
+            "scattered_embedding_column",
+            "input_from_feature_columns",
+            "transform_features",
+            "parse_feature_columns_from_examples",
+            "weighted_sum_from_feature_columns",
+            "joint_weighted_sum_from_feature_columns",
+            "check_feature_columns",
+            "create_feature_spec_for_parsing",
+            "infer_real_valued_columns",
+            "sequence_input_from_feature_columns",
+            "make_place_holder_tensors_for_base_features",
+        )
+    }
+    | {
         "embed_sequence": "removed with contrib; tf.compat.v1.nn.embedding_lookup on a variable does the same",
         "bow_encoder": "removed with contrib",
-        "embedding_lookup_unique": "removed with contrib; tf.compat.v1.nn.embedding_lookup does the lookup"},
+        "embedding_lookup_unique": "removed with contrib; tf.compat.v1.nn.embedding_lookup does the lookup",
+    },
     note="tf_slim.layers (with its initializers, regularizers, optimizers and summaries)",
 )
 _FRAMEWORK_SOURCES = ("tf_slim.ops.arg_scope", "tf_slim.ops.variables")
@@ -70,8 +99,9 @@ _FRAMEWORK_NAMES = {
     "sort": "tensorflow.sort",
     "argsort": "tensorflow.argsort",
     "smart_cond": "tensorflow.python.framework.smart_cond.smart_cond",
-    "convert_to_tensor_or_sparse_tensor":
-        "tensorflow.python.framework.sparse_tensor.convert_to_tensor_or_sparse_tensor",
+    "convert_to_tensor_or_sparse_tensor": (
+        "tensorflow.python.framework.sparse_tensor.convert_to_tensor_or_sparse_tensor"
+    ),
     "deprecated": "tensorflow.python.util.deprecation.deprecated",
     "deprecated_args": "tensorflow.python.util.deprecation.deprecated_args",
     "py_func": "tensorflow.compat.v1.py_func",
@@ -85,49 +115,159 @@ _RNN_NAMES = {
     "stack_bidirectional_dynamic_rnn": f"{LOCAL}.rnn.stack_bidirectional_dynamic_rnn",
     "stack_bidirectional_rnn": f"{LOCAL}.rnn.stack_bidirectional_rnn",
 }
-_RNN_MISSING = {name: FUSED_RNN for name in (
-    "LSTMBlockCell", "LSTMBlockFusedCell", "LSTMBlockWrapper", "GRUBlockCell", "GRUBlockCellV2",
-    "CudnnCompatibleLSTMCell", "CudnnCompatibleGRUCell")} | {name: "removed with contrib" for name in (
-    "LayerNormBasicLSTMCell", "AttentionCellWrapper", "CoupledInputForgetGateLSTMCell", "HighwayWrapper",
-    "IndyLSTMCell", "IndyGRUCell", "NASCell", "UGRNNCell", "IntersectionRNNCell", "PhasedLSTMCell", "ConvLSTMCell",
-    "Conv1DLSTMCell", "Conv2DLSTMCell", "Conv3DLSTMCell", "GridLSTMCell", "BidirectionalGridLSTMCell",
-    "TimeFreqLSTMCell", "GLSTMCell", "LayerNormLSTMCell", "SRUCell", "EmbeddingWrapper", "InputProjectionWrapper",
-    "OutputProjectionWrapper", "CompiledWrapper")}
+_RNN_MISSING = {
+    name: FUSED_RNN
+    for name in (
+        "LSTMBlockCell",
+        "LSTMBlockFusedCell",
+        "LSTMBlockWrapper",
+        "GRUBlockCell",
+        "GRUBlockCellV2",
+        "CudnnCompatibleLSTMCell",
+        "CudnnCompatibleGRUCell",
+    )
+} | {
+    name: "removed with contrib"
+    for name in (
+        "LayerNormBasicLSTMCell",
+        "AttentionCellWrapper",
+        "CoupledInputForgetGateLSTMCell",
+        "HighwayWrapper",
+        "IndyLSTMCell",
+        "IndyGRUCell",
+        "NASCell",
+        "UGRNNCell",
+        "IntersectionRNNCell",
+        "PhasedLSTMCell",
+        "ConvLSTMCell",
+        "Conv1DLSTMCell",
+        "Conv2DLSTMCell",
+        "Conv3DLSTMCell",
+        "GridLSTMCell",
+        "BidirectionalGridLSTMCell",
+        "TimeFreqLSTMCell",
+        "GLSTMCell",
+        "LayerNormLSTMCell",
+        "SRUCell",
+        "EmbeddingWrapper",
+        "InputProjectionWrapper",
+        "OutputProjectionWrapper",
+        "CompiledWrapper",
+    )
+}
 _TRAINING_SOURCES = ("tf_slim.training.evaluation", "tf_slim.training.training", f"{LOCAL}.training")
-_TRAINING_MISSING = {name: "removed with contrib; tf.data does input pipelines on TensorFlow 2" for name in (
-    "bucket_by_sequence_length", "batch_sequences_with_states", "stratified_sample", "rejection_sample",
-    "FeedingQueueRunner", "SequenceQueueingStateSaver", "NextQueuedSequenceBatch", "resample_at_rate",
-    "weighted_resample")}
+_TRAINING_MISSING = {
+    name: "removed with contrib; tf.data does input pipelines on TensorFlow 2"
+    for name in (
+        "bucket_by_sequence_length",
+        "batch_sequences_with_states",
+        "stratified_sample",
+        "rejection_sample",
+        "FeedingQueueRunner",
+        "SequenceQueueingStateSaver",
+        "NextQueuedSequenceBatch",
+        "resample_at_rate",
+        "weighted_resample",
+    )
+}
 _TPU_DIFFERS = {
     "TPUEstimator": "runs with use_tpu=False (eval_on_tpu and export_to_tpu off too): model_fn trains on this "
-                    "host's CPU/GPU, one step per session run",
+    "host's CPU/GPU, one step per session run",
     "CrossShardOptimizer": "one shard on a host: it is the wrapped optimizer itself (no cross-shard gradient sum)",
 }
 _TPU_LOCAL = {"TPUEstimator": f"{LOCAL}.tpu.TPUEstimator", "CrossShardOptimizer": f"{LOCAL}.tpu.CrossShardOptimizer"}
-_TPU_MISSING = {name: TPU_ONLY for name in (
-    "replicate", "shard", "rewrite", "batch_parallel", "cross_replica_sum", "initialize_system", "shutdown_system",
-    "keras_to_tpu_model", "TPUDistributionStrategy", "InfeedQueue", "tpu_ops")}
+_TPU_MISSING = {
+    name: TPU_ONLY
+    for name in (
+        "replicate",
+        "shard",
+        "rewrite",
+        "batch_parallel",
+        "cross_replica_sum",
+        "initialize_system",
+        "shutdown_system",
+        "keras_to_tpu_model",
+        "TPUDistributionStrategy",
+        "InfeedQueue",
+        "tpu_ops",
+    )
+}
 _SEQ2SEQ_NAMES = {"sequence_loss": f"{LOCAL}.seq2seq.sequence_loss", "tile_batch": f"{LOCAL}.seq2seq.tile_batch"}
-_SEQ2SEQ_MISSING = {name: KERAS_ONLY_SEQ2SEQ for name in (
-    "dynamic_decode", "BasicDecoder", "BasicDecoderOutput", "BeamSearchDecoder", "BeamSearchDecoderOutput",
-    "FinalBeamSearchDecoderOutput", "Decoder", "AttentionWrapper", "AttentionWrapperState", "AttentionMechanism",
-    "BahdanauAttention", "BahdanauMonotonicAttention", "LuongAttention", "LuongMonotonicAttention",
-    "TrainingHelper", "GreedyEmbeddingHelper", "SampleEmbeddingHelper", "ScheduledEmbeddingTrainingHelper",
-    "ScheduledOutputTrainingHelper", "InferenceHelper", "CustomHelper", "Helper", "gather_tree", "hardmax",
-    "safe_cumprod", "monotonic_attention")}
-_IMAGE_NAMES = {name: f"{LOCAL}.image.{name}" for name in (
-    "transform", "rotate", "translate", "angles_to_projective_transforms", "translations_to_projective_transforms",
-    "compose_transforms", "flat_transforms_to_matrices", "matrices_to_flat_transforms", "random_hsv_in_yiq",
-    "adjust_hsv_in_yiq")}
-_IMAGE_MISSING = {name: "removed with contrib (tensorflow-addons' tfa.image has TF2 versions)" for name in (
-    "connected_components", "dense_image_warp", "interpolate_spline", "sparse_image_warp", "bipartite_match",
-    "single_image_random_dot_stereograms", "ImageProjectiveTransform", "image_logits")}
-_MNIST = Module(sources=(MNIST,), note="local MNIST files, no download",
-                differs={"read_data_sets": "reads the MNIST files in train_dir and downloads nothing; batches shuffle "
-                                           "with the DataSet's own random state, not numpy's global one"})
-_DATASETS_BASE = Module(names={"Datasets": f"{MNIST}.Datasets"},
-                        missing={"maybe_download": "npu_bridge_compat downloads nothing; put the files in place",
-                                 "load_iris": "removed with contrib", "load_boston": "removed with contrib"})
+_SEQ2SEQ_MISSING = {
+    name: KERAS_ONLY_SEQ2SEQ
+    for name in (
+        "dynamic_decode",
+        "BasicDecoder",
+        "BasicDecoderOutput",
+        "BeamSearchDecoder",
+        "BeamSearchDecoderOutput",
+        "FinalBeamSearchDecoderOutput",
+        "Decoder",
+        "AttentionWrapper",
+        "AttentionWrapperState",
+        "AttentionMechanism",
+        "BahdanauAttention",
+        "BahdanauMonotonicAttention",
+        "LuongAttention",
+        "LuongMonotonicAttention",
+        "TrainingHelper",
+        "GreedyEmbeddingHelper",
+        "SampleEmbeddingHelper",
+        "ScheduledEmbeddingTrainingHelper",
+        "ScheduledOutputTrainingHelper",
+        "InferenceHelper",
+        "CustomHelper",
+        "Helper",
+        "gather_tree",
+        "hardmax",
+        "safe_cumprod",
+        "monotonic_attention",
+    )
+}
+_IMAGE_NAMES = {
+    name: f"{LOCAL}.image.{name}"
+    for name in (
+        "transform",
+        "rotate",
+        "translate",
+        "angles_to_projective_transforms",
+        "translations_to_projective_transforms",
+        "compose_transforms",
+        "flat_transforms_to_matrices",
+        "matrices_to_flat_transforms",
+        "random_hsv_in_yiq",
+        "adjust_hsv_in_yiq",
+    )
+}
+_IMAGE_MISSING = {
+    name: "removed with contrib (tensorflow-addons' tfa.image has TF2 versions)"
+    for name in (
+        "connected_components",
+        "dense_image_warp",
+        "interpolate_spline",
+        "sparse_image_warp",
+        "bipartite_match",
+        "single_image_random_dot_stereograms",
+        "ImageProjectiveTransform",
+        "image_logits",
+    )
+}
+_MNIST = Module(
+    sources=(MNIST,),
+    note="local MNIST files, no download",
+    differs={
+        "read_data_sets": "reads the MNIST files in train_dir and downloads nothing; batches shuffle "
+        "with the DataSet's own random state, not numpy's global one"
+    },
+)
+_DATASETS_BASE = Module(
+    names={"Datasets": f"{MNIST}.Datasets"},
+    missing={
+        "maybe_download": "npu_bridge_compat downloads nothing; put the files in place",
+        "load_iris": "removed with contrib",
+        "load_boston": "removed with contrib",
+    },
+)
 _LEARN_GONE = "contrib.learn's Estimators and Experiment were removed; tf.compat.v1.estimator replaces them"
 
 MODULES: dict[str, Module] = {
@@ -142,78 +282,133 @@ MODULES: dict[str, Module] = {
     "contrib.slim.python.slim": Module(sources=("tf_slim",)),
     "contrib.data": Module(
         sources=("tensorflow.data.experimental",),
-        names={"batch_and_drop_remainder": f"{LOCAL}.data.batch_and_drop_remainder",
-               "padded_batch_and_drop_remainder": f"{LOCAL}.data.padded_batch_and_drop_remainder",
-               "Dataset": "tensorflow.compat.v1.data.Dataset",
-               "Iterator": "tensorflow.compat.v1.data.Iterator",
-               "TFRecordDataset": "tensorflow.compat.v1.data.TFRecordDataset",
-               "TextLineDataset": "tensorflow.compat.v1.data.TextLineDataset",
-               "FixedLengthRecordDataset": "tensorflow.compat.v1.data.FixedLengthRecordDataset"},
-        missing={"sliding_window_batch": "removed; Dataset.window(size, shift).flat_map(...) replaces it",
-                 "LMDBDataset": "removed with contrib",
-                 "reduce_dataset": "removed; Dataset.reduce replaces it",
-                 "assert_element_shape": "removed; Dataset.map with tf.ensure_shape replaces it"},
-        note="tf.data.experimental"),
-    "contrib.tpu": Module(sources=("tensorflow.compat.v1.estimator.tpu", "tensorflow.compat.v1.tpu"),
-                          names=_TPU_LOCAL, differs=_TPU_DIFFERS, missing=_TPU_MISSING,
-                          note="tf.compat.v1.estimator.tpu and tf.compat.v1.tpu, with TPU use turned off"),
+        names={
+            "batch_and_drop_remainder": f"{LOCAL}.data.batch_and_drop_remainder",
+            "padded_batch_and_drop_remainder": f"{LOCAL}.data.padded_batch_and_drop_remainder",
+            "Dataset": "tensorflow.compat.v1.data.Dataset",
+            "Iterator": "tensorflow.compat.v1.data.Iterator",
+            "TFRecordDataset": "tensorflow.compat.v1.data.TFRecordDataset",
+            "TextLineDataset": "tensorflow.compat.v1.data.TextLineDataset",
+            "FixedLengthRecordDataset": "tensorflow.compat.v1.data.FixedLengthRecordDataset",
+        },
+        missing={
+            "sliding_window_batch": "removed; Dataset.window(size, shift).flat_map(...) replaces it",
+            "LMDBDataset": "removed with contrib",
+            "reduce_dataset": "removed; Dataset.reduce replaces it",
+            "assert_element_shape": "removed; Dataset.map with tf.ensure_shape replaces it",
+        },
+        note="tf.data.experimental",
+    ),
+    "contrib.tpu": Module(
+        sources=("tensorflow.compat.v1.estimator.tpu", "tensorflow.compat.v1.tpu"),
+        names=_TPU_LOCAL,
+        differs=_TPU_DIFFERS,
+        missing=_TPU_MISSING,
+        note="tf.compat.v1.estimator.tpu and tf.compat.v1.tpu, with TPU use turned off",
+    ),
     "contrib.tpu.python": Module(),
     "contrib.tpu.python.tpu": Module(sources=("tensorflow.python.tpu",), names=_TPU_LOCAL, differs=_TPU_DIFFERS),
     "contrib.tpu.python.tpu.tpu_estimator": Module(
         sources=("tensorflow_estimator.python.estimator.tpu.tpu_estimator",),
-        names={"TPUEstimator": _TPU_LOCAL["TPUEstimator"]}, differs={"TPUEstimator": _TPU_DIFFERS["TPUEstimator"]}),
+        names={"TPUEstimator": _TPU_LOCAL["TPUEstimator"]},
+        differs={"TPUEstimator": _TPU_DIFFERS["TPUEstimator"]},
+    ),
     "contrib.tpu.python.tpu.tpu_config": Module(sources=("tensorflow_estimator.python.estimator.tpu.tpu_config",)),
     "contrib.tpu.python.tpu.tpu_optimizer": Module(
         names={"CrossShardOptimizer": _TPU_LOCAL["CrossShardOptimizer"]},
-        differs={"CrossShardOptimizer": _TPU_DIFFERS["CrossShardOptimizer"]}),
+        differs={"CrossShardOptimizer": _TPU_DIFFERS["CrossShardOptimizer"]},
+    ),
     "contrib.tpu.python.ops": Module(sources=("tensorflow.python.tpu.ops",)),
-    "contrib.framework": Module(sources=_FRAMEWORK_SOURCES, names=_FRAMEWORK_NAMES,
-                                missing={"zero_initializer": "removed with contrib; "
-                                                            "variable.initializer with tf.zeros does the same",
-                                         "CriticalSection": "removed with contrib"}),
+    "contrib.framework": Module(
+        sources=_FRAMEWORK_SOURCES,
+        names=_FRAMEWORK_NAMES,
+        missing={
+            "zero_initializer": "removed with contrib; variable.initializer with tf.zeros does the same",
+            "CriticalSection": "removed with contrib",
+        },
+    ),
     "contrib.framework.python": Module(),
     "contrib.framework.python.ops": Module(sources=_FRAMEWORK_SOURCES, names=_FRAMEWORK_NAMES),
     "contrib.framework.python.ops.arg_scope": Module(sources=("tf_slim.ops.arg_scope",)),
     "contrib.framework.python.ops.variables": Module(sources=("tf_slim.ops.variables",)),
     "contrib.framework.python.ops.audio_ops": Module(sources=("tensorflow.python.ops.gen_audio_ops",)),
     "contrib.cluster_resolver": Module(sources=("tensorflow.distribute.cluster_resolver",)),
-    "contrib.rnn": Module(sources=_RNN_SOURCES, names=_RNN_NAMES, missing=_RNN_MISSING,
-                          note="tf.compat.v1.nn.rnn_cell and tf.compat.v1.nn's static RNNs"),
+    "contrib.rnn": Module(
+        sources=_RNN_SOURCES,
+        names=_RNN_NAMES,
+        missing=_RNN_MISSING,
+        note="tf.compat.v1.nn.rnn_cell and tf.compat.v1.nn's static RNNs",
+    ),
     "contrib.rnn.python": Module(),
     "contrib.rnn.python.ops": Module(sources=_RNN_SOURCES, names=_RNN_NAMES, missing=_RNN_MISSING),
     "contrib.rnn.python.ops.rnn_cell": Module(sources=_RNN_SOURCES, names=_RNN_PRIVATE, missing=_RNN_MISSING),
-    "contrib.rnn.python.ops.core_rnn_cell": Module(sources=_RNN_SOURCES, names=_RNN_PRIVATE,
-                                                   missing=_RNN_MISSING),
+    "contrib.rnn.python.ops.core_rnn_cell": Module(sources=_RNN_SOURCES, names=_RNN_PRIVATE, missing=_RNN_MISSING),
     "contrib.rnn.python.ops.rnn": Module(sources=(f"{LOCAL}.rnn",)),
-    "contrib.training": Module(sources=_TRAINING_SOURCES, missing=_TRAINING_MISSING,
-                               note="tf_slim.training and HParams written here"),
+    "contrib.training": Module(
+        sources=_TRAINING_SOURCES, missing=_TRAINING_MISSING, note="tf_slim.training and HParams written here"
+    ),
     "contrib.training.python": Module(),
     "contrib.training.python.training": Module(sources=_TRAINING_SOURCES, missing=_TRAINING_MISSING),
     "contrib.training.python.training.hparam": Module(sources=(f"{LOCAL}.training",)),
     "contrib.training.python.training.evaluation": Module(sources=("tf_slim.training.evaluation",)),
     "contrib.training.python.training.training": Module(sources=("tf_slim.training.training",)),
     "contrib.opt": Module(
-        names={"LazyAdamOptimizer": f"{LOCAL}.opt.LazyAdamOptimizer",
-               "AdamWOptimizer": f"{LOCAL}.opt.AdamWOptimizer"},
-        missing={name: "removed with contrib" for name in (
-            "ScipyOptimizerInterface", "MovingAverageOptimizer", "ElasticAverageOptimizer", "ModelAverageOptimizer",
-            "NadamOptimizer", "AddSignOptimizer", "PowerSignOptimizer", "GGTOptimizer", "ShampooOptimizer",
-            "AdaMaxOptimizer", "LARSOptimizer", "MultitaskOptimizerWrapper", "VariableClippingOptimizer",
-            "DropStaleGradientOptimizer", "RegAdagradOptimizer", "AGNOptimizer", "MomentumWOptimizer",
-            "extend_with_decoupled_weight_decay", "DecoupledWeightDecayExtension",
-            "clip_gradients_by_global_norm")},
-        note="LazyAdamOptimizer and AdamWOptimizer written here on tf.compat.v1.train.AdamOptimizer"),
-    "contrib.image": Module(names=_IMAGE_NAMES, missing=_IMAGE_MISSING,
-                            note="written here on tf.raw_ops.ImageProjectiveTransformV2 and tf.image's YIQ"),
+        names={"LazyAdamOptimizer": f"{LOCAL}.opt.LazyAdamOptimizer", "AdamWOptimizer": f"{LOCAL}.opt.AdamWOptimizer"},
+        missing={
+            name: "removed with contrib"
+            for name in (
+                "ScipyOptimizerInterface",
+                "MovingAverageOptimizer",
+                "ElasticAverageOptimizer",
+                "ModelAverageOptimizer",
+                "NadamOptimizer",
+                "AddSignOptimizer",
+                "PowerSignOptimizer",
+                "GGTOptimizer",
+                "ShampooOptimizer",
+                "AdaMaxOptimizer",
+                "LARSOptimizer",
+                "MultitaskOptimizerWrapper",
+                "VariableClippingOptimizer",
+                "DropStaleGradientOptimizer",
+                "RegAdagradOptimizer",
+                "AGNOptimizer",
+                "MomentumWOptimizer",
+                "extend_with_decoupled_weight_decay",
+                "DecoupledWeightDecayExtension",
+                "clip_gradients_by_global_norm",
+            )
+        },
+        note="LazyAdamOptimizer and AdamWOptimizer written here on tf.compat.v1.train.AdamOptimizer",
+    ),
+    "contrib.image": Module(
+        names=_IMAGE_NAMES,
+        missing=_IMAGE_MISSING,
+        note="written here on tf.raw_ops.ImageProjectiveTransformV2 and tf.image's YIQ",
+    ),
     "contrib.image.python": Module(),
     "contrib.image.python.ops": Module(names=_IMAGE_NAMES, missing=_IMAGE_MISSING),
     "contrib.image.python.ops.image_ops": Module(names=_IMAGE_NAMES, missing=_IMAGE_MISSING),
     "contrib.image.python.ops.distort_image_ops": Module(names=_IMAGE_NAMES),
-    "contrib.learn": Module(names={"ModeKeys": f"{LOCAL}.learn.ModeKeys"},
-                            missing={name: _LEARN_GONE for name in (
-                                "Estimator", "Experiment", "RunConfig", "learn_runner", "DNNClassifier",
-                                "DNNRegressor", "LinearClassifier", "LinearRegressor", "SKCompat",
-                                "infer_real_valued_columns_from_input", "ModelFnOps")}),
+    "contrib.learn": Module(
+        names={"ModeKeys": f"{LOCAL}.learn.ModeKeys"},
+        missing={
+            name: _LEARN_GONE
+            for name in (
+                "Estimator",
+                "Experiment",
+                "RunConfig",
+                "learn_runner",
+                "DNNClassifier",
+                "DNNRegressor",
+                "LinearClassifier",
+                "LinearRegressor",
+                "SKCompat",
+                "infer_real_valued_columns_from_input",
+                "ModelFnOps",
+            )
+        },
+    ),
     "contrib.learn.python": Module(),
     "contrib.learn.python.learn": Module(names={"ModeKeys": f"{LOCAL}.learn.ModeKeys"}),
     "contrib.learn.python.learn.datasets": Module(),
@@ -223,25 +418,34 @@ MODULES: dict[str, Module] = {
     "contrib.learn.datasets.mnist": _MNIST,
     "contrib.learn.datasets.base": _DATASETS_BASE,
     "contrib.metrics": Module(sources=("tf_slim.metrics",)),
-    "contrib.summary": Module(sources=("tensorflow.python.ops.summary_ops_v2",),
-                              names={"all_summary_ops": "tensorflow.compat.v1.summary.all_v2_summary_ops"}),
+    "contrib.summary": Module(
+        sources=("tensorflow.python.ops.summary_ops_v2",),
+        names={"all_summary_ops": "tensorflow.compat.v1.summary.all_v2_summary_ops"},
+    ),
     "contrib.distribute": Module(
-        names={"MirroredStrategy": f"{LOCAL}.distribute.MirroredStrategy",
-               "AllReduceCrossTowerOps": f"{LOCAL}.distribute.AllReduceCrossDeviceOps",
-               "AllReduceCrossDeviceOps": f"{LOCAL}.distribute.AllReduceCrossDeviceOps",
-               "OneDeviceStrategy": "tensorflow.distribute.OneDeviceStrategy",
-               "ReductionToOneDevice": "tensorflow.distribute.ReductionToOneDevice",
-               "CollectiveAllReduceStrategy": "tensorflow.distribute.MultiWorkerMirroredStrategy"},
-        differs={"MirroredStrategy": "tf.distribute.MirroredStrategy; num_gpus picks this host's first GPUs",
-                 "AllReduceCrossTowerOps": "tf.distribute.NcclAllReduce or HierarchicalCopyAllReduce; "
-                                           "agg_small_grads_* are ignored",
-                 "AllReduceCrossDeviceOps": "tf.distribute.NcclAllReduce or HierarchicalCopyAllReduce; "
-                                            "agg_small_grads_* are ignored",
-                 "CollectiveAllReduceStrategy": "tf.distribute.MultiWorkerMirroredStrategy, configured through "
-                                                "TF_CONFIG instead of num_gpus_per_worker"},
-        missing={"ParameterServerStrategy": "tf.distribute.experimental.ParameterServerStrategy needs a "
-                                            "ClusterCoordinator on TensorFlow 2",
-                 "TPUStrategy": TPU_ONLY}),
+        names={
+            "MirroredStrategy": f"{LOCAL}.distribute.MirroredStrategy",
+            "AllReduceCrossTowerOps": f"{LOCAL}.distribute.AllReduceCrossDeviceOps",
+            "AllReduceCrossDeviceOps": f"{LOCAL}.distribute.AllReduceCrossDeviceOps",
+            "OneDeviceStrategy": "tensorflow.distribute.OneDeviceStrategy",
+            "ReductionToOneDevice": "tensorflow.distribute.ReductionToOneDevice",
+            "CollectiveAllReduceStrategy": "tensorflow.distribute.MultiWorkerMirroredStrategy",
+        },
+        differs={
+            "MirroredStrategy": "tf.distribute.MirroredStrategy; num_gpus picks this host's first GPUs",
+            "AllReduceCrossTowerOps": "tf.distribute.NcclAllReduce or HierarchicalCopyAllReduce; "
+            "agg_small_grads_* are ignored",
+            "AllReduceCrossDeviceOps": "tf.distribute.NcclAllReduce or HierarchicalCopyAllReduce; "
+            "agg_small_grads_* are ignored",
+            "CollectiveAllReduceStrategy": "tf.distribute.MultiWorkerMirroredStrategy, configured through "
+            "TF_CONFIG instead of num_gpus_per_worker",
+        },
+        missing={
+            "ParameterServerStrategy": "tf.distribute.experimental.ParameterServerStrategy needs a "
+            "ClusterCoordinator on TensorFlow 2",
+            "TPUStrategy": TPU_ONLY,
+        },
+    ),
     "contrib.quantize": Module(gone=QUANTIZE),
     "contrib.seq2seq": Module(names=_SEQ2SEQ_NAMES, missing=_SEQ2SEQ_MISSING),
     "contrib.seq2seq.python": Module(),
@@ -251,66 +455,131 @@ MODULES: dict[str, Module] = {
     "contrib.hccl.python.ops": Module(sources=(f"{ADAPTER}.hccl",)),
     "contrib.lookup": Module(
         sources=("tensorflow.compat.v1.lookup", "tensorflow.compat.v1.lookup.experimental"),
-        names={name: f"tensorflow.python.ops.lookup_ops.{name}" for name in (
-            "index_table_from_file", "index_to_string_table_from_file", "index_table_from_tensor",
-            "index_to_string_table_from_tensor", "HashTable", "IdTableWithHashBuckets")} | {
-            "MutableDenseHashTable": "tensorflow.lookup.experimental.DenseHashTable"}),
+        names={
+            name: f"tensorflow.python.ops.lookup_ops.{name}"
+            for name in (
+                "index_table_from_file",
+                "index_to_string_table_from_file",
+                "index_table_from_tensor",
+                "index_to_string_table_from_tensor",
+                "HashTable",
+                "IdTableWithHashBuckets",
+            )
+        }
+        | {"MutableDenseHashTable": "tensorflow.lookup.experimental.DenseHashTable"},
+    ),
     "contrib.tfprof": Module(),
     "contrib.tfprof.model_analyzer": Module(
         sources=("tensorflow.python.profiler.model_analyzer",),
         names={"ProfileOptionBuilder": "tensorflow.python.profiler.option_builder.ProfileOptionBuilder"},
-        missing={name: "removed in TF 1.x; tf.compat.v1.profiler.profile with ProfileOptionBuilder replaces it"
-                 for name in ("print_model_analysis", "TRAINABLE_VARS_PARAMS_STAT_OPTIONS",
-                              "FLOAT_OPS_OPTIONS", "PRINT_ALL_TIMING_MEMORY")}),
+        missing={
+            name: "removed in TF 1.x; tf.compat.v1.profiler.profile with ProfileOptionBuilder replaces it"
+            for name in (
+                "print_model_analysis",
+                "TRAINABLE_VARS_PARAMS_STAT_OPTIONS",
+                "FLOAT_OPS_OPTIONS",
+                "PRINT_ALL_TIMING_MEMORY",
+            )
+        },
+    ),
     "contrib.tfprof.tfprof_logger": Module(sources=("tensorflow.python.profiler.tfprof_logger",)),
     "contrib.mixed_precision": Module(
-        names={"LossScaleOptimizer": "npu_bridge_compat.loss_scale.NPULossScaleOptimizer",
-               "FixedLossScaleManager": "npu_bridge_compat.loss_scale.FixedLossScaleManager",
-               "ExponentialUpdateLossScaleManager": "npu_bridge_compat.loss_scale.ExponentialUpdateLossScaleManager"},
-        note="npu_bridge_compat.loss_scale, TF 1.15's loss scaling semantics"),
+        names={
+            "LossScaleOptimizer": "npu_bridge_compat.loss_scale.NPULossScaleOptimizer",
+            "FixedLossScaleManager": "npu_bridge_compat.loss_scale.FixedLossScaleManager",
+            "ExponentialUpdateLossScaleManager": "npu_bridge_compat.loss_scale.ExponentialUpdateLossScaleManager",
+        },
+        note="npu_bridge_compat.loss_scale, TF 1.15's loss scaling semantics",
+    ),
     "contrib.keras": Module(sources=("tensorflow.compat.v1.keras",)),
     "contrib.keras.api": Module(),
     "contrib.keras.api.keras": Module(sources=("tensorflow.compat.v1.keras",)),
     "contrib.estimator": Module(
         sources=("tensorflow.compat.v1.estimator.experimental", "tensorflow.compat.v1.estimator"),
-        missing={name: "removed with contrib; tf.compat.v1.estimator's heads differ" for name in (
-            "binary_classification_head", "multi_class_head", "multi_label_head", "regression_head",
-            "poisson_regression_head", "logistic_regression_head", "multi_head", "clip_gradients_by_norm",
-            "forward_features", "replicate_model_fn", "TowerOptimizer", "export_saved_model_for_mode",
-            "export_all_saved_models")}),
-    "contrib.distributions": Module(sources=("tensorflow.compat.v1.distributions",),
-                                    note="tf.compat.v1.distributions (the TF 1.15 core distributions; "
-                                         "the others moved to tensorflow-probability)"),
+        missing={
+            name: "removed with contrib; tf.compat.v1.estimator's heads differ"
+            for name in (
+                "binary_classification_head",
+                "multi_class_head",
+                "multi_label_head",
+                "regression_head",
+                "poisson_regression_head",
+                "logistic_regression_head",
+                "multi_head",
+                "clip_gradients_by_norm",
+                "forward_features",
+                "replicate_model_fn",
+                "TowerOptimizer",
+                "export_saved_model_for_mode",
+                "export_all_saved_models",
+            )
+        },
+    ),
+    "contrib.distributions": Module(
+        sources=("tensorflow.compat.v1.distributions",),
+        note="tf.compat.v1.distributions (the TF 1.15 core distributions; the others moved to tensorflow-probability)",
+    ),
     "contrib.legacy_seq2seq": Module(
-        names={name: f"{LOCAL}.legacy_seq2seq.{name}" for name in ("sequence_loss", "sequence_loss_by_example",
-                                                                      "rnn_decoder")},
-        missing={name: "removed with contrib" for name in (
-            "basic_rnn_seq2seq", "tied_rnn_seq2seq", "embedding_rnn_seq2seq", "embedding_tied_rnn_seq2seq",
-            "embedding_attention_seq2seq", "attention_decoder", "embedding_rnn_decoder",
-            "embedding_attention_decoder", "one2many_rnn_seq2seq", "model_with_buckets")}),
+        names={
+            name: f"{LOCAL}.legacy_seq2seq.{name}"
+            for name in ("sequence_loss", "sequence_loss_by_example", "rnn_decoder")
+        },
+        missing={
+            name: "removed with contrib"
+            for name in (
+                "basic_rnn_seq2seq",
+                "tied_rnn_seq2seq",
+                "embedding_rnn_seq2seq",
+                "embedding_tied_rnn_seq2seq",
+                "embedding_attention_seq2seq",
+                "attention_decoder",
+                "embedding_rnn_decoder",
+                "embedding_attention_decoder",
+                "one2many_rnn_seq2seq",
+                "model_with_buckets",
+            )
+        },
+    ),
     "contrib.legacy_seq2seq.python": Module(),
     "contrib.legacy_seq2seq.python.ops": Module(),
     "contrib.legacy_seq2seq.python.ops.seq2seq": Module(sources=(f"{LOCAL}.legacy_seq2seq",)),
-    "contrib.cudnn_rnn": Module(missing={name: "cuDNN RNN layers were removed; tf.keras.layers.LSTM / GRU use "
-                                               "cuDNN on a GPU by themselves" for name in (
-        "CudnnLSTM", "CudnnGRU", "CudnnRNNTanh", "CudnnRNNRelu", "CudnnLSTMSaveable", "CudnnGRUSaveable")} | {
-        name: FUSED_RNN for name in ("CudnnCompatibleLSTMCell", "CudnnCompatibleGRUCell")}),
+    "contrib.cudnn_rnn": Module(
+        missing={
+            name: "cuDNN RNN layers were removed; tf.keras.layers.LSTM / GRU use cuDNN on a GPU by themselves"
+            for name in (
+                "CudnnLSTM",
+                "CudnnGRU",
+                "CudnnRNNTanh",
+                "CudnnRNNRelu",
+                "CudnnLSTMSaveable",
+                "CudnnGRUSaveable",
+            )
+        }
+        | {name: FUSED_RNN for name in ("CudnnCompatibleLSTMCell", "CudnnCompatibleGRUCell")}
+    ),
     "contrib.cudnn_rnn.python": Module(),
     "contrib.cudnn_rnn.python.ops": Module(),
     "contrib.cudnn_rnn.python.ops.cudnn_rnn_ops": Module(gone="cuDNN RNN ops were removed with contrib"),
     "contrib.cudnn_rnn.python.layers": Module(gone="cuDNN RNN layers were removed with contrib"),
-    "contrib.util": Module(names={"constant_value": "tensorflow.get_static_value",
-                                  "make_tensor_proto": "tensorflow.make_tensor_proto",
-                                  "make_ndarray": "tensorflow.make_ndarray"}),
+    "contrib.util": Module(
+        names={
+            "constant_value": "tensorflow.get_static_value",
+            "make_tensor_proto": "tensorflow.make_tensor_proto",
+            "make_ndarray": "tensorflow.make_ndarray",
+        }
+    ),
     "contrib.cloud": Module(gone="the Google Cloud readers (BigQuery, GCS configuration) were removed with contrib"),
     "contrib.offline_train": Module(note="the adapter's npu_bridge.estimator (pre-npu_bridge path)"),
     "contrib.offline_train.python": Module(sources=(f"{ADAPTER}.estimator",)),
     "contrib.compiler": Module(),
-    "contrib.compiler.xla": Module(names={"compile": "tensorflow.compat.v1.xla.experimental.compile"},
-                                   missing={"estimator_model_fn": "removed with contrib"}),
+    "contrib.compiler.xla": Module(
+        names={"compile": "tensorflow.compat.v1.xla.experimental.compile"},
+        missing={"estimator_model_fn": "removed with contrib"},
+    ),
     "contrib.compiler.jit": Module(names={"experimental_jit_scope": "tensorflow.compat.v1.xla.experimental.jit_scope"}),
-    "contrib.graph_editor": Module(gone="the graph editor was removed with contrib; edit GraphDefs or use "
-                                        "tf.compat.v1.graph_util"),
+    "contrib.graph_editor": Module(
+        gone="the graph editor was removed with contrib; edit GraphDefs or use tf.compat.v1.graph_util"
+    ),
     "contrib.losses": Module(sources=("tf_slim.losses",)),
     "contrib.signal": Module(sources=("tensorflow.signal",)),
     "contrib.crf": Module(gone="contrib.crf was removed; tensorflow-addons' tfa.text has TF2 CRF functions"),
@@ -323,16 +592,24 @@ MODULES: dict[str, Module] = {
     "contrib.model_pruning": Module(gone="model pruning moved to tensorflow-model-optimization (Keras only)"),
     "contrib.bigtable": Module(gone="the Cloud Bigtable reader was removed with contrib"),
     # --- tensorflow.python.keras: TF 1.15's Keras internals, on Keras 2.15 (tf.keras) -----------------------------
-    "python.keras": Module(sources=("tensorflow.compat.v1.keras", "keras.src"),
-                           note="Keras 2.15 (the tf.keras of this TensorFlow): its API, then its modules"),
+    "python.keras": Module(
+        sources=("tensorflow.compat.v1.keras", "keras.src"),
+        note="Keras 2.15 (the tf.keras of this TensorFlow): its API, then its modules",
+    ),
     "python.keras.layers.recurrent": Module(sources=("keras.src.layers.rnn",)),
     # --- TF 1.15's private modules that scripts import: moved names, removed modules ---------------------------
-    "python.framework.ops": Module(sources=("tensorflow.python.framework.ops",), names={"Tensor": "tensorflow.Tensor"},
-                                   note="TensorFlow's ops module, with the names TF 1.15 had there (ops.Tensor)"),
+    "python.framework.ops": Module(
+        sources=("tensorflow.python.framework.ops",),
+        names={"Tensor": "tensorflow.Tensor"},
+        note="TensorFlow's ops module, with the names TF 1.15 had there (ops.Tensor)",
+    ),
     "python.data.experimental.ops.threadpool": Module(
-        names={"PrivateThreadPool": f"{LOCAL}.data.PrivateThreadPool",
-               "override_threadpool": f"{LOCAL}.data.override_threadpool"},
-        note="tf.data.Options().threading (private_threadpool_size, max_intra_op_parallelism)"),
+        names={
+            "PrivateThreadPool": f"{LOCAL}.data.PrivateThreadPool",
+            "override_threadpool": f"{LOCAL}.data.override_threadpool",
+        },
+        note="tf.data.Options().threading (private_threadpool_size, max_intra_op_parallelism)",
+    ),
     # --- tensorflow.examples ------------------------------------------------------------------------------------
     "examples": Module(),
     "examples.tutorials": Module(),

@@ -53,8 +53,11 @@ class _Found:
 
 _ABSENT = object()
 _UNKNOWN_NAME = "not a TF 1.15 name npu_bridge_compat maps"
-_UNKNOWN_TREE = NameStatus("unknown", "not in the TF 1.15 trees npu_bridge_compat maps (tensorflow.contrib, "
-                                      "tensorflow.python.keras, tensorflow.examples)")
+_UNKNOWN_TREE = NameStatus(
+    "unknown",
+    "not in the TF 1.15 trees npu_bridge_compat maps (tensorflow.contrib, "
+    "tensorflow.python.keras, tensorflow.examples)",
+)
 
 
 _SHOWN_AS = {"tensorflow.": "tf.", "keras.api._v1.keras.": "tf.compat.v1.keras."}
@@ -63,11 +66,11 @@ _SHOWN_AS = {"tensorflow.": "tf.", "keras.api._v1.keras.": "tf.compat.v1.keras."
 def _pretty(dotted: str) -> str:
     for prefix, shown in _SHOWN_AS.items():
         if dotted.startswith(prefix):
-            return shown + dotted[len(prefix):]
+            return shown + dotted[len(prefix) :]
     return dotted
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _resolve(dotted: str) -> Any:
     """The object a dotted path names: a module, or attributes of the longest importable one. TensorFlow's API
     paths (`tensorflow.distribute`, not `tensorflow.python...`) are walked as attributes, since implementation
@@ -105,7 +108,7 @@ def _library(module: types.ModuleType) -> str:
     return module.__name__.partition(".")[0]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def module_spec(path: str) -> Module | None:
     """The table entry of a module path, or one derived from its parent's sources; None for an unknown path."""
     if path in MODULES:
@@ -143,7 +146,7 @@ def _module_found(path: str) -> _Found:
     return _Found("works", _module_detail(spec), module=path)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _lookup(path: str, name: str) -> _Found:
     """What `tensorflow.<path>.<name>` is, `path` being a module of the tree: the one lookup behind the virtual
     modules and the name status."""
@@ -185,14 +188,14 @@ def _counterpart(spec: Module, name: str, target: str, shown: str, value: Any = 
     return _Found("works", shown, value)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def public_names(path: str) -> frozenset[str]:
     """The names a module of the tree answers for (its `dir()` and `__all__`; never a name it does not know)."""
     spec = module_spec(path)
     if spec.gone:
         return frozenset()
     names = set(spec.names) | set(spec.missing)
-    names |= {key[len(path) + 1:] for key in MODULES if key.startswith(path + ".") and "." not in key[len(path) + 1:]}
+    names |= {key[len(path) + 1 :] for key in MODULES if key.startswith(path + ".") and "." not in key[len(path) + 1 :]}
     for source in spec.sources:
         try:
             module = _resolve(source)
@@ -211,6 +214,7 @@ def _detail(path: str, name: str, found: _Found) -> str:
 
 
 # --- runtime: virtual modules and stand-ins ------------------------------------------------------------------
+
 
 class Unavailable:
     """What a TF 1.15 name without a counterpart resolves to: importable, an error naming it once it is used."""
@@ -247,8 +251,9 @@ def attribute(path: str, name: str) -> Any:
     if found.module is not None:
         return virtual_module(found.module)  # a gone module too: its names are the stand-ins
     if found.status == "missing":
-        return Unavailable(qualified, f"{qualified} has no counterpart on TensorFlow {compat.tensorflow_version()}: "
-                                      f"{found.detail}.")
+        return Unavailable(
+            qualified, f"{qualified} has no counterpart on TensorFlow {compat.tensorflow_version()}: {found.detail}."
+        )
     if found.status == "unknown":
         return Unavailable(qualified, f"{qualified} is {_detail(path, name, found)}.")
     if found.status == "differs" and qualified not in _warned:
@@ -262,8 +267,10 @@ class Tf1Module(types.ModuleType):
 
     def __init__(self, path: str) -> None:
         version = compat.tensorflow_version()
-        super().__init__(f"tensorflow.{path}", f"TF 1.15's tensorflow.{path} on TensorFlow {version}: "
-                                               f"{_module_found(path).detail} (npu_bridge_compat).")
+        super().__init__(
+            f"tensorflow.{path}",
+            f"TF 1.15's tensorflow.{path} on TensorFlow {version}: {_module_found(path).detail} (npu_bridge_compat).",
+        )
         self.__path__ = []  # a package: its submodules come from the finder
         self.__package__ = self.__name__
         self._tf1_path = path
@@ -284,7 +291,7 @@ class Tf1Module(types.ModuleType):
         return f"<module {self.__name__!r} ({_module_found(self._tf1_path).detail}; npu_bridge_compat)>"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def virtual_module(path: str) -> Tf1Module:
     """The one module object of a module path (the same for attribute access, imports and the import hook);
     ModuleNotFoundError when the path is not a module of the tree."""
@@ -317,17 +324,17 @@ def in_tree(path: str) -> str | None:
     return None
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def tf1_name_status(dotted_name: str) -> NameStatus:
     """What a TF 1.15 dotted name (`tensorflow.contrib.layers.xavier_initializer`, `tensorflow.contrib.tpu`, ...)
     becomes on TensorFlow 2.15 here. Imports TensorFlow and the counterparts' libraries, never user code."""
-    path = dotted_name[len("tensorflow."):] if dotted_name.startswith("tensorflow.") else ""
+    path = dotted_name[len("tensorflow.") :] if dotted_name.startswith("tensorflow.") else ""
     root = in_tree(path)
     if root is None:
         return _UNKNOWN_TREE
     current, found = root, _module_found(root)
     detail = found.detail
-    for name in path[len(root) + 1:].split(".") if path != root else ():
+    for name in path[len(root) + 1 :].split(".") if path != root else ():
         found = _lookup(current, name)
         detail = _detail(current, name, found)
         if found.module is None:

@@ -32,8 +32,13 @@ def transform(images, transforms, interpolation: str = "NEAREST", output_shape=N
         elif transforms.shape.rank != 2:
             raise ValueError(f"transforms must have rank 1 or 2, got rank {transforms.shape.rank}")
         shape = tf.shape(batch)[1:3] if output_shape is None else tf.convert_to_tensor(output_shape, tf.int32)
-        output = tf.raw_ops.ImageProjectiveTransformV2(images=batch, transforms=transforms, output_shape=shape,
-                                                       interpolation=interpolation.upper(), fill_mode="CONSTANT")
+        output = tf.raw_ops.ImageProjectiveTransformV2(
+            images=batch,
+            transforms=transforms,
+            output_shape=shape,
+            interpolation=interpolation.upper(),
+            fill_mode="CONSTANT",
+        )
         return restore(output)
 
 
@@ -111,8 +116,15 @@ def adjust_hsv_in_yiq(image, delta_hue: float = 0, scale_saturation: float = 1, 
         return tf.image.convert_image_dtype(tf.image.yiq_to_rgb(adjusted), image.dtype, saturate=True)
 
 
-def random_hsv_in_yiq(image, max_delta_hue: float = 0, lower_saturation: float = 1, upper_saturation: float = 1,
-                      lower_value: float = 1, upper_value: float = 1, seed=None):
+def random_hsv_in_yiq(
+    image,
+    max_delta_hue: float = 0,
+    lower_saturation: float = 1,
+    upper_saturation: float = 1,
+    lower_value: float = 1,
+    upper_value: float = 1,
+    seed=None,
+):
     """`adjust_hsv_in_yiq` with a hue delta drawn from [-max_delta_hue, max_delta_hue] and saturation and value
     scales from [lower, upper]."""
     if max_delta_hue < 0:
@@ -124,4 +136,3 @@ def random_hsv_in_yiq(image, max_delta_hue: float = 0, lower_saturation: float =
     saturation = tf.random.uniform([], lower_saturation, upper_saturation, seed=seed)
     value = tf.random.uniform([], lower_value, upper_value, seed=seed)
     return adjust_hsv_in_yiq(image, delta_hue, saturation, value)
-

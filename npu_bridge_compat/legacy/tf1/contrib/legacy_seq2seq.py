@@ -9,12 +9,14 @@ __all__ = ["rnn_decoder", "sequence_loss", "sequence_loss_by_example"]
 v1 = tf.compat.v1
 
 
-def sequence_loss_by_example(logits, targets, weights, average_across_timesteps: bool = True,
-                             softmax_loss_function=None, name=None):
+def sequence_loss_by_example(
+    logits, targets, weights, average_across_timesteps: bool = True, softmax_loss_function=None, name=None
+):
     """Per-example loss: the weighted cross-entropies of the timesteps summed (and divided by the weights)."""
     if not len(logits) == len(targets) == len(weights):
-        raise ValueError(f"Lengths of logits, weights, and targets must be the same {len(logits)}, {len(weights)}, "
-                         f"{len(targets)}.")
+        raise ValueError(
+            f"Lengths of logits, weights, and targets must be the same {len(logits)}, {len(weights)}, {len(targets)}."
+        )
     with tf.name_scope(name or "sequence_loss_by_example"):
         steps = []
         for logit, target, weight in zip(logits, targets, weights):
@@ -27,12 +29,20 @@ def sequence_loss_by_example(logits, targets, weights, average_across_timesteps:
         return total / (tf.add_n(weights) + 1e-12) if average_across_timesteps else total
 
 
-def sequence_loss(logits, targets, weights, average_across_timesteps: bool = True, average_across_batch: bool = True,
-                  softmax_loss_function=None, name=None):
+def sequence_loss(
+    logits,
+    targets,
+    weights,
+    average_across_timesteps: bool = True,
+    average_across_batch: bool = True,
+    softmax_loss_function=None,
+    name=None,
+):
     """The batch's summed `sequence_loss_by_example`, divided by the batch size when `average_across_batch`."""
     with tf.name_scope(name or "sequence_loss"):
-        cost = tf.reduce_sum(sequence_loss_by_example(logits, targets, weights, average_across_timesteps,
-                                                      softmax_loss_function))
+        cost = tf.reduce_sum(
+            sequence_loss_by_example(logits, targets, weights, average_across_timesteps, softmax_loss_function)
+        )
         if not average_across_batch:
             return cost
         return cost / tf.cast(tf.shape(targets[0])[0], cost.dtype)

@@ -24,10 +24,12 @@ class LazyAdamOptimizer(v1.train.AdamOptimizer):
         epsilon = tf.cast(self._epsilon_t, dtype)
         step_size = tf.cast(self._lr_t, dtype) * tf.sqrt(1 - beta2_power) / (1 - beta1_power)
         m, v = self.get_slot(var, "m"), self.get_slot(var, "v")
-        m_t = v1.scatter_update(m, indices, beta1 * tf.gather(m, indices) + (1 - beta1) * values,
-                                use_locking=self._use_locking)
-        v_t = v1.scatter_update(v, indices, beta2 * tf.gather(v, indices) + (1 - beta2) * tf.square(values),
-                                use_locking=self._use_locking)
+        m_t = v1.scatter_update(
+            m, indices, beta1 * tf.gather(m, indices) + (1 - beta1) * values, use_locking=self._use_locking
+        )
+        v_t = v1.scatter_update(
+            v, indices, beta2 * tf.gather(v, indices) + (1 - beta2) * tf.square(values), use_locking=self._use_locking
+        )
         step = step_size * tf.gather(m_t, indices) / (tf.sqrt(tf.gather(v_t, indices)) + epsilon)
         return tf.group(v1.scatter_sub(var, indices, step, use_locking=self._use_locking), m_t, v_t)
 
@@ -36,20 +38,36 @@ class AdamWOptimizer(v1.train.AdamOptimizer):
     """Adam with decoupled weight decay: each step first shrinks a variable by `weight_decay * variable` (not
     scaled by the learning rate), then applies Adam. `minimize(..., decay_var_list=...)` limits the decay."""
 
-    def __init__(self, weight_decay, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8,
-                 use_locking=False, name="AdamW"):
+    def __init__(
+        self, weight_decay, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8, use_locking=False, name="AdamW"
+    ):
         super().__init__(learning_rate, beta1, beta2, epsilon, use_locking, name)
         self._weight_decay = weight_decay
         self._decay_var_list = None
 
-    def minimize(self, loss, global_step=None, var_list=None, gate_gradients=v1.train.Optimizer.GATE_OP,
-                 aggregation_method=None, colocate_gradients_with_ops=False, name=None, grad_loss=None,
-                 decay_var_list=None):
+    def minimize(
+        self,
+        loss,
+        global_step=None,
+        var_list=None,
+        gate_gradients=v1.train.Optimizer.GATE_OP,
+        aggregation_method=None,
+        colocate_gradients_with_ops=False,
+        name=None,
+        grad_loss=None,
+        decay_var_list=None,
+    ):
         self._decay_var_list = _refs(decay_var_list)
-        return super().minimize(loss, global_step=global_step, var_list=var_list, gate_gradients=gate_gradients,
-                                aggregation_method=aggregation_method,
-                                colocate_gradients_with_ops=colocate_gradients_with_ops, name=name,
-                                grad_loss=grad_loss)
+        return super().minimize(
+            loss,
+            global_step=global_step,
+            var_list=var_list,
+            gate_gradients=gate_gradients,
+            aggregation_method=aggregation_method,
+            colocate_gradients_with_ops=colocate_gradients_with_ops,
+            name=name,
+            grad_loss=grad_loss,
+        )
 
     def apply_gradients(self, grads_and_vars, global_step=None, name=None, decay_var_list=None):
         if decay_var_list is not None:
@@ -59,8 +77,9 @@ class AdamWOptimizer(v1.train.AdamOptimizer):
     def _decay(self, var, indices=None):
         if self._decay_var_list is not None and var.ref() not in self._decay_var_list:
             return tf.no_op()
-        decay = tf.cast(self._weight_decay() if callable(self._weight_decay) else self._weight_decay,
-                        var.dtype.base_dtype)
+        decay = tf.cast(
+            self._weight_decay() if callable(self._weight_decay) else self._weight_decay, var.dtype.base_dtype
+        )
         if indices is None:
             return var.assign_sub(decay * var, use_locking=self._use_locking)
         return v1.scatter_sub(var, indices, decay * tf.gather(var, indices), use_locking=self._use_locking)

@@ -35,38 +35,76 @@ def _stack(layer, cells_fw, cells_bw, inputs, initial_states_fw, initial_states_
     with v1.variable_scope(scope or "stack_bidirectional_rnn"):
         for index, (cell_fw, cell_bw) in enumerate(zip(cells_fw, cells_bw)):
             with v1.variable_scope(f"cell_{index}"):
-                inputs, state_fw, state_bw = layer(cell_fw, cell_bw, inputs,
-                                                   initial_states_fw[index] if initial_states_fw else None,
-                                                   initial_states_bw[index] if initial_states_bw else None)
+                inputs, state_fw, state_bw = layer(
+                    cell_fw,
+                    cell_bw,
+                    inputs,
+                    initial_states_fw[index] if initial_states_fw else None,
+                    initial_states_bw[index] if initial_states_bw else None,
+                )
             states_fw.append(state_fw)
             states_bw.append(state_bw)
     return inputs, tuple(states_fw), tuple(states_bw)
 
 
-def stack_bidirectional_dynamic_rnn(cells_fw, cells_bw, inputs, initial_states_fw=None, initial_states_bw=None,
-                                    dtype=None, sequence_length=None, parallel_iterations=None, time_major=False,
-                                    scope=None, swap_memory=False):
+def stack_bidirectional_dynamic_rnn(
+    cells_fw,
+    cells_bw,
+    inputs,
+    initial_states_fw=None,
+    initial_states_bw=None,
+    dtype=None,
+    sequence_length=None,
+    parallel_iterations=None,
+    time_major=False,
+    scope=None,
+    swap_memory=False,
+):
     """Bidirectional dynamic RNN layers stacked: each layer reads the concatenated outputs of the one below.
 
     Returns (outputs [batch, time, 2 * units] (time-major when `time_major`), forward states, backward states).
     """
+
     def layer(cell_fw, cell_bw, layer_inputs, initial_fw, initial_bw):
         (output_fw, output_bw), (state_fw, state_bw) = v1.nn.bidirectional_dynamic_rnn(
-            cell_fw, cell_bw, layer_inputs, sequence_length=sequence_length, initial_state_fw=initial_fw,
-            initial_state_bw=initial_bw, dtype=dtype, parallel_iterations=parallel_iterations,
-            swap_memory=swap_memory, time_major=time_major)
+            cell_fw,
+            cell_bw,
+            layer_inputs,
+            sequence_length=sequence_length,
+            initial_state_fw=initial_fw,
+            initial_state_bw=initial_bw,
+            dtype=dtype,
+            parallel_iterations=parallel_iterations,
+            swap_memory=swap_memory,
+            time_major=time_major,
+        )
         return tf.concat([output_fw, output_bw], 2), state_fw, state_bw
 
     return _stack(layer, cells_fw, cells_bw, inputs, initial_states_fw, initial_states_bw, scope)
 
 
-def stack_bidirectional_rnn(cells_fw, cells_bw, inputs, initial_states_fw=None, initial_states_bw=None, dtype=None,
-                            sequence_length=None, scope=None):
+def stack_bidirectional_rnn(
+    cells_fw,
+    cells_bw,
+    inputs,
+    initial_states_fw=None,
+    initial_states_bw=None,
+    dtype=None,
+    sequence_length=None,
+    scope=None,
+):
     """`stack_bidirectional_dynamic_rnn` over a list of per-timestep inputs (static RNNs)."""
+
     def layer(cell_fw, cell_bw, layer_inputs, initial_fw, initial_bw):
         outputs, state_fw, state_bw = v1.nn.static_bidirectional_rnn(
-            cell_fw, cell_bw, layer_inputs, initial_state_fw=initial_fw, initial_state_bw=initial_bw, dtype=dtype,
-            sequence_length=sequence_length)
+            cell_fw,
+            cell_bw,
+            layer_inputs,
+            initial_state_fw=initial_fw,
+            initial_state_bw=initial_bw,
+            dtype=dtype,
+            sequence_length=sequence_length,
+        )
         return outputs, state_fw, state_bw
 
     if not inputs:
@@ -80,8 +118,9 @@ class Linear:
     output_size] and a bias in the current variable scope, named `kernel` and `bias` as TF 1.15 named them (its
     checkpoints restore); calling it maps the concatenated 2-D args."""
 
-    def __init__(self, args, output_size: int, build_bias: bool, bias_initializer=None,
-                 kernel_initializer=None) -> None:
+    def __init__(
+        self, args, output_size: int, build_bias: bool, bias_initializer=None, kernel_initializer=None
+    ) -> None:
         if args is None or (isinstance(args, (list, tuple)) and not args):
             raise ValueError("`args` must be specified")
         self._is_sequence = isinstance(args, (list, tuple))
@@ -96,8 +135,9 @@ class Linear:
             widths.append(int(shape[1]))
         dtype = args[0].dtype
         self._build_bias = build_bias
-        self._weights = v1.get_variable("kernel", [sum(widths), output_size], dtype=dtype,
-                                        initializer=kernel_initializer)
+        self._weights = v1.get_variable(
+            "kernel", [sum(widths), output_size], dtype=dtype, initializer=kernel_initializer
+        )
         if build_bias:
             initializer = bias_initializer or v1.constant_initializer(0.0, dtype=dtype)
             self._biases = v1.get_variable("bias", [output_size], dtype=dtype, initializer=initializer)

@@ -5,9 +5,17 @@ from __future__ import annotations
 import tensorflow as tf
 
 
-def sequence_loss(logits, targets, weights, average_across_timesteps: bool = True, average_across_batch: bool = True,
-                  sum_over_timesteps: bool = False, sum_over_batch: bool = False, softmax_loss_function=None,
-                  name=None):
+def sequence_loss(
+    logits,
+    targets,
+    weights,
+    average_across_timesteps: bool = True,
+    average_across_batch: bool = True,
+    sum_over_timesteps: bool = False,
+    sum_over_batch: bool = False,
+    softmax_loss_function=None,
+    name=None,
+):
     """Weighted cross-entropy of [batch, time, classes] logits against [batch, time] targets.
 
     Averaging divides the summed losses by the summed weights, summing by the number of non-zero weights (over

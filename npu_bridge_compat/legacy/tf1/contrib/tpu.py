@@ -9,8 +9,10 @@ import tensorflow as tf
 from npu_bridge_compat import compat
 
 if compat.estimator_api() is None:  # the table then reports TPUEstimator as missing, with this reason
-    raise ImportError(f"TPUEstimator needs tf.estimator, which TensorFlow {compat.tensorflow_version()} no longer has "
-                      "(removed in 2.16): run on TensorFlow 2.15")
+    raise ImportError(
+        f"TPUEstimator needs tf.estimator, which TensorFlow {compat.tensorflow_version()} no longer has "
+        "(removed in 2.16): run on TensorFlow 2.15"
+    )
 _TPUEstimator = tf.compat.v1.estimator.tpu.TPUEstimator
 _SIGNATURE = inspect.signature(_TPUEstimator.__init__)
 
@@ -26,8 +28,12 @@ class TPUEstimator(_TPUEstimator):
         super().__init__(**arguments)
 
 
-def CrossShardOptimizer(opt, reduction=tf.compat.v1.losses.Reduction.MEAN, name="CrossShardOptimizer",  # noqa: N802
-                        group_assignment=None):
+def CrossShardOptimizer(
+    opt,
+    reduction=tf.compat.v1.losses.Reduction.MEAN,
+    name="CrossShardOptimizer",  # noqa: N802
+    group_assignment=None,
+):
     """With one shard, the cross-shard sum of gradients is the gradient itself: the optimizer as it is."""
     if not isinstance(opt, tf.compat.v1.train.Optimizer):
         raise TypeError(f"CrossShardOptimizer only works with tf.compat.v1.train.Optimizer, got {type(opt).__name__}")

@@ -16,12 +16,15 @@ from typing import Any
 __all__ = ["HParams", "parse_values"]
 
 # One clause of `parse()`: `name=value`, `name=[v1,v2]` or `name[3]=value`.
-_CLAUSE = re.compile(r"""
+_CLAUSE = re.compile(
+    r"""
     (?P<name>[a-zA-Z][\w.]*)
     (\[\s*(?P<index>\d+)\s*\])?
     \s*=\s*
     ((?P<val>[^,\[]*) | \[(?P<vals>[^\]]*)\])
-    ($|,\s*)""", re.VERBOSE)
+    ($|,\s*)""",
+    re.VERBOSE,
+)
 
 
 def _parse_failure(name: str, type_: type, value: str, text: str) -> ValueError:
@@ -112,8 +115,10 @@ class HParams:
         self._hparam_types: dict[str, tuple[type, bool]] = {}
         self._model_structure = model_structure
         if hparam_def:
-            raise NotImplementedError("HParams(hparam_def=...) needs TF 1.15's HParamDef protocol buffer, which "
-                                      "TensorFlow 2.15 does not ship; pass the values as keyword arguments")
+            raise NotImplementedError(
+                "HParams(hparam_def=...) needs TF 1.15's HParamDef protocol buffer, which "
+                "TensorFlow 2.15 does not ship; pass the values as keyword arguments"
+            )
         for name, value in kwargs.items():
             self.add_hparam(name, value)
 
@@ -146,12 +151,12 @@ class HParams:
             delattr(self, name)
             del self._hparam_types[name]
 
-    def parse(self, values: str) -> "HParams":
+    def parse(self, values: str) -> HParams:
         """Override values from `name=value,...` text (the usual `--hparams` flag)."""
         type_map = {name: param_type for name, (param_type, _) in self._hparam_types.items()}
         return self.override_from_dict(parse_values(values, type_map))
 
-    def override_from_dict(self, values_dict: dict[str, Any]) -> "HParams":
+    def override_from_dict(self, values_dict: dict[str, Any]) -> HParams:
         for name, value in values_dict.items():
             self.set_hparam(name, value)
         return self
@@ -165,7 +170,7 @@ class HParams:
     def to_json(self, indent=None, separators=None, sort_keys: bool = False) -> str:
         return json.dumps(self.values(), indent=indent, separators=separators, sort_keys=sort_keys)
 
-    def parse_json(self, values_json: str) -> "HParams":
+    def parse_json(self, values_json: str) -> HParams:
         return self.override_from_dict(json.loads(values_json))
 
     def values(self) -> dict[str, Any]:

@@ -11,8 +11,14 @@ def variable_initializer_in_host(var_list):
     return _tf.compat.v1.initializers.variables(var_list, name="var_in_host")
 
 
-def set_graph_exec_config(fetch, dynamic_input=False, dynamic_graph_execute_mode="dynamic_execute",
-                          dynamic_inputs_shape_range=None, is_train_graph=False, experimental_config=None):
+def set_graph_exec_config(
+    fetch,
+    dynamic_input=False,
+    dynamic_graph_execute_mode="dynamic_execute",
+    dynamic_inputs_shape_range=None,
+    is_train_graph=False,
+    experimental_config=None,
+):
     """Per-graph dynamic-shape settings for the Graph Engine; TensorFlow runs dynamic shapes itself, so the
     fetch is returned as it is."""
     return fetch
