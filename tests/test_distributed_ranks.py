@@ -76,6 +76,23 @@ def finish(process: subprocess.Popen, log: Path, timeout: float = TIMEOUT_S) -> 
     return log.read_text()
 
 
+def launched(
+    processes,
+    tmp_path,
+    script: str,
+    *arguments,
+    ranks: int = 2,
+    tf1: bool = False,
+    timeout: float = TIMEOUT_S,
+    **environment,
+) -> tuple[subprocess.Popen, str]:
+    """Run tests/scripts/SCRIPT under `launch -n RANKS` (with `--tf1`); the job and its output once it ended."""
+    log = tmp_path / f"launch_{ranks}.log"
+    command = [sys.executable, "-m", "npu_bridge_compat", "launch", "-n", str(ranks), *(["--tf1"] if tf1 else [])]
+    job = start(processes, [*command, str(SCRIPTS / script), *map(str, arguments)], log, **environment)
+    return job, finish(job, log, timeout)
+
+
 def reports(output: str) -> dict[int, dict]:
     """The JSON lines the scripts print, by rank (merged when a rank prints several)."""
     found: dict[int, dict] = {}
@@ -102,23 +119,7 @@ def assert_trained_like_one_process(found: dict[int, dict], steps: int, initial=
 
 
 def test_session_door_three_ranks_under_launch(processes, tmp_path):
-    log = tmp_path / "launch.log"
-    launch = start(
-        processes,
-        [
-            sys.executable,
-            "-m",
-            "npu_bridge_compat",
-            "launch",
-            "-n",
-            "3",
-            "--tf1",
-            str(SCRIPTS / "dist_session_port.py"),
-            str(tmp_path / "model"),
-        ],
-        log,
-    )
-    output = finish(launch, log)
+    launch, output = launched(processes, tmp_path, "dist_session_port.py", tmp_path / "model", ranks=3, tf1=True)
     assert launch.returncode == 0, output[-4000:]
     found = reports(output)
     assert sorted(found) == [0, 1, 2]
@@ -186,24 +187,7 @@ def test_estimator_door_per_rank_shell_loop_with_rank_table(processes, tmp_path,
 
 
 def test_keras_door_under_launch(processes, tmp_path):
-    log = tmp_path / "launch.log"
-    launch = start(
-        processes,
-        [
-            sys.executable,
-            "-m",
-            "npu_bridge_compat",
-            "launch",
-            "-n",
-            "2",
-            str(SCRIPTS / "dist_keras_port.py"),
-            "20",
-            "10",
-            str(tmp_path / "model"),
-        ],
-        log,
-    )
-    output = finish(launch, log)
+    launch, output = launched(processes, tmp_path, "dist_keras_port.py", 20, 10, tmp_path / "model")
     assert launch.returncode == 0, output[-4000:]
     found = reports(output)
     assert sorted(found) == [0, 1] and all(report["iterations"] == 20 for report in found.values())
@@ -267,23 +251,7 @@ def test_a_killed_rank_ends_the_others_naming_it(processes, tmp_path, victim):
 def test_collectives_cost_no_thread_each(processes, tmp_path, mode):
     """1,500 collectives per rank leave its OS thread count flat (a collective's own timeout used to keep a
     sleeping thread per call alive for HCCL_EXEC_TIMEOUT, and long jobs died at the process's thread limit)."""
-    log = tmp_path / "launch.log"
-    job = start(
-        processes,
-        [
-            sys.executable,
-            "-m",
-            "npu_bridge_compat",
-            "launch",
-            "-n",
-            "2",
-            str(SCRIPTS / "dist_collective_threads.py"),
-            "--mode",
-            mode,
-        ],
-        log,
-    )
-    output = finish(job, log)
+    job, output = launched(processes, tmp_path, "dist_collective_threads.py", "--mode", mode)
     assert job.returncode == 0, output[-3000:]
     found = reports(output)
     assert sorted(found) == [0, 1], output[-3000:]
@@ -293,24 +261,9 @@ def test_collectives_cost_no_thread_each(processes, tmp_path, mode):
 
 
 def test_a_collective_another_rank_never_joins_ends_the_run_naming_the_deadline(processes, tmp_path):
-    log = tmp_path / "launch.log"
-    job = start(
-        processes,
-        [
-            sys.executable,
-            "-m",
-            "npu_bridge_compat",
-            "launch",
-            "-n",
-            "2",
-            str(SCRIPTS / "dist_collective_threads.py"),
-            "--mode",
-            "stuck",
-        ],
-        log,
-        HCCL_EXEC_TIMEOUT=3,
+    job, output = launched(
+        processes, tmp_path, "dist_collective_threads.py", "--mode", "stuck", timeout=120, HCCL_EXEC_TIMEOUT=3
     )
-    output = finish(job, log, timeout=120)
     assert job.returncode != 0
     assert 3.0 <= reports(output)[1]["waited"] < 20, output[-3000:]
     assert (
@@ -323,25 +276,7 @@ def test_a_collective_another_rank_never_joins_ends_the_run_naming_the_deadline(
 def test_ranks_that_finish_apart_all_exit_cleanly(processes, tmp_path, mode, late):
     """A rank that finishes first waits for the others, so no finished rank is reported lost (rank 0 hosts the
     coordination service: its early exit used to read as its loss on rank 1)."""
-    log = tmp_path / "launch.log"
-    job = start(
-        processes,
-        [
-            sys.executable,
-            "-m",
-            "npu_bridge_compat",
-            "launch",
-            "-n",
-            "2",
-            str(SCRIPTS / "dist_finish_apart.py"),
-            "--mode",
-            mode,
-            "--late",
-            str(late),
-        ],
-        log,
-    )
-    output = finish(job, log, timeout=120)
+    job, output = launched(processes, tmp_path, "dist_finish_apart.py", "--mode", mode, "--late", late, timeout=120)
     assert job.returncode == 0 and "lost rank" not in output, output[-3000:]
     assert {rank: report["total"] for rank, report in reports(output).items()} == {0: [2.0, 1.0], 1: [2.0, 1.0]}
 
@@ -353,27 +288,11 @@ def test_mixed_precision_trains_on_two_ranks_as_in_one_process(processes, tmp_pa
     convolutions in bfloat16 as one process does, and end with one process's weights on the global batch (the
     remapper's bfloat16 fused convolution, which only the oneDNN rewrite of a local session can run, failed on
     ranks)."""
-    script = [str(SCRIPTS / "dist_mixed_precision_port.py"), "2", "4"]
     found = {}
     for size in (1, 2):
-        log = tmp_path / f"launch_{size}.log"
-        job = start(
-            processes,
-            [
-                sys.executable,
-                "-m",
-                "npu_bridge_compat",
-                "launch",
-                "-n",
-                str(size),
-                "--tf1",
-                script[0],
-                str(tmp_path / f"ranks{size}"),
-                *script[1:],
-            ],
-            log,
+        job, output = launched(
+            processes, tmp_path, "dist_mixed_precision_port.py", tmp_path / f"ranks{size}", 2, 4, ranks=size, tf1=True
         )
-        output = finish(job, log)
         assert job.returncode == 0, output[-3000:]
         found[size] = reports(output)
     one, ranks = found[1][0], found[2]
