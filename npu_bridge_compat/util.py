@@ -17,11 +17,14 @@ Fed placeholders keep their fed value for all N iterations of a run; the data it
 
 from __future__ import annotations
 
+import dataclasses
+
 import tensorflow as tf
 
 from npu_bridge_compat.compat.sessions import session_config_of
 from npu_bridge_compat.errors import NpuCompatWarning, NpuOptionTypeError, NpuOptionValueError, warn
 from npu_bridge_compat.options import options_from_config_proto
+from npu_bridge_compat.options.rules import mixed_compute_runs_one_step
 from npu_bridge_compat.runtime.loop import loop_train_op
 
 
@@ -46,11 +49,7 @@ def _check_against_session_config(sess, iterations_per_loop: int) -> None:
         config = options_from_config_proto(session_config_of(sess), source="the session's ConfigProto")
     if config is None:
         return
-    if config.mix_compile_mode and iterations_per_loop > 1:
-        raise NpuOptionValueError(
-            f'"iterations_per_loop" must be 1 with "mix_compile_mode" is True (set_iteration_per_loop got '
-            f"{iterations_per_loop})"
-        )
+    mixed_compute_runs_one_step(dataclasses.replace(config, iterations_per_loop=iterations_per_loop))
     if config.iterations_per_loop != iterations_per_loop:
         warn(
             f"set_iteration_per_loop(..., {iterations_per_loop}) differs from the session config's "
