@@ -11,8 +11,8 @@ Importing this package installs nothing: the `npu_bridge` import aliases are opt
 """
 
 from npu_bridge_compat.errors import NpuConfigError, NpuOptionTypeError, NpuOptionValueError
-from npu_bridge_compat.host import HostPlan, Report, build_plan
 from npu_bridge_compat.options import OPTIONS, NpuOptions, options_from_config_proto, options_from_kwargs
+from npu_bridge_compat.plan import HostPlan, Report, build_plan
 
 __all__ = [
     "OPTIONS",

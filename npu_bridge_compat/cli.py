@@ -20,9 +20,9 @@ from typing import Any
 
 from npu_bridge_compat.compat import is_repeated, select_keras_2
 from npu_bridge_compat.errors import NpuConfigError
-from npu_bridge_compat.host import HostPlan, build_plan, detect_host
 from npu_bridge_compat.options import OPTIONS, Kind, options_from_kwargs
 from npu_bridge_compat.options.readers import config_proto_values
+from npu_bridge_compat.plan import HostPlan, build_plan, detect_host
 
 EXIT_INVALID = 2
 EXIT_FAILED_CHECK = 1  # scan --fail-on: a script reached the given status

@@ -34,9 +34,10 @@ from npu_bridge_compat.distributed import (  # noqa: F401 - the adapter's Keras 
     npu_keras_optimizer,
 )
 from npu_bridge_compat.errors import NpuCompatWarning, NpuOptionValueError, warn
-from npu_bridge_compat.host import HostPlan, build_plan
-from npu_bridge_compat.host.apply import applied_environment, apply_process_settings
-from npu_bridge_compat.host.features import (
+from npu_bridge_compat.options import NpuOptions, options_from_config_proto, options_from_kwargs
+from npu_bridge_compat.plan import HostPlan, build_plan
+from npu_bridge_compat.plan.apply import applied_environment, apply_process_settings
+from npu_bridge_compat.plan.features import (
     BatchNormWorkaround,
     NumericChecks,
     ProfilerTrace,
@@ -44,7 +45,6 @@ from npu_bridge_compat.host.features import (
     StepLoop,
     TensorDump,
 )
-from npu_bridge_compat.options import NpuOptions, options_from_config_proto, options_from_kwargs
 from npu_bridge_compat.runtime.doors import Door, enter_plan
 from npu_bridge_compat.runtime.graph import ancestors_among, fetched_operations
 from npu_bridge_compat.runtime.probes import StepProbes

@@ -18,7 +18,7 @@ from tensorflow.core.framework import attr_value_pb2
 
 from npu_bridge_compat.compat.graph import attribute_scope, set_op_attribute
 from npu_bridge_compat.errors import NpuOptionValueError
-from npu_bridge_compat.host.platform import detect_host
+from npu_bridge_compat.plan.platform import detect_host
 from npu_bridge_compat.runtime.host_regions import HOST_DEVICE, HOST_ONLY_ATTRIBUTES
 
 

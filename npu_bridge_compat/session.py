@@ -27,10 +27,10 @@ from npu_bridge_compat.compat.sessions import session_running_hooks
 from npu_bridge_compat.distributed import get_local_rank_id, get_local_rank_size, get_rank_id, get_rank_size
 from npu_bridge_compat.distributed.doors import rank_session
 from npu_bridge_compat.errors import NpuOptionValueError
-from npu_bridge_compat.host import build_plan
-from npu_bridge_compat.host.features import BatchNormWorkaround
 from npu_bridge_compat.options import options_from_config_proto
 from npu_bridge_compat.options.readers import NPU_OPTIMIZER
+from npu_bridge_compat.plan import build_plan
+from npu_bridge_compat.plan.features import BatchNormWorkaround
 from npu_bridge_compat.runtime.doors import RUN_UNITS, SESSION_SETTINGS, Door, enter_plan
 from npu_bridge_compat.runtime.loop import LoopServer
 from npu_bridge_compat.runtime.probes import StepProbes

@@ -5,7 +5,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import pytest  # noqa: E402
 
 from npu_bridge_compat import compat  # noqa: E402
-from npu_bridge_compat.host import HostFacts  # noqa: E402
+from npu_bridge_compat.plan import HostFacts  # noqa: E402
 
 # Tests that only make sense on one TensorFlow line: marker -> (whether this line has it, why others skip).
 LINE_MARKERS = {

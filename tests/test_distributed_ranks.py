@@ -17,7 +17,7 @@ import pytest
 from test_distributed import LOOPBACK_PREFIXES, listening_addresses, tcp_sockets
 
 from npu_bridge_compat.distributed.launch import free_port_block
-from npu_bridge_compat.host.platform import detect_host
+from npu_bridge_compat.plan.platform import detect_host
 
 HERE = Path(__file__).parent
 SCRIPTS = HERE / "scripts"

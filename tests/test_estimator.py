@@ -20,7 +20,7 @@ from npu_bridge_compat.estimator import (
     NPURunConfig,
     ProfilingConfig,
 )
-from npu_bridge_compat.host.features import NumericChecks
+from npu_bridge_compat.plan.features import NumericChecks
 
 pytestmark = pytest.mark.needs_estimator  # the whole door is tf.estimator
 

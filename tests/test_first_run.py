@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from npu_bridge_compat.host import Report, log_once
 from npu_bridge_compat.logs import REPORT_TITLE
+from npu_bridge_compat.plan import Report, log_once
 
 ROOT = Path(__file__).parent.parent
 # a logging prefix: absl's "I1123 09:17:32.990802 139959529008000 file.py:30] " or TensorFlow's "INFO:tensorflow:"

@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 from tensorflow.core.protobuf import config_pb2
 
 from npu_bridge_compat import NpuConfigError
-from npu_bridge_compat.host import HostFacts, build_plan
 from npu_bridge_compat.options import OPTIONS, options_from_config_proto, options_from_kwargs
+from npu_bridge_compat.plan import HostFacts, build_plan
 
 KEYS = st.one_of(st.sampled_from(sorted(OPTIONS)), st.text(max_size=20))
 JSON = st.recursive(

@@ -9,9 +9,9 @@ from tensorflow.python.framework import config as tf_config
 
 from npu_bridge_compat import NpuOptionValueError
 from npu_bridge_compat.compat import tf1_keras_api
-from npu_bridge_compat.host import HostFacts, build_plan, detect_host
-from npu_bridge_compat.host.apply import restore_environment
 from npu_bridge_compat.options import options_from_kwargs
+from npu_bridge_compat.plan import HostFacts, build_plan, detect_host
+from npu_bridge_compat.plan.apply import restore_environment
 from npu_bridge_compat.session import NPUSession
 
 v1 = tf.compat.v1

@@ -14,9 +14,9 @@ from npu_bridge_compat import keras as npu_keras
 from npu_bridge_compat.compat import keras_steps_per_execution
 from npu_bridge_compat.errors import NonFiniteValueError, NpuCompatWarning
 from npu_bridge_compat.estimator import NPURunConfig
-from npu_bridge_compat.host import detect_host
 from npu_bridge_compat.keras import NPUCallback
 from npu_bridge_compat.legacy import keras_helpers
+from npu_bridge_compat.plan import detect_host
 
 FEATURES = np.random.RandomState(0).randn(320, 6).astype(np.float32)
 TARGETS = FEATURES[:, :1] * 0.5

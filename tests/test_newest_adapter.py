@@ -19,10 +19,10 @@ from npu_bridge_compat.estimator.config import (
     GraphMemoryOptimizeConfig,
     MemoryConfig,
 )
-from npu_bridge_compat.host import build_plan
 from npu_bridge_compat.legacy import install_aliases
 from npu_bridge_compat.options import OPTIONS, Effect, options_from_config_proto, options_from_kwargs
 from npu_bridge_compat.options.grammars import ConfigurationAdvice
+from npu_bridge_compat.plan import build_plan
 from npu_bridge_compat.session import NPUSession
 
 v1 = tf.compat.v1
@@ -379,8 +379,8 @@ def test_keys_without_host_meaning_say_why(cpu_host):
 
 @pytest.mark.filterwarnings("ignore:NPU_BRIDGE_COMPAT_CPU_FLOAT16")
 def test_keep_tensors_dtypes_keeps_named_tensors_in_float32(monkeypatch):
-    from npu_bridge_compat.host import detect_host
-    from npu_bridge_compat.host.apply import restore_environment
+    from npu_bridge_compat.plan import detect_host
+    from npu_bridge_compat.plan.apply import restore_environment
 
     install_aliases()
     from npu_bridge.estimator.npu import util

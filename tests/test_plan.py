@@ -7,10 +7,10 @@ from helpers import npu_config
 from test_grammars import SEED_004_MIXLIST
 
 from npu_bridge_compat.errors import NpuCompatWarning, UnknownOpTypeWarning
-from npu_bridge_compat.host import build_plan, log_once
-from npu_bridge_compat.host import features as f
-from npu_bridge_compat.host.report import IGNORED
 from npu_bridge_compat.options import Effect, options_from_config_proto, options_from_kwargs
+from npu_bridge_compat.plan import build_plan, log_once
+from npu_bridge_compat.plan import features as f
+from npu_bridge_compat.plan.report import IGNORED
 
 LISTS = "TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_"
 ON, OFF = 1, 2  # RewriterConfig.Toggle

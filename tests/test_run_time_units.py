@@ -15,8 +15,8 @@ from helpers import config_with, dumped_steps, keras_executed_dtypes, node_dtype
 from npu_bridge_compat import scope, util
 from npu_bridge_compat.errors import NonFiniteValueError, NpuCompatWarning
 from npu_bridge_compat.estimator import NPUEstimator, NPURunConfig
-from npu_bridge_compat.host import detect_host
 from npu_bridge_compat.keras import NPUCallback
+from npu_bridge_compat.plan import detect_host
 from npu_bridge_compat.session import NPUSession
 
 v1 = tf.compat.v1
@@ -197,10 +197,10 @@ def test_keras_door_says_it_does_not_keep_host_regions(tmp_path):
 
 def test_doors_declare_what_they_carry_out(gpu_host):
     from npu_bridge_compat.estimator.estimator import ESTIMATOR_DOOR
-    from npu_bridge_compat.host import build_plan
-    from npu_bridge_compat.host.features import GpuMemoryLimit, InterOpThreads
     from npu_bridge_compat.keras import KERAS_DOOR
     from npu_bridge_compat.options import options_from_kwargs
+    from npu_bridge_compat.plan import build_plan
+    from npu_bridge_compat.plan.features import GpuMemoryLimit, InterOpThreads
     from npu_bridge_compat.runtime.doors import unapplied
     from npu_bridge_compat.session import SESSION_DOOR
 

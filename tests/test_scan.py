@@ -14,8 +14,8 @@ from test_legacy import _resolves
 from npu_bridge_compat import compat, legacy
 from npu_bridge_compat.cli import main
 from npu_bridge_compat.errors import DeviceOnlyFeatureError, NpuOptionValueError
-from npu_bridge_compat.host import HostFacts
 from npu_bridge_compat.options import OPTIONS, Kind, options_from_config_proto
+from npu_bridge_compat.plan import HostFacts
 from npu_bridge_compat.scan import Category, Outcome, Severity, scan, scanner
 from npu_bridge_compat.scan.progress import LARGE_TREE, ProgressBar
 

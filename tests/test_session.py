@@ -8,7 +8,7 @@ from helpers import config_with, npu_config
 from npu_bridge_compat import NpuOptionValueError, scope, session, util
 from npu_bridge_compat.compat import tf1_keras_api
 from npu_bridge_compat.errors import NpuCompatWarning
-from npu_bridge_compat.host import HostFacts
+from npu_bridge_compat.plan import HostFacts
 from npu_bridge_compat.session import NPUSession, host_session_config, npu_config_proto
 
 v1 = tf.compat.v1

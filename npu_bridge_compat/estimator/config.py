@@ -17,10 +17,10 @@ from absl import logging
 
 from npu_bridge_compat.compat import estimator_class
 from npu_bridge_compat.errors import NpuCompatWarning, NpuOptionTypeError, NpuOptionValueError, warn
-from npu_bridge_compat.host import build_plan
-from npu_bridge_compat.host.features import StepLoop
 from npu_bridge_compat.options import OPTIONS, options_from_kwargs
 from npu_bridge_compat.options.readers import config_proto_values
+from npu_bridge_compat.plan import build_plan
+from npu_bridge_compat.plan.features import StepLoop
 from npu_bridge_compat.runtime.doors import SESSION_SETTINGS, Door, enter_plan, unapplied
 
 # A plain tf.estimator.Estimator given an NPURunConfig applies only what its session config carries.

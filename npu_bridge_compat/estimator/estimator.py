@@ -25,7 +25,7 @@ from npu_bridge_compat.compat.estimator_training import EstimatorWithTrainingHoo
 from npu_bridge_compat.distributed.doors import rank_estimator, rank_training_done
 from npu_bridge_compat.errors import NpuCompatWarning, NpuOptionValueError, warn
 from npu_bridge_compat.estimator.config import NPURunConfig
-from npu_bridge_compat.host.features import BatchNormWorkaround
+from npu_bridge_compat.plan.features import BatchNormWorkaround
 from npu_bridge_compat.runtime.doors import RUN_UNITS, SESSION_SETTINGS, Door, enter_plan
 from npu_bridge_compat.runtime.loop import loop_train_op
 from npu_bridge_compat.runtime.units import LoopServingUnit, units_for

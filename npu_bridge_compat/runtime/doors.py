@@ -10,9 +10,9 @@ from __future__ import annotations
 import dataclasses
 
 from npu_bridge_compat.errors import NpuCompatWarning, warn
-from npu_bridge_compat.host import log_once
-from npu_bridge_compat.host.apply import apply_environment, apply_process_settings
-from npu_bridge_compat.host.features import (
+from npu_bridge_compat.plan import log_once
+from npu_bridge_compat.plan.apply import apply_environment, apply_process_settings
+from npu_bridge_compat.plan.features import (
     BatchNormWorkaround,
     GpuMemoryLimit,
     GraphOptimizerLevel,

@@ -23,7 +23,7 @@ import numpy as np
 import tensorflow as tf
 
 from npu_bridge_compat.distributed.ranks import rank_folders
-from npu_bridge_compat.host.features import TensorDump
+from npu_bridge_compat.plan.features import TensorDump
 from npu_bridge_compat.runtime.graph import MERGE_OPS, fetched_operations, original_name, step_operations
 
 _UNDUMPABLE = (tf.resource, tf.variant, tf.string)

@@ -17,8 +17,8 @@ from npu_bridge_compat.compat.graph import (
     set_op_device,
 )
 from npu_bridge_compat.errors import NpuOptionValueError
-from npu_bridge_compat.host.features import HostRegions
-from npu_bridge_compat.host.platform import HostFacts
+from npu_bridge_compat.plan.features import HostRegions
+from npu_bridge_compat.plan.platform import HostFacts
 
 HOST_DEVICE = "/device:CPU:0"
 HOST_ONLY_ATTRIBUTES = {

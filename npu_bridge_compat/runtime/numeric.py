@@ -1,7 +1,7 @@
 """Numeric checks for enable_dump_debug (overflow detection) and enable_exception_dump.
 
 Every floating-point output of the ops a run computes is reduced to two flags (has NaN, has Inf) that are
-fetched with the step (inside a loop or a traced function, `host/step_probes.py` records them instead); after
+fetched with the step (inside a loop or a traced function, `runtime/probes.py` records them instead); after
 the run the first op in graph order with a non-finite output is named in a `NonFiniteValueError`, which stops
 training, as the NPU's overflow detection does. With a dump path, an op whose output is not finite also writes
 its inputs under `<dump_path>/exception/<time>_<pid>/<op>/`, from inside the failing step (a `tf.cond` that runs

@@ -18,7 +18,7 @@ import threading
 import numpy as np
 import tensorflow as tf
 
-from npu_bridge_compat.host.features import NumericChecks, TensorDump
+from npu_bridge_compat.plan.features import NumericChecks, TensorDump
 from npu_bridge_compat.runtime.dump import TensorDumper
 from npu_bridge_compat.runtime.numeric import NumericCheck, check_operations
 

@@ -19,7 +19,7 @@ import tensorflow as tf
 
 from npu_bridge_compat.compat.graph import building_in_finalized, is_function_graph, is_while_body_graph
 from npu_bridge_compat.compat.sessions import session_config_of
-from npu_bridge_compat.host.features import HostRegions, NumericChecks, ProfilerTrace, TensorDump
+from npu_bridge_compat.plan.features import HostRegions, NumericChecks, ProfilerTrace, TensorDump
 from npu_bridge_compat.runtime.dump import TensorDumper
 from npu_bridge_compat.runtime.graph import (
     fetched_operations,

@@ -6,7 +6,7 @@ import os
 from typing import Any
 
 from npu_bridge_compat import compat
-from npu_bridge_compat.host import HostFacts
+from npu_bridge_compat.plan import HostFacts
 from npu_bridge_compat.scan import names
 from npu_bridge_compat.scan.configs import ConfigChecker, Place
 from npu_bridge_compat.scan.reader import ADAPTER_ROOTS, Call, FileFacts

@@ -25,9 +25,9 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
 from npu_bridge_compat.errors import NpuCompatWarning, NpuConfigError, closest_name
-from npu_bridge_compat.host import HostFacts, build_plan
 from npu_bridge_compat.options import OPTIONS, closest_option, options_from_kwargs
 from npu_bridge_compat.options.readers import NPU_OPTIMIZER, _parse, _python_value, config_proto_values
+from npu_bridge_compat.plan import HostFacts, build_plan
 from npu_bridge_compat.scan.reader import Call, OptionSet, Value
 from npu_bridge_compat.scan.report import Category, Finding, Outcome, Severity
 

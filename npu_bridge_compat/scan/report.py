@@ -10,8 +10,8 @@ import dataclasses
 import enum
 from collections.abc import Iterable
 
-from npu_bridge_compat.host.report import IGNORED
 from npu_bridge_compat.options.spec import Effect
+from npu_bridge_compat.plan.report import IGNORED
 
 
 class Severity(enum.IntEnum):

@@ -12,8 +12,8 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from typing import NamedTuple
 
-from npu_bridge_compat.host import HostFacts, detect_host
 from npu_bridge_compat.logs import TENSORFLOW_LOGGER
+from npu_bridge_compat.plan import HostFacts, detect_host
 from npu_bridge_compat.scan.classify import Classifier
 from npu_bridge_compat.scan.reader import FileFacts, read_file
 from npu_bridge_compat.scan.report import ScanReport

@@ -3,8 +3,10 @@ recomputation."""
 
 from __future__ import annotations
 
-from npu_bridge_compat.host.contribution import Contribution
-from npu_bridge_compat.host.features import (
+from npu_bridge_compat.options.rules import GRAPH_MEMORY_DEFAULT, VARIABLE_MEMORY_DEFAULT
+from npu_bridge_compat.options.spec import Effect
+from npu_bridge_compat.plan.contribution import Contribution
+from npu_bridge_compat.plan.features import (
     GpuMemoryLimit,
     GrapplerSwitch,
     InterOpThreads,
@@ -13,9 +15,7 @@ from npu_bridge_compat.host.features import (
     Recomputation,
     XlaCompileCache,
 )
-from npu_bridge_compat.host.platform import HostFacts
-from npu_bridge_compat.options.rules import GRAPH_MEMORY_DEFAULT, VARIABLE_MEMORY_DEFAULT
-from npu_bridge_compat.options.spec import Effect
+from npu_bridge_compat.plan.platform import HostFacts
 
 MIB = 1024**2
 

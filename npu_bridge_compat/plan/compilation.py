@@ -7,10 +7,10 @@ intra-op threads (cores per op) and inter-op threads (ops at once).
 
 from __future__ import annotations
 
-from npu_bridge_compat.host.contribution import Contribution
-from npu_bridge_compat.host.features import GraphOptimizerLevel, GrapplerSwitch, InterOpThreads, IntraOpThreads
-from npu_bridge_compat.host.platform import HostFacts
 from npu_bridge_compat.options.spec import Effect
+from npu_bridge_compat.plan.contribution import Contribution
+from npu_bridge_compat.plan.features import GraphOptimizerLevel, GrapplerSwitch, InterOpThreads, IntraOpThreads
+from npu_bridge_compat.plan.platform import HostFacts
 
 
 def plan_compilation(options, host: HostFacts) -> Contribution:

@@ -1,6 +1,6 @@
 """The host plan: what to do on this host for a validated `NpuOptions`, as typed features, with its report.
 
-Each concern module contributes features (host/features.py) and report lines; `build_plan` merges them, and
+Each concern module contributes features (plan/features.py) and report lines; `build_plan` merges them, and
 fills in the report from the option table for every other option that was set. The doors apply a plan; nothing
 here changes the process.
 """
@@ -12,18 +12,18 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from npu_bridge_compat.host.compilation import plan_compilation
-from npu_bridge_compat.host.contribution import Contribution
-from npu_bridge_compat.host.debugging import plan_debugging
-from npu_bridge_compat.host.features import Feature, MixedPrecision, RewriteSetting, SessionSetting
-from npu_bridge_compat.host.placement import plan_placement
-from npu_bridge_compat.host.platform import HostFacts, detect_host
-from npu_bridge_compat.host.precision import plan_precision
-from npu_bridge_compat.host.report import IGNORED, Report, ReportEntry
-from npu_bridge_compat.host.settings import plan_recompute, plan_settings
 from npu_bridge_compat.options.readers import NPU_OPTIMIZER, npu_optimizer_entries
 from npu_bridge_compat.options.spec import Effect
 from npu_bridge_compat.options.table import OPTIONS
+from npu_bridge_compat.plan.compilation import plan_compilation
+from npu_bridge_compat.plan.contribution import Contribution
+from npu_bridge_compat.plan.debugging import plan_debugging
+from npu_bridge_compat.plan.features import Feature, MixedPrecision, RewriteSetting, SessionSetting
+from npu_bridge_compat.plan.placement import plan_placement
+from npu_bridge_compat.plan.platform import HostFacts, detect_host
+from npu_bridge_compat.plan.precision import plan_precision
+from npu_bridge_compat.plan.report import IGNORED, Report, ReportEntry
+from npu_bridge_compat.plan.settings import plan_recompute, plan_settings
 
 PLANNERS = (plan_placement, plan_precision, plan_debugging, plan_settings, plan_compilation)
 

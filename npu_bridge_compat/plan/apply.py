@@ -13,7 +13,7 @@ import threading
 from collections.abc import Iterator
 
 from npu_bridge_compat.errors import NpuOptionValueError
-from npu_bridge_compat.host.features import AMP_ENV_PREFIX, ProcessSetting
+from npu_bridge_compat.plan.features import AMP_ENV_PREFIX, ProcessSetting
 
 # Variables holding space-separated flags: ours are added to what the user already set.
 FLAG_VARIABLES = ("TF_XLA_FLAGS", "XLA_FLAGS")

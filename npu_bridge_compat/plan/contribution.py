@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from npu_bridge_compat.host.features import Feature
 from npu_bridge_compat.options.spec import Effect
+from npu_bridge_compat.plan.features import Feature
 
 
 @dataclasses.dataclass

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from npu_bridge_compat.distributed.ranks import device_id_source
-from npu_bridge_compat.host.contribution import Contribution
-from npu_bridge_compat.host.features import BatchNormWorkaround, HostRegions, StepLoop, VisibleDevice
-from npu_bridge_compat.host.platform import HostFacts
 from npu_bridge_compat.options.spec import Effect
+from npu_bridge_compat.plan.contribution import Contribution
+from npu_bridge_compat.plan.features import BatchNormWorkaround, HostRegions, StepLoop, VisibleDevice
+from npu_bridge_compat.plan.platform import HostFacts
 
 
 def plan_placement(options, host: HostFacts) -> Contribution:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import os
 
-from npu_bridge_compat.host.contribution import Contribution
-from npu_bridge_compat.host.features import GraphDumps, NumericChecks, ProfilerTrace, TensorDump
-from npu_bridge_compat.host.platform import HostFacts
 from npu_bridge_compat.options.grammars import ProfilingOptions
 from npu_bridge_compat.options.spec import Effect
+from npu_bridge_compat.plan.contribution import Contribution
+from npu_bridge_compat.plan.features import GraphDumps, NumericChecks, ProfilerTrace, TensorDump
+from npu_bridge_compat.plan.platform import HostFacts
 
 
 def plan_debugging(options, host: HostFacts) -> Contribution:

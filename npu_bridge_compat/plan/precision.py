@@ -10,12 +10,12 @@ from __future__ import annotations
 import functools
 
 from npu_bridge_compat.errors import NpuCompatWarning, UnknownOpTypeWarning, warn
-from npu_bridge_compat.host.contribution import Contribution
-from npu_bridge_compat.host.features import MixedPrecision, TensorFloat32
-from npu_bridge_compat.host.platform import CPU_FLOAT16_ENV, HostFacts
 from npu_bridge_compat.options.grammars import MixList
 from npu_bridge_compat.options.precision_modes import Intent, intent_of
 from npu_bridge_compat.options.spec import Effect
+from npu_bridge_compat.plan.contribution import Contribution
+from npu_bridge_compat.plan.features import MixedPrecision, TensorFloat32
+from npu_bridge_compat.plan.platform import CPU_FLOAT16_ENV, HostFacts
 
 FLOAT16_EMULATION_PASS = "auto_mixed_precision_cpu"
 FLOAT16_EMULATION_CRASHES = (
