@@ -34,11 +34,20 @@ def plan_compilation(options, host: HostFacts) -> Contribution:
             f"intra_op_parallelism_threads={threads} (the larger of {cores[0]} Cube and {cores[1]} Vector "
             "cores: the most cores one op uses)",
         )
-    _plan_streams(options, result)
+    _plan_inter_op_threads(options, result)
     return result
 
 
-def _plan_streams(options, result: Contribution) -> None:
+def _plan_inter_op_threads(options, result: Contribution) -> None:
+    """Ops at once: stream_max_parallel_num (per engine; the largest wins), else the multi-stream mode's count."""
+    if options.stream_max_parallel_num:
+        threads = max(int(item.split(":")[1]) for item in options.stream_max_parallel_num.split(","))
+        result.features.append(InterOpThreads(threads))
+        result.say(
+            "stream_max_parallel_num",
+            Effect.APPROXIMATED,
+            f"inter_op_parallelism_threads={threads} (the largest engine parallelism)",
+        )
     multistream = options.parsed.get("auto_multistream_parallel_mode")
     if multistream is None:
         return

@@ -1,5 +1,5 @@
-"""Session and process settings: memory caps, determinism, threads, timeouts, compilation cache, fusion switches,
-recomputation."""
+"""Session and process settings: memory caps, determinism, timeouts, compilation cache, fusion switches,
+recomputation (thread counts are planned with parallelism, in compilation.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from npu_bridge_compat.plan.contribution import Contribution
 from npu_bridge_compat.plan.features import (
     GpuMemoryLimit,
     GrapplerSwitch,
-    InterOpThreads,
     OpDeterminism,
     OperationTimeout,
     Recomputation,
@@ -27,14 +26,6 @@ def plan_settings(options, host: HostFacts) -> Contribution:
         result.features.append(OpDeterminism())
     elif options.is_set("deterministic"):
         result.say("deterministic", Effect.TRANSLATED, "0: TensorFlow's default (non-deterministic) kernels")
-    if options.stream_max_parallel_num:
-        threads = max(int(item.split(":")[1]) for item in options.stream_max_parallel_num.split(","))
-        result.features.append(InterOpThreads(threads))
-        result.say(
-            "stream_max_parallel_num",
-            Effect.APPROXIMATED,
-            f"inter_op_parallelism_threads={threads} (the largest engine parallelism)",
-        )
     if options.is_set("graph_exec_timeout"):
         result.features.append(OperationTimeout(options.graph_exec_timeout))
         result.say(
