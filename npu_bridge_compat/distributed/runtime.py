@@ -67,8 +67,9 @@ class RankRuntime:
         return f"grpc://{self.cluster.me.address}"
 
     def session_config(self, config: config_pb2.ConfigProto | None = None) -> config_pb2.ConfigProto:
-        """`config` (copied) for a session on this rank's server: the collective group leader, and this rank's
-        own devices only (without the filter a session would place ops on other ranks' devices)."""
+        """`config` (copied) for a session on this rank's server: the collective group leader, this rank's own
+        devices only (without the filter a session would place ops on other ranks' devices), and a deadline per
+        run (HCCL_EXEC_TIMEOUT) unless the config sets its own."""
         result = config_pb2.ConfigProto()
         if config is not None:
             result.CopyFrom(config)
