@@ -166,3 +166,13 @@ def _running_fit_epoch_iterator(model):
                 return iterator
         frame = frame.f_back
     return None
+
+
+def repair_tf1_layers_normalization() -> None:
+    """TensorFlow loads tensorflow.python.layers.normalization (tf_slim's and contrib's batch_norm) from
+    `tf_keras.legacy_tf_layers`, a path no tf_keras release has; point it at the TF1 layers module of the Keras 2
+    at hand (Keras 2.15's own, or tf_keras's), which holds the same BatchNormalization and batch_normalization.
+    Checked on TensorFlow 2.15 and 2.21."""
+    from tensorflow.python.layers import normalization as tf_layers_normalization
+
+    tf_layers_normalization.normalization = tf1_keras_api("layers")

@@ -15,7 +15,7 @@ from __future__ import annotations
 import importlib.util
 import sys
 
-from npu_bridge_compat.compat import tf1_keras_api
+from npu_bridge_compat.compat.keras import repair_tf1_layers_normalization
 from npu_bridge_compat.errors import NpuConfigError
 from npu_bridge_compat.legacy.tf1.world import (  # noqa: F401 - the public names of the TF 1.15 world
     NameStatus,
@@ -43,13 +43,4 @@ def install_tf1_world() -> None:
     import tensorflow as tf
 
     tf.compat.v1.contrib = virtual_module("contrib")
-    _repair_layers_normalization()
-
-
-def _repair_layers_normalization() -> None:
-    """TensorFlow loads tensorflow.python.layers.normalization (tf_slim's and contrib's batch_norm) from
-    `tf_keras.legacy_tf_layers`, a path no tf_keras release has (2.15 and 2.21 alike); the TF1 layers module of the
-    Keras 2 at hand (Keras 2.15's own, or tf_keras's) holds the same BatchNormalization and batch_normalization."""
-    from tensorflow.python.layers import normalization as tf_layers_normalization
-
-    tf_layers_normalization.normalization = tf1_keras_api("layers")
+    repair_tf1_layers_normalization()
