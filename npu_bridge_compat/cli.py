@@ -122,8 +122,8 @@ def options_table(arguments: argparse.Namespace) -> int:
 def markdown_table() -> str:
     """The option table as Markdown, as docs/options.md holds it."""
     rows = [
-        "| option | kind | default | allowed | concern | on a host | what it does |",
-        "|---|---|---|---|---|---|---|",
+        "| option | npu_device name | kind | default | allowed | concern | on a host | what it does |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for spec in OPTIONS.values():
         allowed = spec.check.describe() if spec.check else spec.python_type.__name__
@@ -132,7 +132,8 @@ def markdown_table() -> str:
             host += f" (read only when {' or '.join(spec.requires)} is on)"
         doc = spec.doc + (f" *{spec.deprecated}.*" if spec.deprecated else "")
         cells = [
-            f"`{spec.key}`",
+            f"`{spec.key}`" + ("" if spec.tf1 else " (TF2 adapter only)"),
+            f"`{spec.tf2_name}`" if spec.tf2_name else "—",
             spec.kind.value,
             "unset" if spec.default is None else f"`{spec.default!r}`",
             allowed,

@@ -62,19 +62,21 @@ KERAS_DOOR = Door(
 class NPUCallback(tf.keras.callbacks.Callback):
     """Carries NPU options into Keras `fit` / `evaluate` / `predict`.
 
-    `NPUCallback(iterations_per_loop=10, ...)`, `NPUCallback(config_proto)` or `NPUCallback(npu_options)`.
+    `NPUCallback(iterations_per_loop=10, ...)`, `NPUCallback(config_proto)` or `NPUCallback(npu_options)`; a door
+    that planned already passes its `HostPlan`.
     """
 
     def __init__(self, config=None, **options) -> None:
         super().__init__()
         self._supports_tf_logs = True  # reads no logs: Keras need not convert them to numpy for this callback
-        if isinstance(config, NpuOptions):
-            npu_options = config
+        if isinstance(config, HostPlan):
+            self.npu_plan = config
+        elif isinstance(config, NpuOptions):
+            self.npu_plan = build_plan(config)
         elif config is not None:
-            npu_options = options_from_config_proto(config, source="NPUCallback(ConfigProto)")
+            self.npu_plan = build_plan(options_from_config_proto(config, source="NPUCallback(ConfigProto)"))
         else:
-            npu_options = options_from_kwargs(options, source="NPUCallback")
-        self.npu_plan = build_plan(npu_options)
+            self.npu_plan = build_plan(options_from_kwargs(options, source="NPUCallback"))
         self._check_keras_policy()
         enter_plan(self.npu_plan, KERAS_DOOR, process=False)  # the process-wide part applies while Keras runs
         self._probes = _step_probes(self.npu_plan)

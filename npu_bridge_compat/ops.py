@@ -11,6 +11,7 @@ import tensorflow as tf
 
 from npu_bridge_compat.errors import device_only
 from npu_bridge_compat.fused.nn import deformable_conv2d, dropout, dropout_v3, randomchoicewithmask  # noqa: F401
+from npu_bridge_compat.fused.nn import fast_gelu as fused_fast_gelu
 from npu_bridge_compat.fused.optimizers import (  # noqa: F401
     LARS,
     LARSV2,
@@ -44,8 +45,7 @@ def gelu(x):
 def fast_gelu(x, name=None):
     """npu_aicore_ops.fast_gelu: x * sigmoid(1.702 x), the fast GELU approximation Ascend implements."""
     with tf.name_scope(name or "fast_gelu"):
-        x = tf.convert_to_tensor(x)
-        return x * tf.sigmoid(1.702 * x)
+        return fused_fast_gelu(x)
 
 
 class _UnaryOps:

@@ -1,4 +1,6 @@
 import os
+import signal
+import subprocess
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -59,3 +61,14 @@ def cpu_host() -> HostFacts:
 @pytest.fixture
 def gpu_host() -> HostFacts:
     return HostFacts(tf_version="2.15.1", gpu_count=1)
+
+
+@pytest.fixture
+def processes():
+    """Processes a test starts; each is killed with its process group when the test ends."""
+    started: list[subprocess.Popen] = []
+    yield started
+    for process in started:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=30)

@@ -43,17 +43,6 @@ for _name in (
 TIMEOUT_S = 400
 
 
-@pytest.fixture
-def processes():
-    """Processes a test starts; each is killed with its process group when the test ends."""
-    started: list[subprocess.Popen] = []
-    yield started
-    for process in started:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
-        process.wait(timeout=30)
-
-
 def start(processes, command, log: Path, **environment) -> subprocess.Popen:
     with open(log, "w") as output:
         process = subprocess.Popen(

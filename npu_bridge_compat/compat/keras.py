@@ -9,9 +9,10 @@ import functools
 import importlib
 import importlib.metadata
 import importlib.util
+import inspect
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from npu_bridge_compat.compat.versions import ESTIMATOR_TENSORFLOW, _stand_in, tensorflow_version, version_tuple
@@ -176,3 +177,48 @@ def repair_tf1_layers_normalization() -> None:
     from tensorflow.python.layers import normalization as tf_layers_normalization
 
     tf_layers_normalization.normalization = tf1_keras_api("layers")
+
+
+_added_callbacks: dict[type, Callable[[Any], Any]] = {}  # model class -> the callback its calls get
+
+
+def add_callback_to_model_calls(model_class: type, callback_for: Callable[[Any], Any]) -> None:
+    """From now on every `fit`, `evaluate` and `predict` of `model_class` runs with `callback_for(model)` added to
+    the call's callbacks, unless the call already carries a callback of that type. Keras has no process-wide
+    callback list, so the methods are wrapped (once per class); the adapter's `as_default()` patches Keras too.
+    Checked on Keras 2.15 and Keras 3 (TensorFlow 2.21)."""
+    if model_class in _added_callbacks:
+        _added_callbacks[model_class] = callback_for
+        return
+    _added_callbacks[model_class] = callback_for
+    for method in ("fit", "evaluate", "predict"):
+        setattr(model_class, method, _with_added_callback(model_class, getattr(model_class, method)))
+
+
+def _with_added_callback(model_class: type, original: Callable) -> Callable:
+    signature = inspect.signature(original)
+
+    @functools.wraps(original)
+    def call(self, *args, **kwargs):
+        bound = signature.bind(self, *args, **kwargs)
+        callbacks = list(bound.arguments.get("callbacks") or [])
+        added = _added_callbacks[model_class](self)
+        if not any(isinstance(callback, type(added)) for callback in callbacks):
+            callbacks.append(added)
+        bound.arguments["callbacks"] = callbacks
+        return original(*bound.args, **bound.kwargs)
+
+    return call
+
+
+def loss_scale_optimizer_class(inner_optimizer) -> type:
+    """The Keras class that scales the loss of `inner_optimizer`: Keras 3's LossScaleOptimizer; in Keras 2, whose
+    public LossScaleOptimizer picks a private class by the optimizer's generation when called (and so cannot be
+    subclassed for both), LossScaleOptimizerV3 for its new optimizers, LossScaleOptimizer for the legacy ones.
+    Checked on Keras 2.15 and Keras 3 (TensorFlow 2.21)."""
+    import tensorflow as tf
+
+    public = tf.keras.mixed_precision.LossScaleOptimizer
+    if tf_keras_is_keras_3() or isinstance(inner_optimizer, tf.keras.optimizers.legacy.Optimizer):
+        return public
+    return sys.modules[public.__module__].LossScaleOptimizerV3

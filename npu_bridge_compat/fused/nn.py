@@ -10,6 +10,11 @@ deformable_conv2d     the DeformableOffsets + Conv2D pair the adapter builds: ev
                       [N, Ho·kh, Wo·kw, C] map of samples is convolved with `filter` at stride (kh, kw).
                       offsets channels: all Δx, then all Δy, then the masks, each block indexed
                       g·kh·kw + i·kw + j (modulated=False: the Δx and Δy blocks; a mask block is ignored).
+drop_out_gen_mask     the mask kernel scripts call themselves (gen_npu_ops): one bit per element of `shape`, set
+                      with probability keep_prob, packed 8 to a uint8 (lowest bit first) and padded to a multiple
+                      of 128 elements, as Ascend's DropOutGenMask lays it out; its _v3 form is the same mask.
+drop_out_do_mask      y = x·bit / keep_prob, with the bits of such a mask in x's element order.
+fast_gelu             y = x·sigmoid(1.702·x); fast_gelu_grad: dy·(s + 1.702·x·s·(1 - s)), s = sigmoid(1.702·x).
 randomchoicewithmask  up to `count` coordinates of x's true elements in random order, [count, rank(x)] int32,
                       padded with zeros, and a [count] mask of the valid rows; count=0 returns them all.
 """
@@ -44,6 +49,49 @@ def dropout_v3(x, keep_prob, noise_shape=None, seed=None, name=None):
     """npu_aicore_ops.dropout_v3: the same dropout as npu_ops.dropout (eager execution allowed, as in the
     adapter)."""
     return dropout(x, keep_prob, noise_shape=noise_shape, seed=seed, name=name or "dropout_v3")
+
+
+_MASK_ALIGNMENT = 128  # elements: Ascend's DropOutGenMask pads its bit mask to a multiple of this
+_BIT_VALUES = (1, 2, 4, 8, 16, 32, 64, 128)
+
+
+def drop_out_gen_mask(shape, prob, seed=0, seed2=0, name=None):
+    """gen_npu_ops.drop_out_gen_mask: a packed bit mask (uint8) over `shape`, each bit 1 with probability
+    `prob` (the keep probability)."""
+    with tf.name_scope(name or "DropOutGenMask"):
+        count = tf.reduce_prod(tf.cast(shape, tf.int64))
+        padded = (count + _MASK_ALIGNMENT - 1) // _MASK_ALIGNMENT * _MASK_ALIGNMENT
+        uniform = tf.random.stateless_uniform(
+            tf.reshape(padded, [1]), seed=tf.stack([tf.cast(seed, tf.int64), tf.cast(seed2, tf.int64)])
+        )
+        bits = tf.reshape(tf.cast(uniform < tf.cast(prob, tf.float32), tf.int32), [-1, 8])
+        return tf.cast(tf.reduce_sum(bits * tf.constant(_BIT_VALUES), axis=1), tf.uint8)
+
+
+def drop_out_do_mask(x, mask, keep_prob, name=None):
+    """gen_npu_ops.drop_out_do_mask: x where the mask's bit is set, scaled by 1 / keep_prob; 0 elsewhere."""
+    with tf.name_scope(name or "DropOutDoMask"):
+        x = tf.convert_to_tensor(x)
+        bits = tf.bitwise.bitwise_and(tf.cast(mask, tf.int32)[:, None], tf.constant(_BIT_VALUES)) > 0
+        kept = tf.reshape(tf.reshape(bits, [-1])[: tf.size(x)], tf.shape(x))
+        return tf.where(kept, x / tf.cast(keep_prob, x.dtype), tf.zeros_like(x))
+
+
+drop_out_gen_mask_v3 = drop_out_gen_mask
+drop_out_do_mask_v3 = drop_out_do_mask
+
+
+@tf.custom_gradient
+def fast_gelu(x):
+    """gen_npu_ops.fast_gelu: x·sigmoid(1.702·x), with the kernel's own gradient (fast_gelu_grad)."""
+    x = tf.convert_to_tensor(x)
+    return x * tf.sigmoid(1.702 * x), lambda dy: fast_gelu_grad(dy, x)
+
+
+def fast_gelu_grad(dy, x):
+    """gen_npu_ops.fast_gelu_grad: the gradient of fast_gelu at x, times dy."""
+    s = tf.sigmoid(1.702 * x)
+    return dy * (s + 1.702 * x * s * (1 - s))
 
 
 def _bilinear_samples(image, rows, cols) -> tf.Tensor:

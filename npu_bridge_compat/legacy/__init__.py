@@ -18,7 +18,11 @@ from npu_bridge_compat.errors import NpuConfigError
 from npu_bridge_compat.legacy.tf1 import NameStatus, install_tf1_world, tf1_name_status  # noqa: F401
 from npu_bridge_compat.legacy.tf1.imports import install_tf1_imports  # noqa: F401
 
-ALIASED_PACKAGES = ("npu_bridge", "hccl")
+ALIASED_PACKAGES = ("npu_bridge", "hccl", "npu_device")
+# npu_device.compat.v1.<module> is npu_bridge.<module> without the adapter's loss-scale names, which the TF2
+# adapter's build drops from its copy of npu_bridge (tf_adapter_2.x/compat_v1/).
+TF1_UNDER_TF2 = "npu_device.compat.v1."
+DROPPED_UNDER_TF2 = ("NPULossScaleOptimizer", "FixedLossScaleManager", "ExponentialUpdateLossScaleManager")
 
 
 class _LegacyFinder(importlib.abc.MetaPathFinder):
@@ -27,12 +31,40 @@ class _LegacyFinder(importlib.abc.MetaPathFinder):
     def find_spec(self, fullname, path=None, target=None):
         if fullname.split(".")[0] not in ALIASED_PACKAGES:
             return None
+        if fullname.startswith(TF1_UNDER_TF2):
+            return _tf1_module_under_tf2(fullname)
         real = importlib.util.find_spec(f"{__name__}.{fullname}")
         if real is None:
             return None
         return importlib.util.spec_from_file_location(
             fullname, real.origin, submodule_search_locations=real.submodule_search_locations
         )
+
+
+class _CopyLoader(importlib.abc.Loader):
+    """Loads a module as a copy of another module's names, minus some."""
+
+    def __init__(self, source: str, dropped: tuple[str, ...]) -> None:
+        self._source, self._dropped = source, dropped
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module) -> None:
+        source = importlib.import_module(self._source)
+        names = {k: v for k, v in vars(source).items() if k not in self._dropped and not k.startswith("__")}
+        module.__dict__.update(names)
+        module.__doc__ = source.__doc__
+
+
+def _tf1_module_under_tf2(fullname: str):
+    source = "npu_bridge." + fullname[len(TF1_UNDER_TF2) :]
+    real = importlib.util.find_spec(f"{__name__}.{source}")
+    if real is None:
+        return None
+    return importlib.util.spec_from_loader(
+        fullname, _CopyLoader(source, DROPPED_UNDER_TF2), is_package=real.submodule_search_locations is not None
+    )
 
 
 _finder = _LegacyFinder()

@@ -103,14 +103,15 @@ def _attr_value(spec: OptionSpec, attr, source: str) -> Any:
     return _decode(spec.key, value, source) if spec.kind is Kind.STRING else value
 
 
-def _parse(spec: OptionSpec, value: Any, active: bool, source: str) -> Any:
-    """Run the option's grammar; a malformed value of an option the adapter does not read only warns."""
+def _parse(spec: OptionSpec, value: Any, active: bool, source: str, name: str | None = None) -> Any:
+    """Run the option's grammar; a malformed value of an option the adapter does not read only warns. `name`: the
+    option's name as the configuration wrote it (its key by default)."""
+    name = name or spec.key
     try:
         return spec.check.parse(value)
     except GrammarError as error:
         message = (
-            f'NPU option "{spec.key}" ({source}) has an invalid value {value!r}: {error}. '
-            f"Allowed: {spec.check.describe()}."
+            f'NPU option "{name}" ({source}) has an invalid value {value!r}: {error}. Allowed: {spec.check.describe()}.'
         )
         if active:
             raise NpuOptionValueError(message) from None
@@ -121,17 +122,21 @@ def _parse(spec: OptionSpec, value: Any, active: bool, source: str) -> Any:
         return None
 
 
-def build_options(values: Mapping[str, Any], source: str) -> NpuOptions:
-    """Validate already typed `values` (known keys only) into an `NpuOptions`."""
-    options = NpuOptions(**values, explicit=frozenset(values), source=source)
+def build_options(values: Mapping[str, Any], source: str, names: Mapping[str, str] | None = None) -> NpuOptions:
+    """Validate already typed `values` (known keys only) into an `NpuOptions`; `names` maps keys to the names the
+    configuration used for them, where they differ."""
+    names = MappingProxyType(dict(names or {}))
+    options = NpuOptions(**values, explicit=frozenset(values), source=source, names=names)
     parsed = {}
     for key in values:
         spec = OPTIONS[key]
         if spec.check is not None:
-            result = _parse(spec, values[key], options.is_active(key), source)
+            result = _parse(spec, values[key], options.is_active(key), source, options.name_of(key))
             if result is not None:
                 parsed[key] = result
-    options = NpuOptions(**values, explicit=frozenset(values), parsed=MappingProxyType(parsed), source=source)
+    options = NpuOptions(
+        **values, explicit=frozenset(values), parsed=MappingProxyType(parsed), source=source, names=names
+    )
     check_rules(options)
     return options
 

@@ -88,6 +88,8 @@ class OptionSpec:
     check: Check | None = None
     requires: tuple[str, ...] = ()
     deprecated: str | None = None  # why, and what replaces it
+    tf2_name: str | None = None  # its dotted name in the TF2 adapter's npu_device.global_options(), if it has one
+    tf1: bool = True  # whether the TF1 adapter (npu_bridge) reads it; False: a key of the TF2 adapter only
 
     @property
     def python_type(self) -> type:

@@ -7,6 +7,7 @@ documentation; historical keys of older adapter releases are included so that ol
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from types import MappingProxyType
 
@@ -1005,6 +1006,41 @@ _SPECS = (
     OptionSpec(
         "enable_graph_parallel", K.BOOL, False, C.EXPERIMENTAL, no_equivalent(_GE), "Automatic graph parallelism."
     ),
+    # --- keys of the TF2 adapter only (npu_device.global_options()) -----------------------------------------
+    OptionSpec(
+        "overflow_flag",
+        K.INT,
+        1,
+        C.DEBUG,
+        not_needed("host kernels follow IEEE arithmetic: an overflow yields Inf/NaN, which loss scaling detects"),
+        "Whether the device reports floating-point overflow (1) or saturates silently (0).",
+        g.Choice((0, 1)),
+        tf1=False,
+    ),
+    OptionSpec(
+        "execute_times",
+        K.INT,
+        -1,
+        C.LOOP,
+        not_needed("each tf.function call runs once, as written; the loop size is npu_device.set_npu_loop_size"),
+        "How many times the device executes a graph per call (-1: the adapter decides).",
+        tf1=False,
+    ),
+    OptionSpec(
+        "logical_device_cluster_deploy_mode",
+        K.STRING,
+        "LB",
+        C.EXPERIMENTAL,
+        no_equivalent(_GE),
+        "How models are deployed over logical devices.",
+        g.Choice(("LB", "SINGLE")),
+        tf1=False,
+    ),
+    OptionSpec("logical_device_id", K.STRING, "", C.EXPERIMENTAL, no_equivalent(_GE), "Logical device ids.", tf1=False),
+    OptionSpec("model_deploy_mode", K.STRING, "", C.EXPERIMENTAL, no_equivalent(_GE), "Model deploy mode.", tf1=False),
+    OptionSpec(
+        "model_deploy_devicelist", K.STRING, "", C.EXPERIMENTAL, no_equivalent(_GE), "Model deploy devices.", tf1=False
+    ),
     OptionSpec(
         "min_group_size",
         K.BOOL,
@@ -1016,12 +1052,56 @@ _SPECS = (
 )
 
 
+# The TF2 adapter's option tree (tf_adapter_2.x/python/npu_device/configs/): the same GE options as the rows
+# above, under dotted names. Its groups, the rows each holds, and the one row it renames.
+TF2_GROUPS = {
+    "": (
+        "graph_run_mode", "graph_memory_max_size", "variable_memory_max_size", "variable_format_optimize",
+        "enable_scope_fusion_passes", "fusion_switch_file", "precision_mode", "op_select_implmode",
+        "optypelist_for_implmode", "op_compiler_cache_mode", "op_compiler_cache_dir", "stream_max_parallel_num",
+        "ac_parallel_enable", "quant_dumpable", "hcom_parallel", "hcom_multi_mode", "is_tailing_optimization",
+        "op_debug_level", "op_debug_config", "debug_dir", "modify_mixlist", "enable_exception_dump",
+        "enable_small_channel", "deterministic", "op_precision_mode", "graph_exec_timeout", "topo_sorting_mode",
+        "customize_dtypes", "overflow_flag", "stream_sync_timeout", "event_sync_timeout", "execute_times",
+        "external_weight", "jit_compile", "graph_compiler_cache_dir", "input_fusion_size", "compile_dynamic_mode",
+        "precision_mode_v2", "export_compile_stat", "aicore_num", "oo_constant_folding", "input_batch_cpy",
+        "shape_generalization_mode", "all_tensor_not_empty", "auto_multistream_parallel_mode", "oo_level",
+        "optimization_switch",
+    ),
+    "dump_config": (
+        "enable_dump", "dump_path", "dump_step", "dump_mode", "enable_dump_debug", "dump_debug_mode", "dump_data",
+        "dump_layer",
+    ),
+    "profiling_config": ("profiling_mode", "profiling_options"),
+    "memory_config": ("atomic_clean_policy", "static_memory_policy", "variable_use_1g_huge_page"),
+    "aoe_config": ("aoe_mode", "work_path", "aoe_config_file"),
+    "experimental": ("resource_config_path", "graph_parallel_option_path", "enable_graph_parallel"),
+    "experimental.multi_branches_config": ("input_shape", "dynamic_node_type", "dynamic_dims"),
+    "experimental.logical_device_deploy_config": ("logical_device_cluster_deploy_mode", "logical_device_id"),
+    "experimental.model_deploy_config": ("model_deploy_mode", "model_deploy_devicelist"),
+    "experimental.graph_memory_optimize_config": ("graph_slice",),
+}  # fmt: skip
+_TF2_RENAMED = {"profiling_mode": "enable_profiling"}
+
+
+def _tf2_names() -> dict[str, str]:
+    names = {}
+    for group, keys in TF2_GROUPS.items():
+        for key in keys:
+            leaf = _TF2_RENAMED.get(key, key)
+            names[key] = f"{group}.{leaf}" if group else leaf
+    return names
+
+
 def _index(specs: tuple[OptionSpec, ...]) -> Mapping[str, OptionSpec]:
     table: dict[str, OptionSpec] = {}
+    tf2_names = _tf2_names()
     for spec in specs:
         if spec.key in table:
             raise AssertionError(f"option {spec.key} is declared twice")
-        table[spec.key] = spec
+        table[spec.key] = dataclasses.replace(spec, tf2_name=tf2_names.pop(spec.key, None))
+    if tf2_names:
+        raise AssertionError(f"TF2 names of options the table lacks: {sorted(tf2_names)}")
     return MappingProxyType(table)
 
 

@@ -20,6 +20,11 @@ class _NpuOptionsMethods:
     explicit: frozenset
     parsed: Mapping[str, Any]
     source: str
+    names: Mapping[str, str]
+
+    def name_of(self, key: str) -> str:
+        """The option's name as the configuration wrote it."""
+        return self.names.get(key, key)
 
     def is_set(self, key: str) -> bool:
         """Whether the configuration named `key` (the adapter matches by presence, defaults included)."""
@@ -58,6 +63,8 @@ NpuOptions = dataclasses.make_dataclass(
         ("explicit", frozenset, dataclasses.field(default=frozenset())),
         ("parsed", Mapping, dataclasses.field(default_factory=lambda: MappingProxyType({}), compare=False, hash=False)),
         ("source", str, dataclasses.field(default="defaults", compare=False, hash=False)),
+        # option key -> the name the script used, where it is not the key (npu_device's dump_config.enable_dump)
+        ("names", Mapping, dataclasses.field(default_factory=lambda: MappingProxyType({}), compare=False, hash=False)),
     ],
     bases=(_NpuOptionsMethods,),
     frozen=True,

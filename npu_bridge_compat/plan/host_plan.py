@@ -99,6 +99,7 @@ def build_plan(options, host: HostFacts | None = None, config=None, recompute: s
         host=host.describe(),
         entries=tuple(_entry(options, key, merged) for key in OPTIONS if options.is_set(key)),
         notes=tuple(merged.notes),
+        names=options.names,
     )
     return HostPlan(options=options, host=host, features=tuple(merged.features), report=report)
 

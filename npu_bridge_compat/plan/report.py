@@ -7,6 +7,7 @@ configuration through absl logging (printed as a block on stderr where logging w
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from typing import Any
 
 from npu_bridge_compat.logs import log_report
@@ -38,6 +39,7 @@ class Report:
     host: str
     entries: tuple[ReportEntry, ...]
     notes: tuple[str, ...] = ()
+    names: Mapping[str, str] = dataclasses.field(default_factory=dict)  # key -> the name the configuration used
 
     def entry(self, key: str) -> ReportEntry:
         for entry in self.entries:
@@ -53,8 +55,9 @@ class Report:
             entries = [e for e in self.entries if e.effect == section]
             if entries:
                 lines.append(f"  {section}:")
-                width = max(len(f"{e.key}={e.value!r}") for e in entries)
-                lines.extend(f"    {f'{e.key}={e.value!r}':<{width}}  {e.how}" for e in entries)
+                shown = [f"{self.names.get(e.key, e.key)}={e.value!r}" for e in entries]
+                width = max(map(len, shown))
+                lines.extend(f"    {text:<{width}}  {e.how}" for text, e in zip(shown, entries))
         if self.notes:
             lines.append("  notes:")
             lines.extend(f"    - {note}" for note in self.notes)

@@ -1,0 +1,3 @@
+"""`npu_device.configs`."""
+
+from ..npu_device import NpuRunContextOptions as run_context_options  # noqa: F401

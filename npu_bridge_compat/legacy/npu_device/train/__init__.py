@@ -1,0 +1,3 @@
+"""`npu_device.train`."""
+
+from . import optimizer  # noqa: F401

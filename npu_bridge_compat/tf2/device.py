@@ -1,0 +1,245 @@
+"""`npu_device.open().as_default()`: the TF2 door. One plan for the whole process, read from `global_options()`.
+
+As in the adapter (tf_adapter_2.x/python/npu_device/npu_device.py), `open()` reads the option tree once (options
+set later warn that they have no effect), opens one device per process (the same id again returns the same handle,
+another id is refused), and with RANK_SIZE > 1 joins the job's ranks under the adapter's checks (a rank table and
+RANK_ID, or the CM_* variables). On a host, opening plans the options and applies what the process takes: the
+environment (op lists, XLA flags), op determinism, the device id's GPU, a GPU memory cap and thread pools.
+`as_default()` then applies the rest to everything the script runs afterwards:
+
+- the grappler rewrite settings (mixed precision and its op lists, constant folding, recomputation) to every
+  function this thread calls: `tf.function`s and Keras' steps;
+- Keras `fit` / `evaluate` / `predict`: the Keras door's run-time units (dumps, numeric checks and keep-dtype built
+  into the traced steps), as if each call carried an `NPUCallback` of these options;
+- a profiler trace of the rest of the process.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import dataclasses
+import os
+import threading
+
+import tensorflow as tf
+
+from npu_bridge_compat.compat.eager import eager_context_started, function_calls_rewritten
+from npu_bridge_compat.compat.keras import add_callback_to_model_calls
+from npu_bridge_compat.distributed import ranks
+from npu_bridge_compat.errors import NpuCompatWarning, NpuConfigError, warn
+from npu_bridge_compat.options.readers import build_options
+from npu_bridge_compat.plan import HostPlan, build_plan
+from npu_bridge_compat.plan.features import (
+    GpuMemoryLimit,
+    InterOpThreads,
+    IntraOpThreads,
+    NumericChecks,
+    ProfilerTrace,
+    RewriteSetting,
+    TensorDump,
+    VisibleDevice,
+)
+from npu_bridge_compat.runtime.doors import Door, enter_plan
+from npu_bridge_compat.runtime.profiling import profiler_trace
+from npu_bridge_compat.tf2 import options as tf2_options
+
+TF2_DOOR = Door(
+    "npu_device.open()",
+    (
+        RewriteSetting,
+        ProfilerTrace,
+        TensorDump,
+        NumericChecks,
+        VisibleDevice,
+        GpuMemoryLimit,
+        InterOpThreads,
+        IntraOpThreads,
+    ),
+    "A TF2 program has no session to carry session settings.",
+)
+LOOP_SIZE_VARIABLE = "NPU_LOOP_SIZE"
+
+_lock = threading.Lock()
+_tree: tf2_options.OptionGroup | None = None
+_handle: NpuDeviceHandle | None = None
+_default: NpuDeviceHandle | None = None
+_loop_size: int | None = None
+
+
+def global_options() -> tf2_options.OptionGroup:
+    """The process's option tree; `open()` reads it."""
+    global _tree
+    with _lock:
+        if _tree is None:
+            _tree = tf2_options.OptionGroup("")
+        return _tree
+
+
+def global_npu_ctx() -> NpuDeviceHandle | None:
+    """The device made default by `open().as_default()`, None before."""
+    return _default
+
+
+def set_npu_loop_size(loop_size: int) -> None:
+    """The adapter's loop sink: on an NPU a `tf.function` that loops over an iterator runs `loop_size` iterations
+    per call on the device, and the docs require the script's own loop count to equal it. On a host the script's
+    loop runs exactly as written; Keras calls whose steps_per_execution differs are warned about."""
+    global _loop_size
+    if isinstance(loop_size, bool) or not isinstance(loop_size, int) or loop_size < 1:
+        raise NpuConfigError(f"set_npu_loop_size: loop_size must be an int >= 1, got {loop_size!r}")
+    _loop_size = loop_size
+
+
+def loop_size() -> int:
+    """set_npu_loop_size's value, else NPU_LOOP_SIZE, else 1."""
+    if _loop_size is not None:
+        return _loop_size
+    value = os.environ.get(LOOP_SIZE_VARIABLE, "").strip()
+    if not value:
+        return 1
+    if not value.isdigit() or int(value) < 1:
+        raise NpuConfigError(f"{LOOP_SIZE_VARIABLE} must be an int >= 1, got {LOOP_SIZE_VARIABLE}={value!r}")
+    return int(value)
+
+
+def open(device_id: int | None = None) -> NpuDeviceHandle:  # noqa: A001 - the adapter's name
+    """Open the process's device (ASCEND_DEVICE_ID, else 0): plan `global_options()` and apply its process-wide
+    part. One device per process, as on Ascend."""
+    global _handle
+    if device_id is None:
+        device_id = ranks.device_id() or 0
+    with _lock:
+        if _handle is not None:
+            if _handle.device_id == device_id:
+                return _handle
+            raise RuntimeError(
+                f"Failed create npu instance on device {device_id} as existed instance on [{_handle.device_id}]"
+            )
+        workers = ranks.rank_size()
+        worker_id = _join_ranks() if workers > 1 else 0
+        plan = plan_options(_tree if _tree is not None else tf2_options.OptionGroup(""))
+        enter_plan(plan, TF2_DOOR)
+        _configure_devices(plan, device_id, several_ranks=workers > 1)
+        tf2_options.mark_read()
+        _handle = NpuDeviceHandle(device_id, workers, worker_id, plan)
+        return _handle
+
+
+def _join_ranks() -> int:
+    """Join the job's ranks; the cluster's checks (rank table and RANK_ID, or CM_*) are the adapter's."""
+    from npu_bridge_compat.distributed.runtime import start
+
+    return start().cluster.rank
+
+
+def plan_options(tree: tf2_options.OptionGroup) -> HostPlan:
+    """The host plan of the options assigned in `tree` (open() plans global_options() so)."""
+    values, names, recompute = tf2_options.assigned(tree)
+    try:
+        options = build_options(values, tf2_options.SOURCE, names)
+    except NpuConfigError as error:
+        text = str(error)
+        renamed = [f"{key} is {name}" for key, name in names.items() if key in text and name not in text]
+        if renamed:
+            error.add_note(f"npu_device names these options: {', '.join(renamed)}")
+        raise
+    return build_plan(options, recompute=recompute)
+
+
+def _configure_devices(plan: HostPlan, device_id: int, several_ranks: bool) -> None:
+    """The device id's GPU, its memory cap and the thread pools, through tf.config, which takes them only before
+    TensorFlow starts its runtime."""
+    wanted = [
+        f for f in plan.features if isinstance(f, (VisibleDevice, GpuMemoryLimit, InterOpThreads, IntraOpThreads))
+    ]
+    gpus = tf.config.list_physical_devices("GPU")
+    if eager_context_started():
+        if wanted:
+            warn(
+                f"npu_device.open() came after TensorFlow started, so {', '.join(map(str, wanted))} cannot take "
+                "effect; open the device before creating tensors.",
+                NpuCompatWarning,
+            )
+        return
+    chosen = gpus
+    if gpus and not several_ranks:  # a rank's GPU is chosen when it joins the ranks
+        index = next((f.index for f in wanted if isinstance(f, VisibleDevice)), device_id)
+        chosen = [gpus[index]] if index < len(gpus) else gpus
+        tf.config.set_visible_devices(chosen, "GPU")
+    for feature in wanted:
+        if isinstance(feature, GpuMemoryLimit):
+            for gpu in chosen:
+                tf.config.set_logical_device_configuration(
+                    gpu, [tf.config.LogicalDeviceConfiguration(memory_limit=feature.megabytes)]
+                )
+        elif isinstance(feature, InterOpThreads):
+            tf.config.threading.set_inter_op_parallelism_threads(feature.count)
+        elif isinstance(feature, IntraOpThreads):
+            tf.config.threading.set_intra_op_parallelism_threads(feature.count)
+
+
+class NpuDeviceHandle:
+    """The opened device, as the adapter's NpuDeviceHandle: `workers_num`, `worker_id`, `as_default()`."""
+
+    def __init__(self, device_id: int, workers_num: int, worker_id: int, plan: HostPlan) -> None:
+        self.device_id, self.workers_num, self.worker_id, self.npu_plan = device_id, workers_num, worker_id, plan
+        self._applied = contextlib.ExitStack()
+
+    def name(self) -> str:
+        return f"/job:localhost/replica:0/task:0/device:NPU:{self.device_id}"
+
+    def is_cluster_worker(self) -> bool:
+        return self.workers_num > 1 and self.workers_num > self.worker_id >= 0
+
+    def scope(self):
+        """The adapter places ops on the NPU here; a host runs them where TensorFlow places them."""
+        return contextlib.nullcontext()
+
+    def as_default(self) -> NpuDeviceHandle:
+        """Apply the plan to everything the script runs from now on (see the module's docstring)."""
+        global _default
+        with _lock:
+            if _default is self:
+                return self
+            _default = self
+        self._applied.enter_context(function_calls_rewritten(self.npu_plan.rewrite_options))
+        trace = self.npu_plan.feature(ProfilerTrace)
+        if trace is not None:
+            self._applied.enter_context(profiler_trace(trace.output))
+        atexit.register(self._applied.close)
+        add_callback_to_model_calls(tf.keras.Model, self._keras_callback)
+        return self
+
+    def _keras_callback(self, model):
+        """The Keras door's callback for one fit/evaluate/predict call, carrying the run-time units; the process
+        already holds the rest of the plan."""
+        from npu_bridge_compat.keras import KERAS_DOOR, NPUCallback
+
+        _check_loop_size(model)
+        kept = tuple(
+            f for f in self.npu_plan.features if KERAS_DOOR.carries_out(f) and not isinstance(f, ProfilerTrace)
+        )
+        return NPUCallback(dataclasses.replace(self.npu_plan, features=kept))
+
+
+def _check_loop_size(model) -> None:
+    from npu_bridge_compat.compat import keras_steps_per_execution
+
+    size = loop_size()
+    steps = keras_steps_per_execution(model)
+    if size > 1 and steps != size:
+        warn(
+            f"the NPU loop size is {size} ({LOOP_SIZE_VARIABLE} or set_npu_loop_size) but the model runs "
+            f"{steps} step(s) per call (compile's steps_per_execution); Ascend's docs require them equal. On this "
+            "host the model runs as compiled.",
+            NpuCompatWarning,
+        )
+
+
+def enable_v1() -> None:
+    """TF1 behaviour from now on (`tf.compat.v1.disable_v2_behavior()`), with the TF1 adapter's API under
+    `npu_device.compat.v1`. The device id opened so far stays the TF1 adapter's (ASCEND_DEVICE_ID)."""
+    if _handle is not None:
+        os.environ["ASCEND_DEVICE_ID"] = str(_handle.device_id)
+    tf.compat.v1.disable_v2_behavior()

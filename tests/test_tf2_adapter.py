@@ -1,0 +1,335 @@
+"""The TF2 adapter's door (`npu_device`): its option tree over the one option table, and ported TF2 scripts
+(tests/scripts/tf2_*.py) run unmodified under `run` and `launch`: Keras data parallel, a custom loop with loss
+scaling, enable_v1, dumps, a lost rank."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from test_distributed_ranks import (
+    ENVIRONMENT,
+    SCRIPTS,
+    assert_trained_like_one_process,
+    finish,
+    launched,
+    reports,
+    start,
+)
+
+from npu_bridge_compat.errors import NpuCompatWarning, NpuOptionTypeError, NpuOptionValueError
+from npu_bridge_compat.options.table import OPTIONS
+from npu_bridge_compat.plan.features import MixedPrecision, ProfilerTrace, TensorDump
+from npu_bridge_compat.tf2 import options as tf2_options
+from npu_bridge_compat.tf2.device import plan_options
+
+BASE_PORT = 30300  # this module's ranks; other modules use other blocks
+# `run` gives scripts Keras 2 (tf_keras from TensorFlow 2.16); TF_USE_LEGACY_KERAS=0 keeps Keras 3 there.
+KERAS = [
+    pytest.param({}, id="keras2"),
+    pytest.param({"TF_USE_LEGACY_KERAS": "0"}, id="keras3", marks=pytest.mark.needs_keras_3),
+]
+
+
+@pytest.fixture
+def tree():
+    return tf2_options.OptionGroup("")
+
+
+# --- global_options(): the adapter's tree, every leaf a row of the table ------------------------------------
+
+
+def test_every_leaf_is_a_table_row_under_the_adapters_name(tree):
+    leaves = {leaf.name: leaf.spec for leaf in tree.leaves() if leaf.spec is not None}
+    assert leaves["dump_config.enable_dump"] is OPTIONS["enable_dump"]
+    assert leaves["profiling_config.enable_profiling"] is OPTIONS["profiling_mode"]
+    assert leaves["experimental.multi_branches_config.dynamic_dims"] is OPTIONS["dynamic_dims"]
+    assert leaves["memory_config.static_memory_policy"] is OPTIONS["static_memory_policy"]
+    assert {spec.key for spec in leaves.values()} == {s.key for s in OPTIONS.values() if s.tf2_name}
+    assert "iterations_per_loop" not in dir(tree)  # TF2 has a loop size instead
+
+
+def test_assignments_plan_through_the_table_and_the_report_names_them_as_written(tree, tmp_path):
+    tree.precision_mode = "allow_mix_precision"
+    tree.dump_config.enable_dump = True
+    tree.dump_config.dump_path = str(tmp_path)
+    tree.dump_config.dump_step = "0|5-6"
+    tree.profiling_config.enable_profiling = True
+    tree.profiling_config.profiling_options = json.dumps({"output": str(tmp_path / "prof")})
+    plan = plan_options(tree)
+    assert plan.options.enable_dump and plan.options.profiling_mode
+    assert plan.feature(TensorDump).steps == ((0, 0), (5, 6))
+    assert plan.feature(ProfilerTrace).output == str(tmp_path / "prof")
+    text = str(plan.report)
+    assert "dump_config.dump_step='0|5-6'" in text and "profiling_config.enable_profiling=True" in text
+    assert plan.report.source == "npu_device.global_options()"
+    assert "precision_mode" in text and (
+        plan.mixed_precision is None or isinstance(plan.mixed_precision, MixedPrecision)
+    )
+
+
+def test_values_as_the_adapter_reads_them(tree):
+    tree.deterministic = 1
+    tree.hcom_parallel = False
+    tree.graph_memory_max_size = 21 * 1024**3  # ints reach the Graph Engine as their str()
+    tree.experimental.multi_branches_config.input_shape = "data:-1,4"
+    tree.experimental.multi_branches_config.dynamic_dims = "2;4"
+    tree.experimental.multi_branches_config.dynamic_node_type = "0"
+    tree.enable_small_channel = True  # a bool in TF2, 0/1 in TF1: the same setting
+    assert tree.as_dict() == {
+        "graph_memory_max_size": str(21 * 1024**3),
+        "hcom_parallel": "0",
+        "enable_small_channel": "1",
+        "deterministic": "1",
+        "input_shape": "data:-1,4",
+        "dynamic_node_type": "0",
+        "dynamic_dims": "2;4",
+    }
+    options = plan_options(tree).options
+    assert options.graph_memory_max_size == str(21 * 1024**3)
+    assert options.enable_small_channel == 1 and options.dynamic_node_type == 0 and options.deterministic == 1
+
+
+@pytest.mark.parametrize(
+    "path, value, error, message",
+    [
+        (
+            "precision_mode",
+            "mixed",
+            NpuOptionValueError,
+            "npu_device.global_options().precision_mode: 'mixed' not in optional list ['force_fp32',",
+        ),
+        (
+            "dump_config.dump_mode",
+            "everything",
+            NpuOptionValueError,
+            "dump_config.dump_mode: 'everything' not in optional list ['input', 'output', 'all']",
+        ),
+        (
+            "dump_config.enable_dump",
+            "yes",
+            NpuOptionTypeError,
+            "dump_config.enable_dump: Expected bool, got str 'yes'",
+        ),
+        ("deterministic", 2, NpuOptionValueError, "deterministic: '2' not in optional list [0, 1]"),
+        (
+            "precison_mode",
+            "force_fp32",
+            NpuOptionValueError,
+            "NpuConfig has no option precison_mode. Did you mean 'precision_mode'?",
+        ),
+        (
+            "dump_config.dump_paht",
+            "/tmp",
+            NpuOptionValueError,
+            "NpuDumpConfig has no option dump_paht. Did you mean 'dump_path'?",
+        ),
+        (
+            "auto_tune_mode",
+            "RL,GA",
+            NpuOptionValueError,
+            "NpuConfig has no option auto_tune_mode. (auto_tune_mode is a key",
+        ),
+        (
+            "enable_dump",
+            True,
+            NpuOptionValueError,
+            "NpuConfig has no option enable_dump. Did you mean 'dump_config.enable_dump'?",
+        ),
+        (
+            "profiling_config.profiling_mode",
+            True,
+            NpuOptionValueError,
+            "Did you mean 'profiling_config.enable_profiling'?",
+        ),
+    ],
+)
+def test_bad_values_and_names_fail_at_the_assignment(tree, path, value, error, message):
+    *groups, name = path.split(".")
+    target = tree
+    for group in groups:
+        target = getattr(target, group)
+    with pytest.raises(error) as raised:
+        setattr(target, name, value)
+    assert message in str(raised.value)
+    assert isinstance(raised.value, ValueError if error is NpuOptionValueError else TypeError)
+
+
+def test_values_the_graph_engine_checks_fail_when_the_device_opens(tree, tmp_path):
+    tree.dump_config.enable_dump = True  # dump_path missing: the adapter's rule
+    with pytest.raises(NpuOptionValueError, match="dump_path must be set") as raised:
+        plan_options(tree)
+    assert "enable_dump is dump_config.enable_dump" in "".join(getattr(raised.value, "__notes__", []))
+    tree.dump_config.dump_path = str(tmp_path / "missing")
+    with pytest.raises(NpuOptionValueError, match=r'"dump_config.dump_path" \(npu_device.global_options\(\)\)'):
+        plan_options(tree)
+
+
+def test_option_values_read_like_the_adapters(tree):
+    leaf = tree.dump_config.dump_mode
+    assert leaf.default == "output" and leaf.optional == ["input", "output", "all"] and leaf.value is None
+    tree.dump_config.dump_mode = "all"
+    assert tree.dump_config.dump_mode.value == "all"
+    assert tree.dump_config.enable_dump.optional == [True, False]
+
+
+# --- ported TF2 scripts ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("keras", KERAS)
+def test_keras_data_parallel_on_two_ranks_trains_like_one_process(processes, tmp_path, keras):
+    """Wrapper, shard and broadcast under launch -n 2: identical weights, equal to one process on the global
+    batch, from rank 0's initial weights."""
+    steps = 6
+    job, output = launched(processes, tmp_path, "tf2_keras_port.py", steps, NPU_BRIDGE_COMPAT_PORT=BASE_PORT, **keras)
+    assert job.returncode == 0, output[-3000:]
+    found = reports(output)
+    assert sorted(found) == [0, 1], output[-3000:]
+    assert all(r["size"] == 2 and r["batch"] == 4 and r["iterations"] == steps for r in found.values())
+    assert found[0]["own_initial"] != found[1]["own_initial"]
+    assert_trained_like_one_process(found, steps, initial=found[0]["own_initial"])
+    assert "dump_config" not in output and "precision_mode='must_keep_origin_dtype'" in output
+
+
+@pytest.mark.parametrize("keras", KERAS)
+def test_overflow_on_one_rank_skips_the_step_on_every_rank(processes, tmp_path, keras):
+    """NpuLossScaleOptimizer with all_reduce in a tf.function loop: the last rank alone overflows at step 2."""
+    job, output = launched(
+        processes, tmp_path, "tf2_loss_scale_port.py", 4, 2, NPU_BRIDGE_COMPAT_PORT=BASE_PORT + 10, **keras
+    )
+    assert job.returncode == 0, output[-3000:]
+    found = reports(output)
+    assert sorted(found) == [0, 1], output[-3000:]
+    for rank, report in found.items():
+        assert [h["finite"] for h in report["history"]] == [True, False, True, True], rank
+        assert [h["changed"] for h in report["history"]] == [True, False, True, True], rank
+        assert [h["scale"] for h in report["history"]] == [1024.0, 512.0, 512.0, 512.0], rank
+        assert report["iterations"] == 4  # a skipped step still counts, as in Keras and the adapter
+    np.testing.assert_array_equal(found[0]["final"], found[1]["final"])
+
+
+def test_a_lost_rank_ends_a_tf2_job(processes, tmp_path):
+    """The last rank dies before step 2; the other, waiting in all_reduce, is told which rank was lost."""
+    port = BASE_PORT + 20
+    logs = [tmp_path / f"rank{rank}.log" for rank in range(2)]
+    ranks = [
+        start(
+            processes,
+            [sys.executable, "-m", "npu_bridge_compat", "run", str(SCRIPTS / "tf2_loss_scale_port.py"), "5", "9", "2"],
+            logs[rank],
+            RANK_ID=rank,
+            RANK_SIZE=2,
+            NPU_BRIDGE_COMPAT_PORT=port,
+        )
+        for rank in range(2)
+    ]
+    output = finish(ranks[0], logs[0], timeout=180)
+    assert ranks[0].returncode != 0, output[-3000:]
+    assert f"lost rank 1 (127.0.0.1:{port + 1})" in output or f"talking to rank 1 (127.0.0.1:{port + 1})" in output
+    assert "rank 0 trains step 2" in output
+
+
+def _run(script: str, *arguments, **environment) -> str:
+    result = subprocess.run(
+        [sys.executable, "-m", "npu_bridge_compat", "run", str(SCRIPTS / script), *map(str, arguments)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**ENVIRONMENT, "PYTHONPATH": f"{SCRIPTS}:{ENVIRONMENT['PYTHONPATH']}", **environment},
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("keras", KERAS)
+def test_dumps_are_written_where_dump_config_says(tmp_path, keras):
+    dumps = tmp_path / "dumps"
+    dumps.mkdir()
+    _run("tf2_keras_port.py", 3, dumps, **keras)
+    runs = list(dumps.iterdir())
+    assert len(runs) == 1
+    steps = sorted(p.name for p in (runs[0] / "train").iterdir())
+    assert steps == ["step_1"]
+    files = list((runs[0] / "train" / "step_1").glob("*.npy"))
+    assert any("MatMul" in f.name for f in files), files
+
+
+def test_enable_v1_gives_the_tf1_adapter_behind_compat_v1():
+    output = _run("tf2_enable_v1_port.py")
+    report = json.loads(next(line for line in output.splitlines() if line.startswith('{"executing_eagerly"')))
+    assert report == {
+        "executing_eagerly": False,
+        "global_step": 5,  # iterations_per_loop=5 through the session door
+        "has_loss_scale_optimizer": False,  # the adapter drops it from compat.v1
+        "has_distributed_optimizer": True,
+    }
+
+
+def test_options_set_after_open_warn(tmp_path):
+    script = tmp_path / "late.py"
+    script.write_text(
+        "import warnings\nimport npu_device\nnpu_device.open().as_default()\n"
+        "with warnings.catch_warnings(record=True) as caught:\n"
+        "    warnings.simplefilter('always')\n"
+        "    npu_device.global_options().precision_mode = 'force_fp32'\n"
+        "print('WARNED', [str(w.message) for w in caught if w.category.__name__ == 'NpuCompatWarning'])\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "npu_bridge_compat", "run", str(script)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=ENVIRONMENT,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "was set after npu_device.open(), which reads the options once" in result.stdout
+    assert NpuCompatWarning.__name__ == "NpuCompatWarning"
+
+
+# --- kernels ---------------------------------------------------------------------------------------------------
+
+
+def test_fast_gelu_and_its_gradient_follow_the_kernels_math():
+    import tensorflow as tf
+
+    from npu_bridge_compat.legacy.npu_device import gen_npu_ops
+
+    x = tf.constant(np.linspace(-4, 4, 17, dtype=np.float32))
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = gen_npu_ops.fast_gelu(x)
+    sigmoid = 1 / (1 + np.exp(-1.702 * x.numpy()))
+    np.testing.assert_allclose(y.numpy(), x.numpy() * sigmoid, rtol=1e-6)
+    gradient = tape.gradient(y, x).numpy()
+    np.testing.assert_allclose(gradient, gen_npu_ops.fast_gelu_grad(tf.ones_like(x), x).numpy(), rtol=1e-6)
+    numeric = (gen_npu_ops.fast_gelu(x + 1e-3).numpy() - gen_npu_ops.fast_gelu(x - 1e-3).numpy()) / 2e-3
+    np.testing.assert_allclose(gradient, numeric, atol=2e-3)
+
+
+def test_gelu_is_exact_eagerly_and_the_fused_kernel_in_functions():
+    import tensorflow as tf
+
+    from npu_bridge_compat.tf2.kernels import gelu
+
+    x = tf.constant([-1.5, 0.3, 2.0])
+    np.testing.assert_allclose(gelu(x).numpy(), tf.nn.gelu(x).numpy())
+    traced = tf.function(gelu)(x).numpy()
+    np.testing.assert_allclose(traced, x.numpy() / (1 + np.exp(-1.702 * x.numpy())), rtol=1e-6)
+
+
+def test_dropout_masks_are_packed_bits_that_do_mask_applies():
+    import tensorflow as tf
+
+    from npu_bridge_compat.legacy.npu_device import gen_npu_ops
+
+    x = tf.reshape(tf.range(1, 301, dtype=tf.float32), [3, 100])
+    mask = gen_npu_ops.drop_out_gen_mask([3, 100], 0.75, seed=1, seed2=2)
+    assert mask.dtype == tf.uint8 and mask.shape == [384 // 8]  # 300 elements padded to 3 x 128 bits
+    np.testing.assert_array_equal(mask.numpy(), gen_npu_ops.drop_out_gen_mask([3, 100], 0.75, 1, 2).numpy())
+    y = gen_npu_ops.drop_out_do_mask(x, mask, 0.75).numpy()
+    bits = np.unpackbits(mask.numpy(), bitorder="little")[:300].reshape(3, 100).astype(bool)
+    np.testing.assert_allclose(y, np.where(bits, x.numpy() / 0.75, 0.0), rtol=1e-6)
+    assert 0.6 < bits.mean() < 0.9
+    v3 = gen_npu_ops.drop_out_do_mask_v3(x, gen_npu_ops.drop_out_gen_mask_v3([3, 100], 1.0, 0, 0), 1.0)
+    np.testing.assert_array_equal(v3.numpy(), x.numpy())
