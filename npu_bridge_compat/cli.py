@@ -33,15 +33,18 @@ def _parse_assignment(text: str) -> tuple[str, Any]:
     key, sep, raw = text.partition("=")
     if not sep:
         raise NpuConfigError(f"expected key=value, got {text!r}")
-    spec = OPTIONS.get(key)
+    return key, _typed_text(key, OPTIONS.get(key), raw)
+
+
+def _typed_text(key: str, spec, raw: str) -> Any:
     if spec is None or spec.kind is Kind.STRING:
-        return key, raw
+        return raw
     if spec.kind is Kind.BOOL:
         if raw.lower() not in _BOOLEANS:
             raise NpuConfigError(f'NPU option "{key}" takes true or false, got {raw!r}')
-        return key, _BOOLEANS[raw.lower()]
+        return _BOOLEANS[raw.lower()]
     try:
-        return key, int(raw)
+        return int(raw)
     except ValueError:
         raise NpuConfigError(f'NPU option "{key}" takes an integer, got {raw!r}') from None
 
@@ -91,6 +94,12 @@ def explain(arguments: argparse.Namespace) -> int:
         warnings.simplefilter("always")
         try:
             config = _read_config_file(arguments.config) if arguments.config else None
+            if any("." in text.partition("=")[0] for text in arguments.assignments):
+                plan = _tree_plan(arguments.assignments, host)
+                _print_warnings(caught)
+                print(plan.report)
+                print(settings_text(plan))
+                return 0
             assignments = dict(_parse_assignment(text) for text in arguments.assignments)
             if config is not None:  # the file's values under the command line's, validated together once
                 source = f"{arguments.config} and the command line" if assignments else arguments.config
@@ -107,6 +116,25 @@ def explain(arguments: argparse.Namespace) -> int:
     print(plan.report)
     print(settings_text(plan))
     return 0
+
+
+def _tree_plan(texts: list[str], host) -> HostPlan:
+    """The plan of npu_device.global_options() assignments given as dotted names (dump_config.enable_dump=true)."""
+    from npu_bridge_compat.tf2.device import plan_options
+    from npu_bridge_compat.tf2.options import OptionGroup
+
+    tree = OptionGroup("")
+    for text in texts:
+        path, sep, raw = text.partition("=")
+        if not sep:
+            raise NpuConfigError(f"expected name=value, got {text!r}")
+        *groups, name = path.split(".")
+        target = tree
+        for group in groups:
+            target = getattr(target, group)
+        leaf = getattr(target, name)
+        setattr(target, name, _typed_text(path, leaf.spec, raw))
+    return plan_options(tree, host)
 
 
 def _print_warnings(caught: list) -> None:

@@ -26,7 +26,6 @@ from npu_bridge_compat.compat import (
 )
 from npu_bridge_compat.compat.batchnorm import batchnorm_workaround
 from npu_bridge_compat.compat.eager import function_calls_rewritten
-from npu_bridge_compat.compat.graph import is_stateful
 from npu_bridge_compat.distributed import (  # noqa: F401 - the adapter's Keras helpers for several ranks
     KerasDistributeOptimizer,
     NPUBroadcastGlobalVariablesCallback,
@@ -46,10 +45,9 @@ from npu_bridge_compat.plan.features import (
     TensorDump,
 )
 from npu_bridge_compat.runtime.doors import Door, enter_plan
-from npu_bridge_compat.runtime.graph import ancestors_among, fetched_operations
 from npu_bridge_compat.runtime.probes import StepProbes
 from npu_bridge_compat.runtime.profiling import profiler_trace
-from npu_bridge_compat.runtime.units import keep_dtype_in_function
+from npu_bridge_compat.runtime.units import traced_with_units
 
 KERAS_DOOR = Door(
     "NPUCallback",
@@ -205,21 +203,10 @@ class _ProbedStep:
         self._step, self._model, self._mode, self._probes, self._plan = step, model, mode, probes, plan
 
     def __call__(self, data):
-        if self._probes is None and self._plan.mixed_precision is None:
-            return self._step(data)
-        graph = tf.compat.v1.get_default_graph()
         step_number = keras_step_number(self._model, self._mode) if self._probes else None
-        first_new_op = len(graph.get_operations())
-        outputs = self._step(data)
-        built = graph.get_operations()[first_new_op:]
-        ran = ancestors_among(fetched_operations(outputs) + [op for op in built if is_stateful(op)], built)
-        if self._plan.mixed_precision is not None:
-            keep_dtype_in_function(graph, ran)
-        probes = self._probes.attach(ran, step_number) if self._probes is not None else []
-        if not probes:
-            return outputs
-        with tf.control_dependencies(probes):
-            return tf.nest.map_structure(lambda t: tf.identity(t) if isinstance(t, tf.Tensor) else t, outputs)
+        return traced_with_units(
+            lambda: self._step(data), self._probes, self._plan.mixed_precision is not None, step_number
+        )
 
 
 class _GuardedFunction:

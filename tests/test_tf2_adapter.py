@@ -333,3 +333,70 @@ def test_dropout_masks_are_packed_bits_that_do_mask_applies():
     assert 0.6 < bits.mean() < 0.9
     v3 = gen_npu_ops.drop_out_do_mask_v3(x, gen_npu_ops.drop_out_gen_mask_v3([3, 100], 1.0, 0, 0), 1.0)
     np.testing.assert_array_equal(v3.numpy(), x.numpy())
+
+
+@pytest.mark.parametrize("keras", KERAS)
+def test_a_custom_loop_gets_dumps_checks_and_mixed_precision(tmp_path, keras):
+    """The step function the program decorates after as_default() carries the run-time units: dumps of the
+    selected calls, numeric checks, and grappler's mixed precision on its traced graph."""
+    from npu_bridge_compat.plan import detect_host
+
+    mode = "allow_mix_precision" if detect_host().cpu_bfloat16 else "must_keep_origin_dtype"
+    output = _run("tf2_custom_loop_port.py", tmp_path, mode, **keras)
+    report = json.loads(next(line for line in output.splitlines() if line.startswith('{"losses"')))
+    assert len(report["losses"]) == 4 and report["losses"][1] < report["losses"][0]
+    assert report["error"].startswith("NonFiniteValueError: op 'project' produced Inf values")
+    assert report["matmul_dtype"] == ("bfloat16" if mode == "allow_mix_precision" else "float32")
+    [run] = [p for p in tmp_path.iterdir() if p.name != "exception"]
+    assert sorted(p.name for p in (run / "train_step").iterdir()) == ["step_1", "step_3"]
+    assert list((run / "train_step" / "step_1").glob("project.output.0.npy"))
+    assert list((tmp_path / "exception").glob("*/project"))
+
+
+# --- scan and explain ------------------------------------------------------------------------------------------
+
+TF2_SCRIPT = """\
+import npu_device
+
+
+def npu_config(flags):
+    npu_init = npu_device.global_options()
+    npu_init.precision_mode = "allow_mix_precision"
+    npu_init.dump_config.enable_dump = True
+    npu_init.dump_config.dump_path = flags.dump_path
+    npu_init.auto_tune_mode = "RL,GA"
+    npu_init.dump_config.dump_mode = "everything"
+    npu_device.global_options().profiling_config.enable_profiling = False
+    npu_device.open().as_default()
+"""
+
+
+def test_scan_reports_global_options_assignments_with_their_plan(tmp_path):
+    from npu_bridge_compat.plan import HostFacts
+    from npu_bridge_compat.scan import Category, Outcome, Severity, scan
+
+    path = tmp_path / "train.py"
+    path.write_text(TF2_SCRIPT)
+    host = HostFacts(tf_version="2.15.1", gpu_count=0, cpu_bfloat16=True)
+    [script] = scan([str(path)], host=host).scripts
+    options = {f.name: (f.line, f.outcome, f.severity) for f in script.findings if f.category is Category.OPTION}
+    assert options["precision_mode"] == (6, Outcome.TRANSLATED, Severity.READY)  # by the table: dump_path is computed
+    assert options["dump_config.enable_dump"][:2] == (7, Outcome.TRANSLATED)
+    assert options["dump_config.dump_path"][:2] == (8, Outcome.TRANSLATED)  # set at run time, classified
+    assert options["auto_tune_mode"] == (9, Outcome.INVALID, Severity.BLOCKED)
+    assert options["dump_config.dump_mode"] == (10, Outcome.INVALID, Severity.BLOCKED)
+    assert options["profiling_config.enable_profiling"][0] == 11
+    assert script.status == Severity.BLOCKED
+    detail = next(f.detail for f in script.findings if f.name == "dump_config.dump_mode")
+    assert "'everything' not in optional list ['input', 'output', 'all']" in detail
+
+
+def test_explain_takes_npu_device_names(capsys):
+    from npu_bridge_compat.cli import main
+
+    assert main(["explain", "--host", "cpu", "dump_config.enable_dump=true", "dump_config.dump_path=/tmp"]) == 0
+    output = capsys.readouterr().out
+    assert "NPU options from npu_device.global_options()" in output
+    assert "dump_config.dump_path='/tmp'" in output and "feature TensorDump(path='/tmp'" in output
+    assert main(["explain", "dump_config.enable_dmp=true"]) != 0
+    assert "NpuDumpConfig has no option enable_dmp. Did you mean 'enable_dump'?" in capsys.readouterr().err

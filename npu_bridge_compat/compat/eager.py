@@ -79,3 +79,13 @@ def read_from_cluster(key: str, timeout_ms: int) -> str:
     """The value another task stored under `key`, waiting up to `timeout_ms` for it. Checked on TensorFlow 2.15
     and 2.21."""
     return context.context().get_config_key_value(key, timeout_ms)
+
+
+def replace_function_decorator(make: Callable[[Callable], Callable]) -> None:
+    """From now on `tf.function` is `make(original tf.function)`: functions decorated afterwards go through it.
+    TensorFlow has no hook for the functions a program traces, and the TF2 adapter's as_default() replaces
+    tf.function too. Checked on TensorFlow 2.15 and 2.21."""
+    if not getattr(tf.function, "_npu_replaced", False):
+        replaced = make(tf.function)
+        replaced._npu_replaced = True
+        tf.function = replaced

@@ -17,11 +17,12 @@ from typing import Any
 
 import tensorflow as tf
 
-from npu_bridge_compat.compat.graph import building_in_finalized, is_function_graph, is_while_body_graph
+from npu_bridge_compat.compat.graph import building_in_finalized, is_function_graph, is_stateful, is_while_body_graph
 from npu_bridge_compat.compat.sessions import session_config_of
 from npu_bridge_compat.plan.features import HostRegions, NumericChecks, ProfilerTrace, TensorDump
 from npu_bridge_compat.runtime.dump import TensorDumper
 from npu_bridge_compat.runtime.graph import (
+    ancestors_among,
     fetched_operations,
     keeping_dtype,
     kept_dtype_operations,
@@ -129,6 +130,27 @@ def keep_dtype_in_function(graph, operations: list) -> None:
         )
         return
     graph.control_outputs.extend(op for op in kept if op not in graph.control_outputs)
+
+
+def traced_with_units(build, probes: StepProbes | None, mixed_precision: bool, step_number=None):
+    """The traced form of the run-time units, for a step being traced as (part of) a function: `build()` makes
+    the step's ops; under mixed precision its keep_dtype_scope ops are kept (keep_dtype_in_function), and the
+    probes' dumps and checks (numbered `step_number`, or counted by the probes) run with the step. Returns the
+    step's outputs."""
+    if probes is None and not mixed_precision:
+        return build()
+    graph = tf.compat.v1.get_default_graph()
+    first_new_op = len(graph.get_operations())
+    outputs = build()
+    built = graph.get_operations()[first_new_op:]
+    ran = ancestors_among(fetched_operations(outputs) + [op for op in built if is_stateful(op)], built)
+    if mixed_precision:
+        keep_dtype_in_function(graph, ran)
+    attached = probes.attach(ran, step_number) if probes is not None else []
+    if not attached:
+        return outputs
+    with tf.control_dependencies(attached):
+        return tf.nest.map_structure(lambda t: tf.identity(t) if isinstance(t, tf.Tensor) else t, outputs)
 
 
 class NumericCheckUnit(_PerFetchStructureUnit):

@@ -41,9 +41,10 @@ class Classifier:
         packages = self._imports(facts, script_dir, project_root, names_found)
         self._uses(facts, names_found)
         findings = [*packages, *names_found.findings()]
-        if facts.option_sets or facts.calls:
+        if facts.option_sets or facts.calls or facts.tree_option_sets:
             place = Place(shown_path, _folders_up_to(script_dir, project_root))
             findings += self.configs.option_sets(facts.option_sets, place)
+            findings += self.configs.tree_option_sets(facts.tree_option_sets, place)
             findings += self.configs.calls(facts.calls, [self._callee(facts, call) for call in facts.calls], place)
         findings.sort(key=lambda finding: (finding.line, finding.category, finding.name))
         return ScriptReport(shown_path, tuple(findings))

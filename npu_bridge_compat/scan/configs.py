@@ -1,12 +1,14 @@
 """NPU configuration found in a script, checked by the runtime's own table, readers, rules and planner.
 
-Two kinds of sites carry NPU options:
+Three kinds of sites carry NPU options:
 - `custom_op.parameter_map["key"].<field> = value` statements (grouped per optimizer entry and function): each
   literal value is written into a real ConfigProto and read back by the runtime's reader, so a value in the wrong
   field or of the wrong type fails exactly as it does under `run`;
 - calls of NPURunConfig, its holders (DumpConfig, ProfilingConfig, ...) and NPUCallback: their literal keywords
   go through the very code that builds options at run time (NPURunConfig's argument mapping, the holders'
-  `npu_options()`), holders written inline or assigned to a variable once are followed.
+  `npu_options()`), holders written inline or assigned to a variable once are followed;
+- `npu_device.global_options().<path> = value` statements (TF2 scripts; through a variable holding the tree too):
+  checked by the option tree itself, planned per function as `open()` plans them, named as the script names them.
 
 Literal values are validated with the runtime's errors; where every value of a site is literal, the cross-option
 rules run too and the host plan says what each option becomes here. Values computed by the script (flags,
@@ -28,8 +30,9 @@ from npu_bridge_compat.errors import NpuCompatWarning, NpuConfigError, closest_n
 from npu_bridge_compat.options import OPTIONS, closest_option, options_from_kwargs
 from npu_bridge_compat.options.readers import NPU_OPTIMIZER, _parse, _python_value, config_proto_values
 from npu_bridge_compat.plan import HostFacts, build_plan
-from npu_bridge_compat.scan.reader import Call, OptionSet, Value
+from npu_bridge_compat.scan.reader import Call, OptionSet, TreeOptionSet, Value
 from npu_bridge_compat.scan.report import Category, Finding, Outcome, Severity
+from npu_bridge_compat.tf2 import options as tf2_options
 
 _EFFECT_SEVERITY = {
     Outcome.TRANSLATED: Severity.READY,
@@ -198,6 +201,36 @@ class ConfigChecker:
                 option_set.line, Category.OPTION, key, Outcome.INVALID, Severity.BLOCKED, str(error), value=shown
             )
         return (typed if literal else RuntimeValue(str(value.data))), None
+
+    # --- npu_device.global_options() assignments ---------------------------------------------------------
+
+    def tree_option_sets(self, option_sets: tuple[TreeOptionSet, ...], place: Place) -> list[Finding]:
+        """Each assignment checked as the option tree checks it, then each scope's options planned as open()
+        plans them, reported under the names the script used."""
+        scopes: dict[int, list[TreeOptionSet]] = {}
+        for option_set in option_sets:
+            scopes.setdefault(option_set.scope, []).append(option_set)
+        findings: list[Finding] = []
+        for sets in scopes.values():
+            site = Site(tf2_options.SOURCE, place, sets[0].line)
+            tree = tf2_options.OptionGroup("")
+            values: dict[str, Any] = {}
+            lines: dict[str, int] = {}
+            names: dict[str, str] = {}
+            for option_set in sets:
+                leaf, error = _tree_leaf(tree, option_set)
+                if error is not None:
+                    findings.append(error)
+                elif leaf.spec is not None:  # recompute goes to the graph, not the plan
+                    literal = option_set.value.kind == "literal"
+                    values[leaf.spec.key] = leaf.typed if literal else RuntimeValue(str(option_set.value.data))
+                    lines[leaf.spec.key] = option_set.line
+                    names[leaf.spec.key] = option_set.path
+            findings += [
+                dataclasses.replace(finding, name=names.get(finding.name, finding.name))
+                for finding in self.options(values, lines, site)
+            ]
+        return findings
 
     # --- configuration calls -------------------------------------------------------------------------------
 
@@ -532,6 +565,23 @@ class _CallContext:
         return None, findings + [
             Finding(call.line, Category.ARGUMENT, cls.__name__, Outcome.INVALID, Severity.BLOCKED, str(failure))
         ]
+
+
+def _tree_leaf(tree, option_set: TreeOptionSet):
+    """(the tree's leaf the assignment names, None), or (None, the finding of the error the tree raises)."""
+    *groups, name = option_set.path.split(".")
+    try:
+        target = tree
+        for group in groups:
+            target = getattr(target, group)
+        if option_set.value.kind == "literal":
+            setattr(target, name, option_set.value.data)
+        return getattr(target, name), None
+    except (AttributeError, NpuConfigError) as error:
+        shown = repr(option_set.value.data) if option_set.value.kind == "literal" else None
+        return None, Finding(
+            option_set.line, Category.OPTION, option_set.path, Outcome.INVALID, Severity.BLOCKED, str(error), shown
+        )
 
 
 def _shown(value: Any) -> str | None:

@@ -61,6 +61,15 @@ class OptionSet(NamedTuple):
     value: Value
 
 
+class TreeOptionSet(NamedTuple):
+    """`npu_device.global_options().<path> = <value>`, directly or through a variable holding the option tree."""
+
+    line: int
+    scope: int  # the function (0: the module) the statement is in
+    path: str  # the option's dotted name in the tree, e.g. dump_config.enable_dump
+    value: Value
+
+
 class FileFacts(NamedTuple):
     path: str
     error: str | None = None  # why the file could not be read or parsed
@@ -70,6 +79,7 @@ class FileFacts(NamedTuple):
     uses: dict[tuple[str, tuple[str, ...]], tuple[int, bool]] = {}  # (root, attributes) -> (first line, called)
     calls: tuple[Call, ...] = ()
     option_sets: tuple[OptionSet, ...] = ()
+    tree_option_sets: tuple[TreeOptionSet, ...] = ()
     search_paths: tuple[str, ...] = ()  # literal folders the script adds with sys.path.append / insert
 
 
@@ -103,6 +113,7 @@ def read_source(source: bytes | str, path: str) -> FileFacts:
         reader.uses,
         tuple(reader.calls),
         tuple(reader.option_sets),
+        tuple(reader.tree_option_sets),
         tuple(reader.search_paths),
     )
 
@@ -170,6 +181,8 @@ class _Reader:
         self.uses: dict[tuple[str, tuple[str, ...]], tuple[int, bool]] = {}
         self.calls: list[Call] = []
         self.option_sets: list[OptionSet] = []
+        self.tree_option_sets: list[TreeOptionSet] = []
+        self._option_trees: set[str] = set()  # variables holding npu_device.global_options()
         self.search_paths: list[str] = []
         self.adapter_star = False  # a star import of an adapter module: names bound nowhere may come from it
         self._assigned_calls: dict[str, list[int]] = {}  # variable -> id of every call assigned to it
@@ -248,11 +261,15 @@ class _Reader:
                 self._count_binding(target.id)
                 if type(node.value) is ast.Call:
                     self._assigned_calls.setdefault(target.id, []).append(id(node.value))
+                    if self._is_option_tree(node.value):
+                        self._option_trees.add(target.id)
                 chain = _chain(node.value)
                 if chain and target.id in self.aliases and chain[0] in self.aliases:
                     # `tf = tf.compat.v1`: a rebinding of an imported name keeps it recorded, flow-insensitively
                     for dotted in list(self.aliases[chain[0]]):
                         self._bind(target.id, ".".join((dotted, *chain[1])))
+            elif type(target) is ast.Attribute and (path := self._tree_path(target)) is not None:
+                self.tree_option_sets.append(TreeOptionSet(node.lineno, scope, path, literal_value(node.value)))
             elif type(target) is ast.Attribute and type(target.value) is ast.Subscript:
                 entry = target.value
                 if type(entry.value) is ast.Attribute and entry.value.attr == "parameter_map":
@@ -266,6 +283,24 @@ class _Reader:
                             literal_value(node.value),
                         )
                     )
+
+    def _is_option_tree(self, call: ast.Call) -> bool:
+        """Whether `call` is npu_device's global_options() (or a name imported from npu_device for it)."""
+        chain = _chain(call.func)
+        if chain is None or (chain[1][-1:] or (chain[0],)) != ("global_options",):
+            return False
+        return any(target.startswith("npu_device") for target in self.aliases.get(chain[0], ()))
+
+    def _tree_path(self, target: ast.Attribute) -> str | None:
+        attributes = []
+        node: ast.expr = target
+        while type(node) is ast.Attribute:
+            attributes.append(node.attr)
+            node = node.value
+        tree = (type(node) is ast.Name and node.id in self._option_trees) or (
+            type(node) is ast.Call and self._is_option_tree(node)
+        )
+        return ".".join(reversed(attributes)) if tree else None
 
     # --- expressions: every use of a recorded name, and the calls that may configure the NPU ---------------
 

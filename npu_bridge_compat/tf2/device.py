@@ -9,6 +9,8 @@ environment (op lists, XLA flags), op determinism, the device id's GPU, a GPU me
 
 - the grappler rewrite settings (mixed precision and its op lists, constant folding, recomputation) to every
   function this thread calls: `tf.function`s and Keras' steps;
+- the program's own `tf.function`s decorated from then on: dumps, numeric checks and keep-dtype built in
+  (tf2/functions.py);
 - Keras `fit` / `evaluate` / `predict`: the Keras door's run-time units (dumps, numeric checks and keep-dtype built
   into the traced steps), as if each call carried an `NPUCallback` of these options;
 - a profiler trace of the rest of the process.
@@ -24,12 +26,16 @@ import threading
 
 import tensorflow as tf
 
-from npu_bridge_compat.compat.eager import eager_context_started, function_calls_rewritten
+from npu_bridge_compat.compat.eager import (
+    eager_context_started,
+    function_calls_rewritten,
+    replace_function_decorator,
+)
 from npu_bridge_compat.compat.keras import add_callback_to_model_calls
 from npu_bridge_compat.distributed import ranks
 from npu_bridge_compat.errors import NpuCompatWarning, NpuConfigError, warn
 from npu_bridge_compat.options.readers import build_options
-from npu_bridge_compat.plan import HostPlan, build_plan
+from npu_bridge_compat.plan import HostFacts, HostPlan, build_plan
 from npu_bridge_compat.plan.features import (
     GpuMemoryLimit,
     InterOpThreads,
@@ -43,6 +49,7 @@ from npu_bridge_compat.plan.features import (
 from npu_bridge_compat.runtime.doors import Door, enter_plan
 from npu_bridge_compat.runtime.profiling import profiler_trace
 from npu_bridge_compat.tf2 import options as tf2_options
+from npu_bridge_compat.tf2.functions import with_units
 
 TF2_DOOR = Door(
     "npu_device.open()",
@@ -133,7 +140,7 @@ def _join_ranks() -> int:
     return start().cluster.rank
 
 
-def plan_options(tree: tf2_options.OptionGroup) -> HostPlan:
+def plan_options(tree: tf2_options.OptionGroup, host: HostFacts | None = None) -> HostPlan:
     """The host plan of the options assigned in `tree` (open() plans global_options() so)."""
     values, names, recompute = tf2_options.assigned(tree)
     try:
@@ -144,7 +151,7 @@ def plan_options(tree: tf2_options.OptionGroup) -> HostPlan:
         if renamed:
             error.add_note(f"npu_device names these options: {', '.join(renamed)}")
         raise
-    return build_plan(options, recompute=recompute)
+    return build_plan(options, host, recompute=recompute)
 
 
 def _configure_devices(plan: HostPlan, device_id: int, several_ranks: bool) -> None:
@@ -208,6 +215,7 @@ class NpuDeviceHandle:
         if trace is not None:
             self._applied.enter_context(profiler_trace(trace.output))
         atexit.register(self._applied.close)
+        replace_function_decorator(with_units(self.npu_plan))
         add_callback_to_model_calls(tf.keras.Model, self._keras_callback)
         return self
 

@@ -13,7 +13,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from npu_bridge_compat.errors import NpuCompatWarning, NpuOptionTypeError, NpuOptionValueError, closest_name, warn
+from npu_bridge_compat.errors import (
+    NpuCompatWarning,
+    NpuConfigError,
+    NpuOptionTypeError,
+    NpuOptionValueError,
+    closest_name,
+    warn,
+)
 from npu_bridge_compat.options.grammars import Choice, GrammarError
 from npu_bridge_compat.options.spec import Kind, OptionSpec
 from npu_bridge_compat.options.table import OPTIONS, TF2_GROUPS
@@ -43,6 +50,10 @@ def mark_read() -> None:
     """open() has read the options: later assignments cannot reach the device."""
     global _read
     _read = True
+
+
+class NoSuchOptionError(NpuConfigError, AttributeError):
+    """Reading an option the tree does not have."""
 
 
 class OptionValue:
@@ -142,7 +153,7 @@ class OptionGroup:
         members = object.__getattribute__(self, "_members")
         if name in members:
             return members[name]
-        raise AttributeError(self._unknown(name))
+        raise NoSuchOptionError(self._unknown(name))
 
     def __setattr__(self, name: str, value: Any) -> None:
         member = self._members.get(name)
@@ -173,7 +184,7 @@ class OptionGroup:
         else:
             close = closest_name(name, self._members)
             hint = f" Did you mean '{close}'?" if close else ""
-        return f"{_GROUP_CLASSES[self._path]} has no option {name}.{hint} All options: {sorted(self._members)}"
+        return f"{_GROUP_CLASSES[self._path]} has no option {name}.{hint}"
 
     def leaves(self) -> list[OptionValue]:
         """Every option of the group and its subgroups."""
