@@ -18,7 +18,7 @@ from test_distributed_ranks import (
     start,
 )
 
-from npu_bridge_compat.errors import NpuCompatWarning, NpuOptionTypeError, NpuOptionValueError
+from npu_bridge_compat.errors import NpuOptionTypeError, NpuOptionValueError
 from npu_bridge_compat.options.table import OPTIONS
 from npu_bridge_compat.plan.features import MixedPrecision, ProfilerTrace, TensorDump
 from npu_bridge_compat.tf2 import options as tf2_options
@@ -266,25 +266,33 @@ def test_enable_v1_gives_the_tf1_adapter_behind_compat_v1():
     }
 
 
-def test_options_set_after_open_warn(tmp_path):
+def test_options_set_after_open_and_a_loop_size_keras_ignores_warn(tmp_path):
     script = tmp_path / "late.py"
     script.write_text(
-        "import warnings\nimport npu_device\nnpu_device.open().as_default()\n"
+        "import warnings\nimport numpy as np\nimport npu_device\nimport tensorflow as tf\n"
+        "npu_device.open().as_default()\n"
         "with warnings.catch_warnings(record=True) as caught:\n"
         "    warnings.simplefilter('always')\n"
         "    npu_device.global_options().precision_mode = 'force_fp32'\n"
-        "print('WARNED', [str(w.message) for w in caught if w.category.__name__ == 'NpuCompatWarning'])\n"
+        "    model = tf.keras.Sequential([tf.keras.layers.Dense(1)])\n"
+        "    model.compile('sgd', 'mse')\n"
+        "    model.fit(np.ones([8, 2]), np.ones([8, 1]), epochs=1, verbose=0)\n"
+        "for w in caught:\n"
+        "    if w.category.__name__ == 'NpuCompatWarning':\n"
+        "        print('WARNED', w.message)\n"
     )
     result = subprocess.run(
         [sys.executable, "-m", "npu_bridge_compat", "run", str(script)],
         capture_output=True,
         text=True,
         timeout=120,
-        env=ENVIRONMENT,
+        env={**ENVIRONMENT, "NPU_LOOP_SIZE": "4"},
     )
     assert result.returncode == 0, result.stderr[-2000:]
-    assert "was set after npu_device.open(), which reads the options once" in result.stdout
-    assert NpuCompatWarning.__name__ == "NpuCompatWarning"
+    warned = [line for line in result.stdout.splitlines() if line.startswith("WARNED")]
+    assert len(warned) == 2, result.stdout
+    assert "precision_mode was set after npu_device.open(), which reads the options once" in warned[0]
+    assert "the NPU loop size is 4 (NPU_LOOP_SIZE or set_npu_loop_size) but the model runs 1 step(s)" in warned[1]
 
 
 # --- kernels ---------------------------------------------------------------------------------------------------

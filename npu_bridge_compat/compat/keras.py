@@ -184,8 +184,9 @@ _added_callbacks: dict[type, Callable[[Any], Any]] = {}  # model class -> the ca
 
 def add_callback_to_model_calls(model_class: type, callback_for: Callable[[Any], Any]) -> None:
     """From now on every `fit`, `evaluate` and `predict` of `model_class` runs with `callback_for(model)` added to
-    the call's callbacks, unless the call already carries a callback of that type. Keras has no process-wide
-    callback list, so the methods are wrapped (once per class); the adapter's `as_default()` patches Keras too.
+    the call's callbacks (when it returns one), unless the call already carries a callback of that type. Keras has
+    no process-wide callback list, so the methods are wrapped (once per class); the adapter's `as_default()`
+    patches Keras too.
     Checked on Keras 2.15 and Keras 3 (TensorFlow 2.21)."""
     if model_class in _added_callbacks:
         _added_callbacks[model_class] = callback_for
@@ -203,9 +204,9 @@ def _with_added_callback(model_class: type, original: Callable) -> Callable:
         bound = signature.bind(self, *args, **kwargs)
         callbacks = list(bound.arguments.get("callbacks") or [])
         added = _added_callbacks[model_class](self)
-        if not any(isinstance(callback, type(added)) for callback in callbacks):
+        if added is not None and not any(isinstance(callback, type(added)) for callback in callbacks):
             callbacks.append(added)
-        bound.arguments["callbacks"] = callbacks
+            bound.arguments["callbacks"] = callbacks
         return original(*bound.args, **bound.kwargs)
 
     return call

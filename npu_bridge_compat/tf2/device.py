@@ -40,6 +40,7 @@ from npu_bridge_compat.plan.features import (
     GpuMemoryLimit,
     InterOpThreads,
     IntraOpThreads,
+    MixedPrecision,
     NumericChecks,
     ProfilerTrace,
     RewriteSetting,
@@ -220,11 +221,14 @@ class NpuDeviceHandle:
         return self
 
     def _keras_callback(self, model):
-        """The Keras door's callback for one fit/evaluate/predict call, carrying the run-time units; the process
-        already holds the rest of the plan."""
+        """The Keras door's callback for one fit/evaluate/predict call, carrying what must be built into Keras'
+        traced steps (dumps, numeric checks, keep-dtype under mixed precision); None when the plan has none of
+        it, since the process already holds the rest of the plan."""
         from npu_bridge_compat.keras import KERAS_DOOR, NPUCallback
 
         _check_loop_size(model)
+        if not any(isinstance(f, (TensorDump, NumericChecks, MixedPrecision)) for f in self.npu_plan.features):
+            return None
         kept = tuple(
             f for f in self.npu_plan.features if KERAS_DOOR.carries_out(f) and not isinstance(f, ProfilerTrace)
         )
