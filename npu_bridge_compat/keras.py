@@ -84,8 +84,7 @@ class NPUCallback(tf.keras.callbacks.Callback):
 
     @property
     def steps_per_execution(self) -> int:
-        loop = self.npu_plan.feature(StepLoop)
-        return loop.iterations if loop else 1
+        return self.npu_plan.steps_per_run
 
     def _check_keras_policy(self) -> None:
         if self.npu_plan.mixed_precision is not None:
@@ -124,28 +123,21 @@ class NPUCallback(tf.keras.callbacks.Callback):
                 "graph mode (TF2 behaviour disabled, as under `run --tf1`). Give Keras' session the NPU options "
                 "instead: set_keras_session_npu_config(config) before fit, as the adapter's Keras guide does."
             )
-        if not self._replaced:
+        if not self._replaced:  # the outermost call (evaluate may run inside fit)
             self._check_keras_policy()
             self._active = contextlib.ExitStack()
-            self._active.enter_context(applied_environment(self.npu_plan))
-            apply_process_settings(self.npu_plan)  # process-wide switches, as on the other doors
-            self._active.enter_context(_grappler_options(self.npu_plan))
-            if self.npu_plan.feature(BatchNormWorkaround):
-                self._active.enter_context(batchnorm_workaround())
-            if self._probes and getattr(self.model, "jit_compile", False):
-                self._active.enter_context(_without_xla(self.model))
-            if mode == "train":
-                self._active.enter_context(_steps_per_execution(self.model, self.steps_per_execution))
-                trace = self.npu_plan.feature(ProfilerTrace)
-                if trace is not None:
-                    self._active.enter_context(profiler_trace(trace.output))
+            for unit in _call_units(self.npu_plan, self.model, mode, self._probes):
+                self._active.enter_context(unit)
         probes = self._probes.get(mode)
         if probes is not None:
             probes.start()
-        # The model's step is wrapped while its function is traced (keep-dtype marks, dumps, checks), and the
-        # function is swapped for one made (and traced on first use) under these settings; it is kept for the
-        # next call with this callback and the model's own come back at the end. Keras 2's evaluate calls the
-        # function it made before on_test_begin instead: that one is traced (on first use) with the wrapped step.
+        self._trace_with_units(mode, probes)
+
+    def _trace_with_units(self, mode: str, probes: StepProbes | None) -> None:
+        """The model's step is traced with the run-time units (traced_with_units), and the model's function is
+        swapped for one made (and traced on first use) under these settings; it is kept for the next call with
+        this callback and the model's own come back at the end. Keras 2's evaluate calls the function it made
+        before on_test_begin instead: that one is traced (on first use) with the wrapped step."""
         step_attribute = f"{mode}_step"
         self._replaced.append((mode, getattr(self.model, f"{mode}_function"), self.model.__dict__.get(step_attribute)))
         setattr(
@@ -186,6 +178,31 @@ class NPUCallback(tf.keras.callbacks.Callback):
         """Undo everything after a failed call: Keras stops without calling the *_end hooks."""
         while self._replaced:
             self._end()
+
+
+def _call_units(plan: HostPlan, model, mode: str, probes: dict[str, StepProbes]) -> list:
+    """What a fit / evaluate / predict call runs under, one context per planned effect, all undone when it ends:
+    the environment and process switches, grappler's settings for the functions it calls, the FusedBatchNormV3
+    workaround for the functions it traces, no XLA where probes are built in, and for training the N-step loop
+    and the profiler trace."""
+    units = [applied_environment(plan), _process_settings(plan), _grappler_options(plan)]
+    if plan.feature(BatchNormWorkaround):
+        units.append(batchnorm_workaround())
+    if probes and getattr(model, "jit_compile", False):
+        units.append(_without_xla(model))
+    if mode == "train":
+        units.append(_steps_per_execution(model, plan.steps_per_run))
+        trace = plan.feature(ProfilerTrace)
+        if trace is not None:
+            units.append(profiler_trace(trace.output))
+    return units
+
+
+@contextlib.contextmanager
+def _process_settings(plan: HostPlan):
+    """Process-wide switches, as on the other doors (they stay: TensorFlow offers no way back)."""
+    apply_process_settings(plan)
+    yield
 
 
 def _step_probes(plan: HostPlan) -> dict[str, StepProbes]:

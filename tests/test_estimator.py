@@ -130,7 +130,8 @@ def test_npurunconfig_translates_its_arguments_and_holders(tmp_path):
         "profiling_options": f'{{"output": "{tmp_path}"}}',
         "hcom_parallel": False,
     }
-    with pytest.warns(NpuCompatWarning, match="take effect only with NPUEstimator"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", NpuCompatWarning)  # reading a config has no side effect
         assert config.session_config.graph_options.rewrite_options.custom_optimizers == []
 
 
@@ -191,7 +192,7 @@ def test_replace_reads_and_plans_a_new_session_config_without_warning():
             assert getattr(rewrite, mixed.grappler_pass) == 1  # ON
     assert rerooted.model_dir == "elsewhere" and not config.npu_options.is_set("enable_exception_dump")
     with pytest.warns(NpuCompatWarning, match="StepLoop.*take effect only with NPUEstimator"):
-        _ = replaced.session_config  # a plain Estimator reading the replaced config is still told
+        tf.estimator.Estimator(dense_model_fn, config=replaced)  # a plain Estimator given it is still told
 
 
 def test_recompute_becomes_grapplers_memory_optimizer():

@@ -13,8 +13,8 @@ from npu_bridge_compat import NpuConfigError, NpuOptionValueError
 from npu_bridge_compat.errors import DeviceOnlyFeatureError, IgnoredOptionWarning, UnknownOptionWarning
 from npu_bridge_compat.estimator import NPURunConfig
 from npu_bridge_compat.estimator.config import (
-    _HOLDERS,
-    _NO_HOST_MEANING,
+    HOLDERS,
+    NO_HOST_MEANING,
     DynamicInputConfig,
     GraphMemoryOptimizeConfig,
     MemoryConfig,
@@ -297,12 +297,12 @@ def test_every_npurunconfig_keyword_is_an_option_with_its_default_or_has_another
             if default is not None and name not in DEFAULT_DIFFERS:
                 assert default == OPTIONS[name].default, name
         else:
-            assert name in _HOLDERS or name in _NO_HOST_MEANING or name in run_config, name
+            assert name in HOLDERS or name in NO_HOST_MEANING or name in run_config, name
 
 
-@pytest.mark.parametrize("holder", sorted(_HOLDERS))
+@pytest.mark.parametrize("holder", sorted(HOLDERS))
 def test_every_holder_field_is_an_option_with_its_default(holder):
-    fields = parameters(_HOLDERS[holder].__init__)
+    fields = parameters(HOLDERS[holder].__init__)
     renamed = HOLDER_FIELDS.get(holder, {})
     for field, default in fields.items():
         key = renamed.get(field, field)

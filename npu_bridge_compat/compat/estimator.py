@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import functools
+from collections.abc import Callable
 from typing import Any
 
 from npu_bridge_compat.compat.versions import ESTIMATOR_TENSORFLOW, _stand_in, tensorflow_version, version_tuple
@@ -68,3 +69,25 @@ def run_estimator_on(estimator, master: str, session_config, writes_model_dir: b
         config._log_step_count_steps = None
     estimator._config = config
     estimator._session_config = session_config(estimator._session_config)
+
+
+_built_hooks: list[Callable[[Any], None]] = []
+
+
+def call_when_estimators_are_built(hook: Callable[[Any], None]) -> None:
+    """From now on `hook(estimator)` runs at the end of every tf.estimator.Estimator's construction (subclasses
+    included). Estimator has no hook of its own for a config it is given. Checked on TensorFlow 2.15."""
+    if hook in _built_hooks:
+        return
+    if not _built_hooks:
+        estimator = estimator_class("Estimator")
+        original = estimator.__init__
+
+        @functools.wraps(original)
+        def init(self, *args, **kwargs):
+            original(self, *args, **kwargs)
+            for each in _built_hooks:
+                each(self)
+
+        estimator.__init__ = init
+    _built_hooks.append(hook)

@@ -10,18 +10,17 @@ from __future__ import annotations
 
 import copy
 import enum
-import inspect
 from typing import Any
 
 from absl import logging
 
 from npu_bridge_compat.compat import estimator_class
-from npu_bridge_compat.errors import NpuCompatWarning, NpuOptionTypeError, NpuOptionValueError, warn
+from npu_bridge_compat.compat.estimator import call_when_estimators_are_built
+from npu_bridge_compat.errors import NpuOptionTypeError, NpuOptionValueError
 from npu_bridge_compat.options import OPTIONS, options_from_kwargs
 from npu_bridge_compat.options.readers import config_proto_values
 from npu_bridge_compat.plan import build_plan
-from npu_bridge_compat.plan.features import StepLoop
-from npu_bridge_compat.runtime.doors import SESSION_SETTINGS, Door, enter_plan, unapplied
+from npu_bridge_compat.runtime.doors import SESSION_SETTINGS, Door, enter_plan
 
 # A plain tf.estimator.Estimator given an NPURunConfig applies only what its session config carries.
 PLAIN_ESTIMATOR = Door(
@@ -204,7 +203,7 @@ def _changed(values: dict[str, Any]) -> dict[str, Any]:
 
 
 # NPURunConfig arguments that hold several options.
-_HOLDERS = {
+HOLDERS = {
     "profiling_config": ProfilingConfig,
     "dump_config": DumpConfig,
     "dynamic_input_config": DynamicInputConfig,
@@ -212,7 +211,38 @@ _HOLDERS = {
     "experimental_config": ExperimentalConfig,
 }
 _AOE_ARGUMENTS = ("aoe_mode", "work_path", "distribute_config")  # written only when aoe_mode is set
-_NO_HOST_MEANING = ("distribute", "horovod_mode")
+NO_HOST_MEANING = ("distribute", "horovod_mode")  # NPURunConfig arguments that are not NPU options
+
+
+def check_holders(arguments: dict[str, Any]) -> None:
+    """The adapter's type checks of NPURunConfig's holder and flag arguments."""
+    for name, holder in HOLDERS.items():
+        if arguments[name] is not None and not isinstance(arguments[name], holder):
+            raise NpuOptionValueError(
+                f"{name} must be provided with type {holder.__name__} (got {type(arguments[name]).__name__})"
+            )
+    if not isinstance(arguments["mix_compile_mode"], bool):
+        raise NpuOptionTypeError(
+            f'"mix_compile_mode" type must be bool (got {type(arguments["mix_compile_mode"]).__name__})'
+        )
+    if not isinstance(arguments["jit_compile"], str):
+        raise NpuOptionTypeError(f"jit_compile: Expected str, got {type(arguments['jit_compile']).__name__}")
+
+
+def npu_values(arguments: dict[str, Any]) -> dict[str, Any]:
+    """The NPU options NPURunConfig's arguments name: each option argument that is set and differs from the
+    table's default, and the holders' options."""
+    values: dict[str, Any] = {}
+    for name, value in arguments.items():
+        if name in OPTIONS and name not in _AOE_ARGUMENTS and value is not None and value != OPTIONS[name].default:
+            values[name] = value
+        elif name in HOLDERS and value is not None:
+            values.update(value.npu_options())
+    if arguments["mix_compile_mode"]:
+        values["iterations_per_loop"] = arguments["iterations_per_loop"]  # the mixed-compute rule names it
+    if arguments["aoe_mode"] is not None:
+        values.update({name: arguments[name] for name in _AOE_ARGUMENTS if arguments[name] is not None})
+    return values
 
 
 class NPURunConfig(estimator_class("RunConfig")):
@@ -232,7 +262,7 @@ class NPURunConfig(estimator_class("RunConfig")):
         keep_checkpoint_every_n_hours=10000,
         log_step_count_steps=100,
         distribute=None,
-        enable_data_pre_proc=True,
+        enable_data_pre_proc=None,  # the adapter writes True; a host needs neither
         precision_mode=None,
         enable_reduce_precision=False,
         variable_format_optimize=None,
@@ -311,16 +341,16 @@ class NPURunConfig(estimator_class("RunConfig")):
         auto_tune_mode=None,
     ):  # auto_tune_mode: adapter 1.x, before aoe_mode
         arguments = {name: value for name, value in locals().items() if name not in ("self", "__class__")}
-        self._check_holders(arguments)
-        self._argument_values = self._npu_values(arguments)
+        check_holders(arguments)
+        self._argument_values = npu_values(arguments)
         self._recompute = experimental_config.recompute if experimental_config is not None else None
-        for name in _NO_HOST_MEANING:
+        for name in NO_HOST_MEANING:
             if arguments[name] not in (None, False):
                 logging.warning("NPURunConfig(%s=%r) has no host equivalent; it is ignored.", name, arguments[name])
         self.iterations_per_loop = iterations_per_loop
         self.mix_compile_mode = mix_compile_mode
         self.horovod_mode = horovod_mode
-        self.warn_plain_estimator = False  # see session_config; NPUEstimator keeps it off on its own copy
+        self._plan(session_config)
         if save_checkpoints_steps is None and save_checkpoints_secs is None:
             save_checkpoints_steps = 100  # the adapter's default, where RunConfig saves every 600 seconds
         super().__init__(
@@ -329,90 +359,38 @@ class NPURunConfig(estimator_class("RunConfig")):
             save_summary_steps=save_summary_steps,
             save_checkpoints_steps=save_checkpoints_steps,
             save_checkpoints_secs=save_checkpoints_secs,
-            session_config=session_config,
+            session_config=self.npu_plan.host_config(session_config),
             keep_checkpoint_max=keep_checkpoint_max,
             keep_checkpoint_every_n_hours=keep_checkpoint_every_n_hours,
             log_step_count_steps=log_step_count_steps,
             train_distribute=train_distribute,
             eval_distribute=eval_distribute,
         )
-        self.warn_plain_estimator = True
+        call_when_estimators_are_built(_enter_plan_of_plain_estimator)
 
-    @staticmethod
-    def _check_holders(arguments: dict[str, Any]) -> None:
-        for name, holder in _HOLDERS.items():
-            if arguments[name] is not None and not isinstance(arguments[name], holder):
-                raise NpuOptionValueError(
-                    f"{name} must be provided with type {holder.__name__} (got {type(arguments[name]).__name__})"
-                )
-        if not isinstance(arguments["mix_compile_mode"], bool):
-            raise NpuOptionTypeError(
-                f'"mix_compile_mode" type must be bool (got {type(arguments["mix_compile_mode"]).__name__})'
-            )
-        if not isinstance(arguments["jit_compile"], str):
-            raise NpuOptionTypeError(f"jit_compile: Expected str, got {type(arguments['jit_compile']).__name__}")
-
-    @staticmethod
-    def _npu_values(arguments: dict[str, Any]) -> dict[str, Any]:
-        """The NPU options the arguments name: every argument that differs from the adapter's default."""
-        defaults = {name: p.default for name, p in inspect.signature(NPURunConfig.__init__).parameters.items()}
-        values: dict[str, Any] = {}
-        for name, value in arguments.items():
-            if name in OPTIONS and name not in _AOE_ARGUMENTS and value is not None and value != defaults[name]:
-                values[name] = value
-            elif name in _HOLDERS and value is not None:
-                values.update(value.npu_options())
-        if arguments["iterations_per_loop"] != 1 or arguments["mix_compile_mode"]:
-            values["iterations_per_loop"] = arguments["iterations_per_loop"]  # the mixed-compute rule names it
-        if arguments["aoe_mode"] is not None:
-            values.update({name: arguments[name] for name in _AOE_ARGUMENTS if arguments[name] is not None})
-        return values
-
-    @property
-    def _session_config(self):
-        return self.__dict__.get("_host_session_config")
-
-    @_session_config.setter
-    def _session_config(self, session_config) -> None:
-        """RunConfig stores its session config here, in __init__ and in replace(): its NpuOptimizer entries are
-        read under this config's own arguments and planned, and the host copy is kept."""
+    def _plan(self, session_config) -> None:
+        """Read the NpuOptimizer entries of `session_config` under this config's own arguments, and plan them."""
         values = self._argument_values
         if session_config is not None:
             values = {**config_proto_values(session_config, source="NPURunConfig(session_config=...)"), **values}
         self.npu_options = options_from_kwargs(values, source="NPURunConfig")
         self.npu_plan = build_plan(self.npu_options, config=session_config, recompute=self._recompute)
-        enter_plan(self.npu_plan)
-        self.__dict__["_host_session_config"] = self.npu_plan.host_config(session_config)
-
-    @property
-    def session_config(self):
-        if self.warn_plain_estimator:  # read by a plain Estimator (NPUEstimator turns this off on its copy)
-            self.warn_plain_estimator = False
-            features = unapplied(self.npu_plan, PLAIN_ESTIMATOR)
-            if features:
-                warn(
-                    f"{PLAIN_ESTIMATOR.name} does not carry out {', '.join(map(str, features))}. "
-                    f"{PLAIN_ESTIMATOR.hint}",
-                    NpuCompatWarning,
-                )
-        return self._session_config
-
-    def __deepcopy__(self, memo: dict) -> NPURunConfig:
-        """RunConfig.replace deep-copies, then validates the copy by reading its properties: the copy must not
-        warn about a plain Estimator (replace() below passes the flag on)."""
-        copied = type(self).__new__(type(self))
-        memo[id(self)] = copied
-        copied.__dict__.update({name: copy.deepcopy(value, memo) for name, value in self.__dict__.items()})
-        copied.warn_plain_estimator = False
-        return copied
 
     def replace(self, **kwargs) -> NPURunConfig:
-        """RunConfig.replace; a new session_config is read and planned, and replacing never warns."""
-        replaced = super().replace(**kwargs)
-        replaced.warn_plain_estimator = self.warn_plain_estimator
-        return replaced
+        """RunConfig.replace; a new session_config is read and planned, and the Estimator gets its host copy."""
+        if kwargs.get("session_config") is None:
+            return super().replace(**kwargs)
+        replanned = copy.copy(self)
+        replanned._plan(kwargs["session_config"])
+        kwargs["session_config"] = replanned.npu_plan.host_config(kwargs["session_config"])
+        return super(NPURunConfig, replanned).replace(**kwargs)
 
     @property
     def steps_per_run(self) -> int:
-        loop = self.npu_plan.feature(StepLoop)
-        return loop.iterations if loop else 1
+        return self.npu_plan.steps_per_run
+
+
+def _enter_plan_of_plain_estimator(estimator) -> None:
+    """A plain Estimator given an NPURunConfig applies its session settings; the rest needs NPUEstimator."""
+    if not getattr(estimator, "applies_npu_plan", False) and isinstance(estimator.config, NPURunConfig):
+        enter_plan(estimator.config.npu_plan, PLAIN_ESTIMATOR)

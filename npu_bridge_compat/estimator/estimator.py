@@ -12,7 +12,6 @@ shared run-time units (runtime/units.py).
 from __future__ import annotations
 
 import contextlib
-import copy
 import inspect
 import json
 from typing import Any
@@ -117,6 +116,8 @@ class NPUEstimator(EstimatorWithTrainingHooks):
     """The adapter's NPUEstimator on host TensorFlow (no JOB_ID needed; several ranks
     as in npu_bridge_compat.distributed)."""
 
+    applies_npu_plan = True  # it enters its config's plan itself (a plain Estimator is told what it drops)
+
     def __init__(self, model_fn, model_dir=None, config=None, params=None, job_start_file="", warm_start_from=None):
         config = NPURunConfig() if config is None else config
         if not isinstance(config, NPURunConfig):
@@ -130,13 +131,11 @@ class NPUEstimator(EstimatorWithTrainingHooks):
             )
         if job_start_file:
             _read_job_start_file(job_start_file)
-        config = copy.copy(config)  # our own copy: the flag below must not leak into the caller's config
-        config.warn_plain_estimator = False
         self._steps_per_run = config.steps_per_run
         self._build_with_batchnorm_workaround = config.npu_plan.feature(BatchNormWorkaround) is not None
         self._last_step: int | None = None
         self._check_run_boundaries(config)
-        enter_plan(config.npu_plan, ESTIMATOR_DOOR, process=False)  # NPURunConfig applied the process-wide part
+        enter_plan(config.npu_plan, ESTIMATOR_DOOR)
         super().__init__(
             model_fn=model_fn, model_dir=model_dir, config=config, params=params, warm_start_from=warm_start_from
         )

@@ -18,7 +18,7 @@ from npu_bridge_compat.options.table import OPTIONS
 from npu_bridge_compat.plan.compilation import plan_compilation
 from npu_bridge_compat.plan.contribution import Contribution
 from npu_bridge_compat.plan.debugging import plan_debugging
-from npu_bridge_compat.plan.features import Feature, MixedPrecision, RewriteSetting, SessionSetting
+from npu_bridge_compat.plan.features import Feature, MixedPrecision, RewriteSetting, SessionSetting, StepLoop
 from npu_bridge_compat.plan.placement import plan_placement
 from npu_bridge_compat.plan.platform import HostFacts, detect_host
 from npu_bridge_compat.plan.precision import plan_precision
@@ -45,6 +45,12 @@ class HostPlan:
     def features_of(self, kind: type) -> tuple:
         """The planned features of that type (or base type)."""
         return tuple(f for f in self.features if isinstance(f, kind))
+
+    @property
+    def steps_per_run(self) -> int:
+        """Training steps per session run or train-function call (the StepLoop), 1 without a loop."""
+        loop = self.feature(StepLoop)
+        return loop.iterations if loop else 1
 
     @property
     def mixed_precision(self) -> MixedPrecision | None:

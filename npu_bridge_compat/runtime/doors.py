@@ -51,7 +51,7 @@ class Door:
         return isinstance(feature, (ProcessSetting, *self.applies))
 
 
-_warned: set[tuple[str, str]] = set()
+_warned: set[tuple[str, tuple[str, ...]]] = set()
 
 
 def unapplied(plan, door: Door) -> list:
@@ -61,19 +61,22 @@ def unapplied(plan, door: Door) -> list:
 
 def enter_plan(plan, door: Door | None = None, process: bool = True) -> None:
     """Log the plan's report once, apply its process-wide part (its environment and switches; `process=False`:
-    the door applies them itself for the time it trains) and, for a door, warn about what it does not carry out."""
+    the door applies them itself for the time it trains) and, for a door, warn once about what it does not carry
+    out (once per door and set of features: the same configuration again is not warned about twice)."""
     log_once(plan.report)
     if process:
         apply_environment(plan)
         apply_process_settings(plan)
     if door is None:
         return
-    for feature in unapplied(plan, door):
-        key = (door.name, type(feature).__name__)
-        if key not in _warned:
-            _warned.add(key)
-            warn(
-                f"{door.name} does not carry out {feature}: the report lists it as planned, but it has no effect "
-                f"through this door.{' ' + door.hint if door.hint else ''}",
-                NpuCompatWarning,
-            )
+    dropped = unapplied(plan, door)
+    key = (door.name, tuple(map(str, dropped)))
+    if dropped and key not in _warned:
+        _warned.add(key)
+        many = len(dropped) > 1
+        warn(
+            f"{door.name} does not carry out {', '.join(map(str, dropped))}: the report lists "
+            f"{'them' if many else 'it'} as planned, but {'they have' if many else 'it has'} no effect through "
+            f"this door.{' ' + door.hint if door.hint else ''}",
+            NpuCompatWarning,
+        )

@@ -112,8 +112,10 @@ class ConfigChecker:
 
         self.host = host
         self._run_config = estimator_config.NPURunConfig
-        self._holder_arguments = estimator_config._HOLDERS  # NPURunConfig arguments that hold several options
-        self._no_host_meaning = estimator_config._NO_HOST_MEANING
+        self._holder_arguments = estimator_config.HOLDERS  # NPURunConfig arguments that hold several options
+        self._no_host_meaning = estimator_config.NO_HOST_MEANING
+        self._check_holders = estimator_config.check_holders
+        self._npu_values = estimator_config.npu_values
         # every other class of estimator/config.py is a plain holder of values (DumpConfig, ..., and
         # GraphMemoryOptimizeConfig, which ExperimentalConfig reads)
         self._holders = {
@@ -260,7 +262,7 @@ class ConfigChecker:
         defaults = {name: parameter.default for name, parameter in parameters.items()}
         literal_only = {name: defaults[name] if _is_runtime(value) else value for name, value in arguments.items()}
         try:
-            self._run_config._check_holders(literal_only)
+            self._check_holders(literal_only)
         except NpuConfigError as error:
             name = _first_key_named(str(error), arguments)
             return findings + [
@@ -281,7 +283,7 @@ class ConfigChecker:
                         value=_shown(arguments[name]),
                     )
                 )
-        values = self._run_config._npu_values(arguments)
+        values = self._npu_values(arguments)
         option_lines = {}
         for key in values:
             holder = next(
