@@ -357,7 +357,8 @@ def test_a_custom_loop_gets_dumps_checks_and_mixed_precision(tmp_path, keras):
     assert report["matmul_dtype"] == ("bfloat16" if mode == "allow_mix_precision" else "float32")
     [run] = [p for p in tmp_path.iterdir() if p.name != "exception"]
     assert sorted(p.name for p in (run / "train_step").iterdir()) == ["step_1", "step_3"]
-    assert list((run / "train_step" / "step_1").glob("project.output.0.npy"))
+    assert sorted(p.name for p in (run / "Projection.call").iterdir()) == ["step_1", "step_3"]
+    assert list((run / "Projection.call" / "step_1").glob("*project.output.0.npy"))
     assert list((tmp_path / "exception").glob("*/project"))
 
 

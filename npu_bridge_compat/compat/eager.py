@@ -89,3 +89,28 @@ def replace_function_decorator(make: Callable[[Callable], Callable]) -> None:
         replaced = make(tf.function)
         replaced._npu_replaced = True
         tf.function = replaced
+
+
+def checked_after_calls(function, check: Callable[[], None]):
+    """`function`, a tf.function, made to run `check()` after each call from eager code. It stays a tf.function
+    (Keras reads a decorated `call` method's signature through it; its methods are bound as TensorFlow binds
+    them), so its class is swapped for a subclass, which the copies TensorFlow makes for bound methods keep.
+    Checked on TensorFlow 2.15 and 2.21."""
+
+    class Checked(type(function)):
+        def __call__(self, *args, **kwargs):
+            result = super().__call__(*args, **kwargs)
+            if tf.executing_eagerly():  # a call from another function is checked after that one
+                check()
+            return result
+
+    Checked.__name__ = Checked.__qualname__ = type(function).__name__
+    function.__class__ = Checked
+    return function
+
+
+def wrapping(function: Callable, wrapper: Callable) -> Callable:
+    """`wrapper` presented as `function` to TensorFlow and Keras: they read a function's arguments through their
+    own decorator type (Keras finds a `call` method's `training` argument so), which functools.wraps does not
+    satisfy. Checked on TensorFlow 2.15 and 2.21."""
+    return tf.__internal__.decorator.make_decorator(function, wrapper)

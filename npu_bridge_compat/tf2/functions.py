@@ -10,12 +10,21 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 
+from npu_bridge_compat.compat.eager import checked_after_calls, wrapping
 from npu_bridge_compat.errors import NpuCompatWarning, warn
 from npu_bridge_compat.plan import HostPlan
 from npu_bridge_compat.runtime.probes import StepProbes
 from npu_bridge_compat.runtime.units import traced_with_units
 
 _LIBRARIES = ("keras", "tf_keras", "tensorflow", "npu_bridge_compat")
+_checked: list[StepProbes] = []  # the numeric checks of every function made so far
+
+
+def _raise_first_failure(probes: StepProbes) -> None:
+    """After a call: a failure the functions it called recorded names the op itself, where the caller's own check
+    names only the call of that function; so they are read first."""
+    for each in [other for other in _checked if other is not probes] + [probes]:
+        each.raise_if_failed(each.failure.numpy())
 
 
 def with_units(plan: HostPlan) -> Callable[[Callable], Callable]:
@@ -26,7 +35,9 @@ def with_units(plan: HostPlan) -> Callable[[Callable], Callable]:
         def function(func=None, *args, **kwargs):
             if func is None:
                 return lambda decorated: function(decorated, *args, **kwargs)
-            probes = StepProbes.for_plan(plan, graph_name=getattr(func, "__name__", "function"))
+            probes = StepProbes.for_plan(
+                plan, graph_name=getattr(func, "__qualname__", "function").replace("<locals>.", "")
+            )
             mixed = plan.mixed_precision is not None
             module = getattr(func, "__module__", None) or ""
             if (probes is None and not mixed) or module.split(".")[0] in _LIBRARIES:
@@ -39,35 +50,15 @@ def with_units(plan: HostPlan) -> Callable[[Callable], Callable]:
                 )
                 kwargs["jit_compile"] = False
 
-            @functools.wraps(func)
             def traced(*call_args, **call_kwargs):
                 return traced_with_units(lambda: func(*call_args, **call_kwargs), probes, mixed)
 
-            made = original(traced, *args, **kwargs)
-            return made if probes is None or probes.failure is None else CheckedFunction(made, probes)
+            made = original(wrapping(func, traced), *args, **kwargs)
+            if probes is None or probes.failure is None:
+                return made
+            _checked.append(probes)
+            return checked_after_calls(made, lambda: _raise_first_failure(probes))
 
         return function
 
     return make
-
-
-class CheckedFunction:
-    """A tf.function whose calls raise NonFiniteValueError for a non-finite value its checks recorded."""
-
-    def __init__(self, function, probes: StepProbes) -> None:
-        self._function, self._probes = function, probes
-
-    def __call__(self, *args, **kwargs):
-        import tensorflow as tf
-
-        result = self._function(*args, **kwargs)
-        if tf.executing_eagerly():  # a call from another function is checked with that one's outputs
-            self._probes.raise_if_failed(self._probes.failure.numpy())
-        return result
-
-    def __get__(self, instance, owner):
-        """A decorated method, bound to its object."""
-        return self if instance is None else CheckedFunction(self._function.__get__(instance, owner), self._probes)
-
-    def __getattr__(self, name: str):
-        return getattr(self._function, name)  # get_concrete_function, python_function, ...
