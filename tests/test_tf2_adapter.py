@@ -210,7 +210,8 @@ def test_overflow_on_one_rank_skips_the_step_on_every_rank(processes, tmp_path, 
 
 
 def test_a_lost_rank_ends_a_tf2_job(processes, tmp_path):
-    """The last rank dies before step 2; the other, waiting in all_reduce, is told which rank was lost."""
+    """The last rank dies before step 2; the other, waiting for it in a collective, is told which rank was
+    lost."""
     port = BASE_PORT + 20
     logs = [tmp_path / f"rank{rank}.log" for rank in range(2)]
     ranks = [
@@ -227,7 +228,6 @@ def test_a_lost_rank_ends_a_tf2_job(processes, tmp_path):
     output = finish(ranks[0], logs[0], timeout=180)
     assert ranks[0].returncode != 0, output[-3000:]
     assert f"lost rank 1 (127.0.0.1:{port + 1})" in output or f"talking to rank 1 (127.0.0.1:{port + 1})" in output
-    assert "rank 0 trains step 2" in output
 
 
 def _run(script: str, *arguments, **environment) -> str:
