@@ -25,7 +25,7 @@ from npu_bridge_compat.compat import estimator_class
 from npu_bridge_compat.compat.batchnorm import install_horizon_gate
 from npu_bridge_compat.compat.sessions import session_running_hooks
 from npu_bridge_compat.distributed import get_local_rank_id, get_local_rank_size, get_rank_id, get_rank_size
-from npu_bridge_compat.distributed.doors import rank_session
+from npu_bridge_compat.distributed.rank_doors import rank_session
 from npu_bridge_compat.errors import NpuOptionValueError
 from npu_bridge_compat.options import options_from_config_proto
 from npu_bridge_compat.options.readers import NPU_OPTIMIZER

@@ -7,7 +7,7 @@
     optimizers.py    NPUDistributedOptimizer, npu_distributed_optimizer_wrapper, KerasDistributeOptimizer, ...
     hooks.py         NPUBroadcastGlobalVariablesHook / Callback: every rank starts from rank 0's weights
     strategy.py      NPUStrategy
-    doors.py         what the session, Estimator and Keras doors call
+    rank_doors.py    what the session and Estimator doors call to run with several ranks
     launch.py        `python -m npu_bridge_compat launch`: N ranks of a script, like torchrun
 
 With one rank (RANK_SIZE unset or 1) collectives return their one-rank result and the optimizers leave the

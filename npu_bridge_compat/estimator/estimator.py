@@ -21,7 +21,7 @@ import tensorflow as tf
 from npu_bridge_compat.compat import estimator_class
 from npu_bridge_compat.compat.batchnorm import batchnorm_workaround, install_horizon_gate
 from npu_bridge_compat.compat.estimator_training import EstimatorWithTrainingHooks
-from npu_bridge_compat.distributed.doors import rank_estimator, rank_training_done
+from npu_bridge_compat.distributed.rank_doors import rank_estimator, rank_training_done
 from npu_bridge_compat.errors import NpuCompatWarning, NpuOptionValueError, warn
 from npu_bridge_compat.estimator.config import NPURunConfig
 from npu_bridge_compat.plan.features import BatchNormWorkaround

@@ -13,7 +13,7 @@ import functools
 import tensorflow.compat.v1 as tf_v1  # the module scripts see as tf.compat.v1, and as tf under `run --tf1`
 
 from npu_bridge_compat.compat.sessions import tf1_session_classes
-from npu_bridge_compat.distributed.doors import rank_session
+from npu_bridge_compat.distributed.rank_doors import rank_session
 from npu_bridge_compat.options import npu_optimizer_entries
 from npu_bridge_compat.session import NPUSession, host_session_config
 
