@@ -132,7 +132,7 @@ def markdown_table() -> str:
             host += f" (read only when {' or '.join(spec.requires)} is on)"
         doc = spec.doc + (f" *{spec.deprecated}.*" if spec.deprecated else "")
         cells = [
-            f"`{spec.key}`",
+            f"`{spec.key}`" + (" (host extension)" if spec.host_extension else ""),
             spec.kind.value,
             "unset" if spec.default is None else f"`{spec.default!r}`",
             allowed,

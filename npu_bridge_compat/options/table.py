@@ -812,6 +812,19 @@ _SPECS = (
         g.FusionSwitchFile(),
     ),
     OptionSpec(
+        "enable_graph_kernel",
+        K.BOOL,
+        False,
+        C.COMPILE,
+        translated(
+            "XLA auto-clustering restricted to fusible ops (element-wise, reductions, shapes): chains of them run "
+            "as fused kernels; MatMul and Conv keep their library kernels, host-kept ops and dumps/checks stay out"
+        ),
+        "Graph-kernel fusion (MindSpore's enable_graph_kernel): element-wise chains compiled into fused kernels. "
+        "A host extension: an NPU's Graph Engine always fuses, so the adapter has no such key.",
+        host_extension=True,
+    ),
+    OptionSpec(
         "oo_constant_folding",
         K.BOOL,
         True,
