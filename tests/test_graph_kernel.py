@@ -2,6 +2,10 @@
 every door; MatMul, host-kept ops and the probes stay out; values equal unfused ones."""
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -310,3 +314,45 @@ def test_npurunconfig_takes_the_keyword_and_rejects_a_bad_value():
     assert config.session_config.graph_options.optimizer_options.global_jit_level == 1
     with pytest.raises(NpuOptionTypeError, match='"enable_graph_kernel"'):
         NPURunConfig(enable_graph_kernel="yes")
+
+
+# --- unmodified scripts: run / launch --graph-kernel ------------------------------------------------------------
+
+SCRIPT = Path(__file__).parent / "scripts" / "graph_kernel_port.py"
+
+
+def script_reports(*command, **environment) -> list[dict]:
+    result = subprocess.run(
+        [sys.executable, "-m", "npu_bridge_compat", *command, str(SCRIPT)],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env={**os.environ, **environment},
+    )
+    assert result.returncode == 0, result.stderr[-4000:]
+    lines = [line.split("] ", 1)[-1] for line in result.stdout.splitlines()]
+    return sorted((json.loads(line) for line in lines if line.startswith('{"rank"')), key=lambda r: r["rank"])
+
+
+def test_run_graph_kernel_fuses_an_unmodified_script_and_plain_run_does_not():
+    assert [report["clusters"] for report in script_reports("run", "--graph-kernel")] != [0]
+    assert script_reports("run") == [{"rank": 0, "clusters": 0}]
+    assert script_reports("run", NPU_BRIDGE_COMPAT_GRAPH_KERNEL="1")[0]["clusters"] >= 1
+
+
+def test_launch_graph_kernel_fuses_in_every_rank():
+    from npu_bridge_compat.distributed.launch import free_port_block
+
+    port = str(free_port_block(2, start=31000))
+    reports = script_reports("launch", "-n", "2", "--graph-kernel", NPU_BRIDGE_COMPAT_PORT=port)
+    assert [report["rank"] for report in reports] == [0, 1]
+    assert all(report["clusters"] >= 1 for report in reports)
+
+
+def test_explain_shows_the_plan(capsys):
+    from npu_bridge_compat.cli import main
+
+    assert main(["explain", "enable_graph_kernel=true"]) == 0
+    out = capsys.readouterr().out
+    assert "enable_graph_kernel=True" in out and "global_jit_level = ON_1" in out
+    assert "--tf_xla_ops_to_cluster=FUSIBLE" in out
