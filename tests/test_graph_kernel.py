@@ -259,6 +259,27 @@ def test_keras_settings_are_restored_after_the_call():
     assert captured[1].graph_options.optimizer_options.global_jit_level != 1
 
 
+def test_keras_dumps_and_numeric_checks_built_into_the_fused_steps_still_work(tmp_path):
+    from helpers import dumped_steps
+
+    model, _ = keras_fit(
+        enable_graph_kernel=True, iterations_per_loop=2, enable_dump=True, dump_path=str(tmp_path), dump_step="3"
+    )
+    assert list(dumped_steps(tmp_path)) == ["step_3"]
+    inputs = tf.keras.Input([4])
+    shifted = tf.keras.layers.Lambda(lambda t: tf.math.log(t * 2.0 - 10.0, name="shifted_log") * 3.0 + 1.0)(inputs)
+    net = tf.keras.Model(inputs, tf.keras.layers.Dense(1)(tf.tanh(shifted)))
+    net.compile("sgd", "mse")
+    with pytest.raises(NonFiniteValueError, match="shifted_log"):
+        net.fit(
+            np.ones([16, 4], np.float32),
+            np.ones([16, 1], np.float32),
+            batch_size=8,
+            verbose=0,
+            callbacks=[NPUCallback(enable_graph_kernel=True, enable_exception_dump=1)],
+        )
+
+
 # --- the Estimator door --------------------------------------------------------------------------------------
 
 FEATURES = np.random.RandomState(2).randn(512, 8).astype("float32")
@@ -356,3 +377,20 @@ def test_explain_shows_the_plan(capsys):
     out = capsys.readouterr().out
     assert "enable_graph_kernel=True" in out and "global_jit_level = ON_1" in out
     assert "--tf_xla_ops_to_cluster=FUSIBLE" in out
+
+
+def test_the_report_warns_when_tensorflow_ran_before_the_flags_could_be_set():
+    program = (
+        "import tensorflow as tf; tf.constant(1.0) + 1.0\n"
+        "from npu_bridge_compat import build_plan, options_from_kwargs\n"
+        "print(build_plan(options_from_kwargs(enable_graph_kernel=True)).report)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", program],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={name: value for name, value in os.environ.items() if name != "TF_XLA_FLAGS"},
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "TensorFlow started before npu_bridge_compat was imported" in result.stdout
