@@ -267,8 +267,8 @@ def test_keras_dumps_and_numeric_checks_built_into_the_fused_steps_still_work(tm
     )
     assert list(dumped_steps(tmp_path)) == ["step_3"]
     inputs = tf.keras.Input([4])
-    shifted = tf.keras.layers.Lambda(lambda t: tf.math.log(t * 2.0 - 10.0, name="shifted_log") * 3.0 + 1.0)(inputs)
-    net = tf.keras.Model(inputs, tf.keras.layers.Dense(1)(tf.tanh(shifted)))
+    shifted = tf.keras.layers.Lambda(lambda t: tf.tanh(tf.math.log(t * 2.0 - 10.0, name="shifted_log") * 3.0))(inputs)
+    net = tf.keras.Model(inputs, tf.keras.layers.Dense(1)(shifted))
     net.compile("sgd", "mse")
     with pytest.raises(NonFiniteValueError, match="shifted_log"):
         net.fit(
