@@ -7,12 +7,22 @@ validates them as the Ascend adapter does, and plans their host equivalents:
     plan = build_plan(options)
     print(plan.report)
 
-Importing this package installs nothing: the `npu_bridge` import aliases are opt-in.
+Importing this package installs nothing: the `npu_bridge` import aliases are opt-in. It adds XLA's fusion flags
+to TF_XLA_FLAGS before TensorFlow reads them (inert unless graph-kernel fusion is asked for; compat/xla.py).
 """
 
-from npu_bridge_compat.errors import NpuConfigError, NpuOptionTypeError, NpuOptionValueError
-from npu_bridge_compat.options import OPTIONS, NpuOptions, options_from_config_proto, options_from_kwargs
-from npu_bridge_compat.plan import HostPlan, Report, build_plan
+from npu_bridge_compat.compat.xla import reserve_fusion_flags
+
+reserve_fusion_flags()
+
+from npu_bridge_compat.errors import NpuConfigError, NpuOptionTypeError, NpuOptionValueError  # noqa: E402
+from npu_bridge_compat.options import (  # noqa: E402
+    OPTIONS,
+    NpuOptions,
+    options_from_config_proto,
+    options_from_kwargs,
+)
+from npu_bridge_compat.plan import HostPlan, Report, build_plan  # noqa: E402
 
 __all__ = [
     "OPTIONS",

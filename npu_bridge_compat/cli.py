@@ -19,10 +19,13 @@ from pathlib import Path
 from typing import Any
 
 from npu_bridge_compat.compat import is_repeated, select_keras_2
+from npu_bridge_compat.compat.xla import FUSION_FLAGS
 from npu_bridge_compat.errors import NpuConfigError
 from npu_bridge_compat.options import OPTIONS, Kind, options_from_kwargs
 from npu_bridge_compat.options.readers import config_proto_values
 from npu_bridge_compat.plan import HostPlan, build_plan, detect_host
+from npu_bridge_compat.plan.features import GraphKernelFusion
+from npu_bridge_compat.plan.platform import GRAPH_KERNEL_ENV
 
 EXIT_INVALID = 2
 EXIT_FAILED_CHECK = 1  # scan --fail-on: a script reached the given status
@@ -69,6 +72,8 @@ def settings_text(plan: HostPlan) -> str:
     lines += [f"  ConfigProto {path} = {value}" for path, value in _set_fields(plan.host_config())]
     lines += [f"  environment {name}={value}" for name, value in plan.environment.items()]
     lines += [f"  feature {feature}" for feature in plan.features]
+    if plan.feature(GraphKernelFusion) is not None:
+        lines.append(f"  process TF_XLA_FLAGS with {' '.join(FUSION_FLAGS)} (set when npu_bridge_compat is imported)")
     if len(lines) == 1:
         lines.append("  none")
     return "\n".join(lines)
@@ -160,7 +165,9 @@ def markdown_table() -> str:
             host += f" (read only when {' or '.join(spec.requires)} is on)"
         doc = spec.doc + (f" *{spec.deprecated}.*" if spec.deprecated else "")
         cells = [
-            f"`{spec.key}`" + ("" if spec.tf1 else " (TF2 adapter only)"),
+            f"`{spec.key}`"
+            + ("" if spec.tf1 else " (TF2 adapter only)")
+            + (" (host extension)" if spec.host_extension else ""),
             f"`{spec.tf2_name}`" if spec.tf2_name else "—",
             spec.kind.value,
             "unset" if spec.default is None else f"`{spec.default!r}`",
@@ -186,6 +193,8 @@ def run_script(arguments: argparse.Namespace) -> int:
         print(f"error: no such script: {arguments.script}", file=sys.stderr)
         return EXIT_INVALID
     select_keras_2()  # before the script (or the aliases) imports TensorFlow
+    if arguments.graph_kernel:
+        os.environ[GRAPH_KERNEL_ENV] = "1"  # every door's plan reads it (plan/platform.py)
     try:
         install_aliases(tf1=arguments.tf1)
     except NpuConfigError as error:
@@ -218,6 +227,8 @@ def launch_ranks(arguments: argparse.Namespace) -> int:
         print(f"error: no such script: {arguments.script}", file=sys.stderr)
         return EXIT_INVALID
     hosts = [host.strip() for host in arguments.hosts.split(",") if host.strip()] if arguments.hosts else None
+    if arguments.graph_kernel:
+        os.environ[GRAPH_KERNEL_ENV] = "1"  # the ranks inherit it
     if not hosts or len(hosts) == 1:  # one host: the ranks' servers reachable from nowhere else
         again = [sys.executable, "-m", "npu_bridge_compat", *arguments.command_line]
         refused = None if arguments.host_network else in_private_network(again)
@@ -294,6 +305,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="print the deprecation notices of TensorFlow and other libraries (hidden by "
         "default; PYTHONWARNINGS or -W also brings them back)",
     )
+    run_parser.add_argument(
+        "--graph-kernel",
+        action="store_true",
+        help="graph-kernel fusion (enable_graph_kernel) in every door the script uses, unless its options set "
+        f"enable_graph_kernel=False: XLA auto-clustering of element-wise chains ({GRAPH_KERNEL_ENV}=1 does the same)",
+    )
     run_parser.add_argument("script", help="the Python script to run")
     run_parser.add_argument("script_arguments", nargs=argparse.REMAINDER, help="its arguments")
     run_parser.set_defaults(run=run_script)
@@ -302,6 +319,7 @@ def build_parser() -> argparse.ArgumentParser:
     launch_parser.add_argument("--hosts", help="all hosts of the job, comma-separated, the same list on each host")
     launch_parser.add_argument("--host-index", type=int, help="this host's position in --hosts (found by default)")
     launch_parser.add_argument("--tf1", action="store_true", help="as `run --tf1`")
+    launch_parser.add_argument("--graph-kernel", action="store_true", help="as `run --graph-kernel`, in every rank")
     launch_parser.add_argument(
         "--host-network",
         action="store_true",

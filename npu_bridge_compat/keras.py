@@ -6,7 +6,8 @@
 
 NPUCallback validates its options when it is created and applies the host plan while Keras trains, evaluates or
 predicts: N steps per train-function call (Keras' own steps_per_execution mechanism), the FusedBatchNormV3
-workaround for the functions traced in mixed compute, grappler mixed precision and its op lists, keep_dtype_scope,
+workaround for the functions traced in mixed compute, grappler mixed precision and its op lists, graph-kernel fusion
+(XLA auto-clustering of the fusible ops in the traced functions, with what fused reported), keep_dtype_scope,
 tensor dumps and numeric checks built into the traced steps, and a profiler trace. Everything it changes (steps
 per execution, grappler options, environment, the model's step methods) is restored when the call ends, or when
 it fails (Keras calls no *_end hook then).
@@ -25,7 +26,7 @@ from npu_bridge_compat.compat import (
     steps_per_execution_in_fit,
 )
 from npu_bridge_compat.compat.batchnorm import batchnorm_workaround
-from npu_bridge_compat.compat.eager import function_calls_rewritten
+from npu_bridge_compat.compat.eager import function_calls_configured, function_run_metadata
 from npu_bridge_compat.distributed import (  # noqa: F401 - the adapter's Keras helpers for several ranks
     KerasDistributeOptimizer,
     NPUBroadcastGlobalVariablesCallback,
@@ -38,6 +39,7 @@ from npu_bridge_compat.plan import HostPlan, build_plan
 from npu_bridge_compat.plan.apply import applied_environment, apply_process_settings
 from npu_bridge_compat.plan.features import (
     BatchNormWorkaround,
+    GraphKernelFusion,
     NumericChecks,
     ProfilerTrace,
     RewriteSetting,
@@ -45,13 +47,14 @@ from npu_bridge_compat.plan.features import (
     TensorDump,
 )
 from npu_bridge_compat.runtime.doors import Door, enter_plan
+from npu_bridge_compat.runtime.fusion import record, summarize
 from npu_bridge_compat.runtime.probes import StepProbes
 from npu_bridge_compat.runtime.profiling import profiler_trace
 from npu_bridge_compat.runtime.units import traced_with_units
 
 KERAS_DOOR = Door(
     "NPUCallback",
-    (StepLoop, BatchNormWorkaround, ProfilerTrace, TensorDump, NumericChecks, RewriteSetting),
+    (StepLoop, BatchNormWorkaround, ProfilerTrace, TensorDump, NumericChecks, RewriteSetting, GraphKernelFusion),
     "Session settings cannot change once TensorFlow runs: set them with tf.config before anything "
     "runs, or use the session door.",
 )
@@ -148,7 +151,7 @@ class NPUCallback(tf.keras.callbacks.Callback):
         cached = self._functions.get((id(self.model), mode))
         if cached is None or cached[0] is not self.model:
             function = remake_keras_function(self.model, mode)
-            cached = (self.model, _GuardedFunction(function, self, probes))
+            cached = (self.model, _GuardedFunction(function, self, probes, f"Keras {mode} function"))
             self._functions[(id(self.model), mode)] = cached
         setattr(self.model, f"{mode}_function", cached[1])
 
@@ -182,10 +185,11 @@ class NPUCallback(tf.keras.callbacks.Callback):
 
 def _call_units(plan: HostPlan, model, mode: str, probes: dict[str, StepProbes]) -> list:
     """What a fit / evaluate / predict call runs under, one context per planned effect, all undone when it ends:
-    the environment and process switches, grappler's settings for the functions it calls, the FusedBatchNormV3
+    the environment and process switches, grappler's settings and graph-kernel fusion for the functions it calls,
+    the FusedBatchNormV3
     workaround for the functions it traces, no XLA where probes are built in, and for training the N-step loop
     and the profiler trace."""
-    units = [applied_environment(plan), _process_settings(plan), _grappler_options(plan)]
+    units = [applied_environment(plan), _process_settings(plan), _function_config(plan)]
     if plan.feature(BatchNormWorkaround):
         units.append(batchnorm_workaround())
     if probes and getattr(model, "jit_compile", False):
@@ -230,12 +234,17 @@ class _GuardedFunction:
     """The traced function Keras calls: after a call it raises NonFiniteValueError for a non-finite output the
     steps recorded, and when a call fails it undoes the callback's settings first."""
 
-    def __init__(self, function, callback: NPUCallback, probes: StepProbes | None) -> None:
-        self._function, self._callback, self._probes = function, callback, probes
+    def __init__(self, function, callback: NPUCallback, probes: StepProbes | None, name: str) -> None:
+        self._function, self._callback, self._probes, self._name = function, callback, probes, name
+        self._report_fusion = callback.npu_plan.feature(GraphKernelFusion) is not None
 
     def __call__(self, *args, **kwargs):
         try:
-            result = self._function(*args, **kwargs)
+            if self._report_fusion:
+                self._report_fusion = False
+                result = self._call_reporting_fusion(*args, **kwargs)
+            else:
+                result = self._function(*args, **kwargs)
             if self._probes is not None and self._probes.failure is not None:
                 self._probes.raise_if_failed(self._probes.failure.numpy())
         except (StopIteration, tf.errors.OutOfRangeError):
@@ -245,8 +254,28 @@ class _GuardedFunction:
             raise
         return result
 
+    def _call_reporting_fusion(self, *args, **kwargs):
+        """The first call, with the clusters XLA formed in the functions it ran reported (runtime/fusion.py)."""
+        collected: list = []
+        with function_run_metadata(collected):
+            result = self._function(*args, **kwargs)
+        graphs = [graph for metadata in collected for graph in metadata.function_graphs]
+        summary = summarize(
+            self._name,
+            [partition for graph in graphs for partition in graph.partition_graphs],
+            [(node.name, node.op) for graph in graphs for node in _nodes_with_functions(graph.pre_optimization_graph)],
+        )
+        if summary.clusters:
+            record(summary)
+        return result
+
     def __getattr__(self, name: str):
         return getattr(self._function, name)  # Keras and tools inspect the tf.function (concrete functions, ...)
+
+
+def _nodes_with_functions(graph_def) -> list:
+    """The nodes of a GraphDef and of the functions in its library (a loop's body runs lowered into the graph)."""
+    return list(graph_def.node) + [node for function in graph_def.library.function for node in function.node_def]
 
 
 def _steps_per_execution(model, steps: int):
@@ -276,7 +305,7 @@ def _without_xla(model):
         model.jit_compile = True
 
 
-def _grappler_options(plan: HostPlan):
-    """The plan's grappler rewrite settings for the functions this thread calls meanwhile (Keras runs its steps
-    in the thread that called fit)."""
-    return function_calls_rewritten(plan.rewrite_options)
+def _function_config(plan: HostPlan):
+    """The plan's grappler rewrite settings and graph-kernel fusion for the functions this thread calls meanwhile
+    (Keras runs its steps in the thread that called fit)."""
+    return function_calls_configured(plan.configure_function_calls)

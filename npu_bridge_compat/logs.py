@@ -34,6 +34,15 @@ def log_report(text: str) -> None:
         sys.stderr.flush()
 
 
+def log_line(text: str) -> None:
+    """Log one line through absl; print it to stderr as well when no handler would show it."""
+    logger = absl_logging.get_absl_logger()
+    logger.info("%s", text)
+    if not (logger.isEnabledFor(logging.INFO) and logger.hasHandlers()):
+        sys.stderr.write(text + "\n")
+        sys.stderr.flush()
+
+
 class _DeferToRootHandlers(logging.Filter):
     """On TensorFlow's own handler: let a record through only when the root logger will not print it."""
 

@@ -53,7 +53,14 @@ def test_keys_left_out_on_purpose_say_why_and_are_really_absent():
 
 def test_table_holds_only_keys_the_adapter_reads_or_read():
     read = {key: field for key, (field, note) in adapter_session_keys().items() if not note}
-    assert {key: spec.kind.value for key, spec in OPTIONS.items() if spec.tf1} == {**read, **HISTORICAL_KEYS}
+    adapter_keys = {key: spec.kind.value for key, spec in OPTIONS.items() if spec.tf1 and not spec.host_extension}
+    assert adapter_keys == {**read, **HISTORICAL_KEYS}
+
+
+def test_host_extensions_are_keys_the_adapter_never_had():
+    extensions = {key for key, spec in OPTIONS.items() if spec.host_extension}
+    assert extensions == {"enable_graph_kernel"}
+    assert not extensions & set(adapter_session_keys()) and not extensions & set(HISTORICAL_KEYS)
 
 
 def test_table_is_read_only():

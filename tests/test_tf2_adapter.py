@@ -409,3 +409,16 @@ def test_explain_takes_npu_device_names(capsys):
     assert "dump_config.dump_path='/tmp'" in output and "feature TensorDump(path='/tmp'" in output
     assert main(["explain", "dump_config.enable_dmp=true"]) != 0
     assert "NpuDumpConfig has no option enable_dmp. Did you mean 'enable_dump'?" in capsys.readouterr().err
+
+
+def test_graph_kernel_fusion_through_global_options():
+    """enable_graph_kernel in npu_device's options: the program's function runs its element-wise chain as an XLA
+    cluster with MatMul left out, with the unfused values, and Keras' fit reports the clusters it formed."""
+    runs = {}
+    for switch in ("on", "off"):
+        output = _run("tf2_graph_kernel_port.py", switch)
+        runs[switch] = json.loads(next(line for line in output.splitlines() if line.startswith('{"ops"')))
+    assert {"_XlaCompile", "_XlaRun"} <= set(runs["on"]["ops"]) and "MatMul" in " ".join(runs["on"]["ops"])
+    assert not {"_XlaCompile", "_XlaRun", "XlaLaunch"} & set(runs["off"]["ops"])
+    np.testing.assert_allclose(runs["on"]["output"], runs["off"]["output"], rtol=1e-5)
+    assert runs["on"]["fit_clusters"] > 0 and runs["off"]["fit_clusters"] == 0

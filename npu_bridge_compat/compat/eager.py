@@ -13,21 +13,36 @@ from tensorflow.python.eager import context
 
 
 @contextlib.contextmanager
-def function_calls_rewritten(rewrite: Callable[[object], None]) -> Iterator[None]:
-    """Meanwhile, the functions this thread calls are optimized with the grappler RewriterConfig that `rewrite`
-    edits in place (a copy of the current one). The settings travel in the config each function call carries;
-    the context's own switches (`tf.config.optimizer`) lack some passes, such as `auto_mixed_precision_cpu`.
+def function_calls_configured(configure: Callable[[object], None]) -> Iterator[None]:
+    """Meanwhile, the functions this thread calls run with the ConfigProto that `configure` edits in place (a copy
+    of the current one): its grappler RewriterConfig, its `global_jit_level` (XLA auto-clustering of the
+    function's body). The settings travel in the config each function call carries; the context's own switches
+    (`tf.config.optimizer`) are process-wide and lack some passes, such as `auto_mixed_precision_cpu`.
     Checked on TensorFlow 2.15 and 2.21."""
     eager = context.context()
     saved = eager._thread_local_data.function_call_options  # None: derived from the context's config when read
     current = eager.function_call_options
     config = tf.compat.v1.ConfigProto.FromString(current.config_proto_serialized)
-    rewrite(config.graph_options.rewrite_options)
+    configure(config)
     eager.function_call_options = context.FunctionCallOptions(executor_type=current.executor_type, config_proto=config)
     try:
         yield
     finally:
         eager.function_call_options = saved
+
+
+@contextlib.contextmanager
+def function_run_metadata(collected: list) -> Iterator[None]:
+    """Meanwhile, the eager context records the graphs of the functions it runs; afterwards the RunMetadata
+    (`function_graphs`: each one's graph before optimization and its executed partition graphs) is appended to
+    `collected`. Checked on TensorFlow 2.15 and 2.21."""
+    eager = context.context()
+    eager.enable_run_metadata()
+    try:
+        yield
+    finally:
+        collected.append(eager.export_run_metadata())
+        eager.disable_run_metadata()
 
 
 def eager_context_started() -> bool:

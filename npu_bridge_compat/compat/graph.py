@@ -43,6 +43,15 @@ def is_stateful(op) -> bool:
     return op._is_stateful
 
 
+def op_type_is_stateful(op_type: str) -> bool:
+    """Whether ops of the registered type `op_type` have state (False for a type this process does not know).
+    Checked on TensorFlow 2.15 and 2.21."""
+    from tensorflow.python.framework import op_def_registry
+
+    op_def = op_def_registry.get(op_type)
+    return bool(op_def and op_def.is_stateful)
+
+
 def add_control_input(op, control) -> None:
     """Make the built `op` wait for `control` (tf.control_dependencies only covers ops built inside it). Checked
     on TensorFlow 2.15 and 2.21."""

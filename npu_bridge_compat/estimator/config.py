@@ -339,6 +339,7 @@ class NPURunConfig(estimator_class("RunConfig")):
         oo_level="O3",
         optimization_switch=None,
         auto_tune_mode=None,
+        enable_graph_kernel=False,  # a host extension: graph-kernel fusion (an NPU always fuses)
     ):  # auto_tune_mode: adapter 1.x, before aoe_mode
         arguments = {name: value for name, value in locals().items() if name not in ("self", "__class__")}
         check_holders(arguments)

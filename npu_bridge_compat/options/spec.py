@@ -77,6 +77,7 @@ class OptionSpec:
 
     `requires` names options of which at least one must be on (truthy) for the adapter to read this one; while
     none is, a set value has no effect, and a malformed one is only warned about, as the NPU ignores it too.
+    `host_extension` marks the few keys only npu_bridge_compat reads (the adapter has no such key).
     """
 
     key: str
@@ -90,6 +91,8 @@ class OptionSpec:
     deprecated: str | None = None  # why, and what replaces it
     tf2_name: str | None = None  # its dotted name in the TF2 adapter's npu_device.global_options(), if it has one
     tf1: bool = True  # whether the TF1 adapter (npu_bridge) reads it; False: a key of the TF2 adapter only
+    # A host extension: a key the adapter does not have (an NPU does this by itself), read by every door here.
+    host_extension: bool = False
 
     @property
     def python_type(self) -> type:

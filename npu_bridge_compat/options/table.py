@@ -813,6 +813,19 @@ _SPECS = (
         g.FusionSwitchFile(),
     ),
     OptionSpec(
+        "enable_graph_kernel",
+        K.BOOL,
+        False,
+        C.COMPILE,
+        translated(
+            "XLA auto-clustering restricted to fusible ops (element-wise, reductions, shapes): chains of them run "
+            "as fused kernels; MatMul and Conv keep their library kernels, host-kept ops and dumps/checks stay out"
+        ),
+        "Graph-kernel fusion (MindSpore's enable_graph_kernel): element-wise chains compiled into fused kernels. "
+        "A host extension: an NPU's Graph Engine always fuses, so the adapter has no such key.",
+        host_extension=True,
+    ),
+    OptionSpec(
         "oo_constant_folding",
         K.BOOL,
         True,
@@ -1067,6 +1080,7 @@ TF2_GROUPS = {
         "precision_mode_v2", "export_compile_stat", "aicore_num", "oo_constant_folding", "input_batch_cpy",
         "shape_generalization_mode", "all_tensor_not_empty", "auto_multistream_parallel_mode", "oo_level",
         "optimization_switch",
+        "enable_graph_kernel",  # a host extension, read by this door as by the others
     ),
     "dump_config": (
         "enable_dump", "dump_path", "dump_step", "dump_mode", "enable_dump_debug", "dump_debug_mode", "dump_data",

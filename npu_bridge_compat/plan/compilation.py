@@ -1,4 +1,4 @@
-"""Graph compilation and parallelism: constant folding, AI Core counts, multi-stream execution.
+"""Graph compilation and parallelism: constant folding, graph-kernel fusion, AI Core counts, multi-stream execution.
 
 Grappler's constant folding is the host's own pass of the same name. Ascend's core and stream counts cap how
 much of the chip one operator, or the graph as a whole, may use; TensorFlow's thread pools are the host's caps:
@@ -9,8 +9,19 @@ from __future__ import annotations
 
 from npu_bridge_compat.options.spec import Effect
 from npu_bridge_compat.plan.contribution import Contribution
-from npu_bridge_compat.plan.features import GraphOptimizerLevel, GrapplerSwitch, InterOpThreads, IntraOpThreads
-from npu_bridge_compat.plan.platform import HostFacts
+from npu_bridge_compat.plan.features import (
+    GraphKernelFusion,
+    GraphOptimizerLevel,
+    GrapplerSwitch,
+    InterOpThreads,
+    IntraOpThreads,
+)
+from npu_bridge_compat.plan.platform import GRAPH_KERNEL_ENV, HostFacts
+
+FUSION_KEPT_OUT = (
+    "MatMul and Conv keep their library kernels; ops under without_npu_compile_scope and in_out_pair host regions, "
+    "py_func and the dumps and numeric checks stay out of the clusters"
+)
 
 
 def plan_compilation(options, host: HostFacts) -> Contribution:
@@ -24,6 +35,7 @@ def plan_compilation(options, host: HostFacts) -> Contribution:
             Effect.TRANSLATED,
             "constant folding OFF in grappler and in the graph optimizer (common subexpressions are still eliminated)",
         )
+    _plan_graph_kernel(options, host, result)
     cores = options.parsed.get("aicore_num")
     if cores is not None:
         threads = max(cores)
@@ -71,3 +83,41 @@ def _plan_inter_op_threads(options, result: Contribution) -> None:
             Effect.APPROXIMATED,
             f"inter_op_parallelism_threads={streams} ({mode}: up to {streams} ops at once)",
         )
+
+
+def _plan_graph_kernel(options, host: HostFacts, result: Contribution) -> None:
+    """enable_graph_kernel (or the environment's request) as XLA auto-clustering of fusible ops, unless the
+    fusion switch file turns every Ascend fusion pass off."""
+    if options.is_set("enable_graph_kernel"):
+        requested, by = options.enable_graph_kernel, "enable_graph_kernel"
+    else:
+        requested, by = host.graph_kernel, f"{GRAPH_KERNEL_ENV}=1"
+    if not requested:
+        if options.is_set("enable_graph_kernel"):
+            result.say("enable_graph_kernel", Effect.TRANSLATED, "False: no fusion (each op its own kernel)")
+        return
+    switches = options.parsed.get("fusion_switch_file") or {}
+    if switches.get(("GraphFusion", "ALL")) == "off" and switches.get(("UBFusion", "ALL")) == "off":
+        why = (
+            "no fusion: fusion_switch_file turns GraphFusion and UBFusion ALL off, which wins over the request "
+            "for graph-kernel fusion"
+        )
+        if options.is_set("enable_graph_kernel"):
+            result.say("enable_graph_kernel", Effect.TRANSLATED, why)
+        else:
+            result.notes.append(f"{by}: {why}")
+        return
+    from npu_bridge_compat.compat.xla import fusion_flags_problem
+
+    how = (
+        f"XLA auto-clustering of fusible ops (element-wise, reductions, shapes) on the {host.device}: each chain "
+        f"runs as one fused kernel; {FUSION_KEPT_OUT}"
+    )
+    problem = fusion_flags_problem()
+    if problem:
+        how += f". Warning: {problem}, so clusters may not form or may take MatMul/Conv too"
+    result.features.append(GraphKernelFusion())
+    if options.is_set("enable_graph_kernel"):
+        result.say("enable_graph_kernel", Effect.TRANSLATED, how)
+    else:
+        result.notes.append(f"{by}: graph-kernel fusion, {how}")

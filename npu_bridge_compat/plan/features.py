@@ -111,6 +111,18 @@ class NumericChecks(RunUnitFeature):
     dump_path: str | None = None
 
 
+@dataclasses.dataclass(frozen=True)
+class GraphKernelFusion(RunUnitFeature, SessionSetting):
+    """Graph-kernel fusion: XLA auto-clustering of the fusible ops (element-wise, reductions, shapes; the process
+    flags of compat/xla.py keep MatMul and Conv out), each cluster compiled into one fused kernel. Sessions take it
+    in their config, Keras' traced functions in their call config; a run-time unit reports what fused."""
+
+    def apply_to(self, config) -> None:
+        from tensorflow.core.protobuf import config_pb2
+
+        config.graph_options.optimizer_options.global_jit_level = config_pb2.OptimizerOptions.ON_1
+
+
 # --- session settings ---------------------------------------------------------------------------------------
 
 

@@ -18,7 +18,14 @@ from npu_bridge_compat.options.table import OPTIONS
 from npu_bridge_compat.plan.compilation import plan_compilation
 from npu_bridge_compat.plan.contribution import Contribution
 from npu_bridge_compat.plan.debugging import plan_debugging
-from npu_bridge_compat.plan.features import Feature, MixedPrecision, RewriteSetting, SessionSetting, StepLoop
+from npu_bridge_compat.plan.features import (
+    Feature,
+    GraphKernelFusion,
+    MixedPrecision,
+    RewriteSetting,
+    SessionSetting,
+    StepLoop,
+)
 from npu_bridge_compat.plan.placement import plan_placement
 from npu_bridge_compat.plan.platform import HostFacts, detect_host
 from npu_bridge_compat.plan.precision import plan_precision
@@ -69,6 +76,14 @@ class HostPlan:
         """Apply the grappler rewrite settings to a RewriterConfig (the part of the plan Keras' functions take)."""
         for feature in self.features_of(RewriteSetting):
             feature.rewrite(rewrite_options)
+
+    def configure_function_calls(self, config) -> None:
+        """Apply the settings a function call's ConfigProto carries (what Keras' traced steps and a TF2 program's
+        functions take): the grappler rewrite settings and graph-kernel fusion (XLA auto-clustering)."""
+        self.rewrite_options(config.graph_options.rewrite_options)
+        fusion = self.feature(GraphKernelFusion)
+        if fusion is not None:
+            fusion.apply_to(config)
 
     def host_config(self, config=None):
         """A copy of `config` for host TensorFlow: no NpuOptimizer entry, no explicit grappler optimizer list

@@ -11,6 +11,7 @@ import functools
 import os
 
 CPU_FLOAT16_ENV = "NPU_BRIDGE_COMPAT_CPU_FLOAT16"
+GRAPH_KERNEL_ENV = "NPU_BRIDGE_COMPAT_GRAPH_KERNEL"  # `run --graph-kernel`, `launch --graph-kernel`, a shell loop
 
 
 @dataclasses.dataclass(frozen=True)
@@ -21,6 +22,8 @@ class HostFacts:
     cpu_float16_emulation: bool = False
     # oneDNN runs bfloat16 only on CPUs with AVX-512 (TensorFlow: "only on platforms with AVX512").
     cpu_bfloat16: bool = True
+    # Graph-kernel fusion asked for by the environment (enable_graph_kernel, where a configuration sets it, wins).
+    graph_kernel: bool = False
 
     @property
     def has_gpu(self) -> bool:
@@ -48,9 +51,14 @@ def detect_host() -> HostFacts:
     return HostFacts(
         tf_version=tf.__version__,
         gpu_count=len(tf.config.list_physical_devices("GPU")),
-        cpu_float16_emulation=os.environ.get(CPU_FLOAT16_ENV, "") not in ("", "0", "false", "False"),
+        cpu_float16_emulation=_switched_on(CPU_FLOAT16_ENV),
         cpu_bfloat16="avx512f" in flags,
+        graph_kernel=_switched_on(GRAPH_KERNEL_ENV),
     )
+
+
+def _switched_on(variable: str) -> bool:
+    return os.environ.get(variable, "") not in ("", "0", "false", "False")
 
 
 def _cpu_flags() -> set[str]:

@@ -15,6 +15,7 @@ from npu_bridge_compat.plan.apply import apply_environment, apply_process_settin
 from npu_bridge_compat.plan.features import (
     BatchNormWorkaround,
     GpuMemoryLimit,
+    GraphKernelFusion,
     GraphOptimizerLevel,
     HostRegions,
     InterOpThreads,
@@ -38,6 +39,7 @@ SESSION_SETTINGS = (
     IntraOpThreads,
     OperationTimeout,
     GraphOptimizerLevel,
+    GraphKernelFusion,  # its config part; NPUSession and NPUEstimator also report what fused (units.py)
 )
 
 

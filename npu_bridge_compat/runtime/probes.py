@@ -70,6 +70,10 @@ class StepProbes:
     def attach(self, operations: list, step=None, imported_as: str = "") -> list:
         """The ops that dump and check `operations`, one step numbered `step` (None: the probes count), built in
         the current graph. Ops of a copy imported under the scope `imported_as` keep their original names."""
+        with tf.xla.experimental.jit_scope(compile_ops=False):  # graph-kernel fusion leaves the probes out
+            return self._attach(operations, step, imported_as)
+
+    def _attach(self, operations: list, step, imported_as: str) -> list:
         counting = step is None
         if counting:
             if self._steps_done is None:

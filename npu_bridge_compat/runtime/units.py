@@ -19,8 +19,9 @@ import tensorflow as tf
 
 from npu_bridge_compat.compat.graph import building_in_finalized, is_function_graph, is_stateful, is_while_body_graph
 from npu_bridge_compat.compat.sessions import session_config_of
-from npu_bridge_compat.plan.features import HostRegions, NumericChecks, ProfilerTrace, TensorDump
+from npu_bridge_compat.plan.features import GraphKernelFusion, HostRegions, NumericChecks, ProfilerTrace, TensorDump
 from npu_bridge_compat.runtime.dump import TensorDumper
+from npu_bridge_compat.runtime.fusion import record, summarize
 from npu_bridge_compat.runtime.graph import (
     ancestors_among,
     fetched_operations,
@@ -230,6 +231,35 @@ class ProfilerUnit(tf.compat.v1.train.SessionRunHook):
         self.stop()
 
 
+class FusionReportUnit(tf.compat.v1.train.SessionRunHook):
+    """Graph-kernel fusion's report: after the first run of each fetch structure (the first few), how many XLA
+    clusters the executed graphs hold and which op types they absorbed (runtime/fusion.py)."""
+
+    MOST_STRUCTURES = 8
+
+    def __init__(self) -> None:
+        self._seen: set[tuple] = set()
+        self._current = None
+
+    def before_run(self, run_context):
+        graph, key, fetched, _ = _run_of(run_context)
+        self._current = None
+        if not key or key in self._seen or len(self._seen) >= self.MOST_STRUCTURES:
+            return None
+        self._seen.add(key)
+        self._current = (graph, key)
+        return SessionRunArgs(None, options=tf.compat.v1.RunOptions(output_partition_graphs=True))
+
+    def after_run(self, run_context, run_values) -> None:
+        if self._current is None or run_values.run_metadata is None:
+            return
+        graph, key = self._current
+        ran = tf.compat.v1.graph_util.extract_sub_graph(graph.as_graph_def(), [name.split(":")[0] for name in key])
+        summary = summarize(key[0], run_values.run_metadata.partition_graphs, [(n.name, n.op) for n in ran.node])
+        if summary.clusters:
+            record(summary)
+
+
 class LoopServingUnit(tf.compat.v1.train.SessionRunHook):
     """Makes the session that a framework created (MonitoredTrainingSession's) serve runs of looped train ops,
     with the plan's dumps and checks built into the loop (`LoopServer`)."""
@@ -245,12 +275,15 @@ class LoopServingUnit(tf.compat.v1.train.SessionRunHook):
 
 def units_for(plan, graph_name: str | None = None) -> list:
     """The units that carry out the plan's run-time features around session runs, in the order their results
-    are handled: host regions, profiling, keep-dtype, numeric checks (which stop a failing step before its dump
-    is written), dumps. `graph_name` names the dumps (default: after each fetch structure's first fetch)."""
+    are handled: host regions, the fusion report, profiling, keep-dtype, numeric checks (which stop a failing
+    step before its dump is written), dumps. `graph_name` names the dumps (default: after each fetch structure's
+    first fetch)."""
     units: list = []
     regions = plan.feature(HostRegions)
     if regions is not None:
         units.append(HostRegionsUnit(regions, plan.host))
+    if plan.feature(GraphKernelFusion) is not None:
+        units.append(FusionReportUnit())
     trace = plan.feature(ProfilerTrace)
     if trace is not None:
         units.append(ProfilerUnit(trace))

@@ -7,8 +7,8 @@ RANK_ID, or the CM_* variables). On a host, opening plans the options and applie
 environment (op lists, XLA flags), op determinism, the device id's GPU, a GPU memory cap and thread pools.
 `as_default()` then applies the rest to everything the script runs afterwards:
 
-- the grappler rewrite settings (mixed precision and its op lists, constant folding, recomputation) to every
-  function this thread calls: `tf.function`s and Keras' steps;
+- the grappler rewrite settings (mixed precision and its op lists, constant folding, recomputation) and
+  graph-kernel fusion (enable_graph_kernel) to every function this thread calls: `tf.function`s and Keras' steps;
 - the program's own `tf.function`s decorated from then on: dumps, numeric checks and keep-dtype built in
   (tf2/functions.py);
 - Keras `fit` / `evaluate` / `predict`: the Keras door's run-time units (dumps, numeric checks and keep-dtype built
@@ -28,7 +28,7 @@ import tensorflow as tf
 
 from npu_bridge_compat.compat.eager import (
     eager_context_started,
-    function_calls_rewritten,
+    function_calls_configured,
     replace_function_decorator,
 )
 from npu_bridge_compat.compat.keras import add_callback_to_model_calls
@@ -38,6 +38,7 @@ from npu_bridge_compat.options.readers import build_options
 from npu_bridge_compat.plan import HostFacts, HostPlan, build_plan
 from npu_bridge_compat.plan.features import (
     GpuMemoryLimit,
+    GraphKernelFusion,
     InterOpThreads,
     IntraOpThreads,
     MixedPrecision,
@@ -56,6 +57,7 @@ TF2_DOOR = Door(
     "npu_device.open()",
     (
         RewriteSetting,
+        GraphKernelFusion,
         ProfilerTrace,
         TensorDump,
         NumericChecks,
@@ -211,7 +213,7 @@ class NpuDeviceHandle:
             if _default is self:
                 return self
             _default = self
-        self._applied.enter_context(function_calls_rewritten(self.npu_plan.rewrite_options))
+        self._applied.enter_context(function_calls_configured(self.npu_plan.configure_function_calls))
         trace = self.npu_plan.feature(ProfilerTrace)
         if trace is not None:
             self._applied.enter_context(profiler_trace(trace.output))
@@ -222,12 +224,13 @@ class NpuDeviceHandle:
 
     def _keras_callback(self, model):
         """The Keras door's callback for one fit/evaluate/predict call, carrying what must be built into Keras'
-        traced steps (dumps, numeric checks, keep-dtype under mixed precision); None when the plan has none of
-        it, since the process already holds the rest of the plan."""
+        traced steps (dumps, numeric checks, keep-dtype under mixed precision, the fusion report); None when the
+        plan has none of it, since the process already holds the rest of the plan."""
         from npu_bridge_compat.keras import KERAS_DOOR, NPUCallback
 
         _check_loop_size(model)
-        if not any(isinstance(f, (TensorDump, NumericChecks, MixedPrecision)) for f in self.npu_plan.features):
+        built_in = (TensorDump, NumericChecks, MixedPrecision, GraphKernelFusion)  # fusion: its report of clusters
+        if not any(isinstance(f, built_in) for f in self.npu_plan.features):
             return None
         kept = tuple(
             f for f in self.npu_plan.features if KERAS_DOOR.carries_out(f) and not isinstance(f, ProfilerTrace)

@@ -1,0 +1,65 @@
+"""XLA's process-wide flags for graph-kernel fusion, set in this one place before TensorFlow reads them.
+
+Graph-kernel fusion is XLA auto-clustering (a session's `global_jit_level`, a function call's config) restricted
+to the ops XLA fuses: `--tf_xla_ops_to_cluster=FUSIBLE` (element-wise, reductions, shapes; MatMul and Conv keep
+their oneDNN / cuBLAS / cuDNN kernels) and, on a CPU, `--tf_xla_cpu_global_jit`. TensorFlow parses TF_XLA_FLAGS
+once, when it first needs one of them (the eager context starting its devices, a session's first graph), and
+never again: `pywrap_tfe.TF_SetTfXlaCpuGlobalJit` and `TF_ResetJitCompilerFlags` do not reach the flags the graph
+passes read. So importing npu_bridge_compat adds the two flags to TF_XLA_FLAGS (`reserve_fusion_flags`). Both
+are inert until auto-clustering is turned on, which this package does only where enable_graph_kernel asks for it;
+a flag the user already set in TF_XLA_FLAGS is left as the user set it. Checked on TensorFlow 2.15 and 2.21.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+TF_XLA_FLAGS = "TF_XLA_FLAGS"
+FUSION_FLAGS = ("--tf_xla_cpu_global_jit", "--tf_xla_ops_to_cluster=FUSIBLE")
+
+_state: dict[str, str | None] = {"missed": None}  # why the flags may not be in force, or None
+
+
+def _flag_name(flag: str) -> str:
+    return flag.split("=", 1)[0]
+
+
+def reserve_fusion_flags() -> None:
+    """Add the fusion flags to TF_XLA_FLAGS (once per process; flags the user set there win)."""
+    if "reserved" in _state:
+        return
+    _state["reserved"] = "yes"
+    if _tensorflow_read_flags():
+        _state["missed"] = (
+            "TensorFlow started before npu_bridge_compat was imported and has read its XLA flags; import "
+            "npu_bridge_compat (or npu_bridge) before running TensorFlow, use `python -m npu_bridge_compat run`, "
+            f"or set {TF_XLA_FLAGS}='{' '.join(FUSION_FLAGS)}'"
+        )
+    current = os.environ.get(TF_XLA_FLAGS, "").split()
+    names = {_flag_name(flag) for flag in current}
+    added = [flag for flag in FUSION_FLAGS if _flag_name(flag) not in names]
+    if added:
+        os.environ[TF_XLA_FLAGS] = " ".join(current + added)
+
+
+def fusion_flags_problem() -> str | None:
+    """Why auto-clustering would not be restricted to fusible ops on a CPU in this process, or None."""
+    if _state["missed"]:
+        return _state["missed"]
+    flags = os.environ.get(TF_XLA_FLAGS, "").split()
+    chosen = {_flag_name(flag): flag for flag in flags}
+    wrong = [flag for flag in FUSION_FLAGS if chosen.get(_flag_name(flag), flag) != flag]
+    if wrong:
+        return f"{TF_XLA_FLAGS} sets {', '.join(chosen[_flag_name(flag)] for flag in wrong)} (the user's choice wins)"
+    return None
+
+
+def _tensorflow_read_flags() -> bool:
+    """Whether TensorFlow may already have parsed TF_XLA_FLAGS: its eager context has started (a session that
+    ran before is not seen)."""
+    context = sys.modules.get("tensorflow.python.eager.context")
+    if context is None:
+        return False
+    eager = getattr(context, "_context", None)
+    return eager is not None and getattr(eager, "_context_handle", None) is not None
