@@ -422,3 +422,26 @@ def test_graph_kernel_fusion_through_global_options():
     assert not {"_XlaCompile", "_XlaRun", "XlaLaunch"} & set(runs["off"]["ops"])
     np.testing.assert_allclose(runs["on"]["output"], runs["off"]["output"], rtol=1e-5)
     assert runs["on"]["fit_clusters"] > 0 and runs["off"]["fit_clusters"] == 0
+
+
+def test_gelu_in_a_functional_model_and_loss_scaling_in_compile():
+    """ops.gelu on a functional model's symbolic tensor becomes a layer (as the adapter's NpuOpLambda), and
+    NpuLossScaleOptimizer (wrapped for several ranks) trains through compile / fit."""
+    import tensorflow as tf
+
+    from npu_bridge_compat.tf2.distribute import npu_distributed_keras_optimizer_wrapper
+    from npu_bridge_compat.tf2.kernels import gelu
+    from npu_bridge_compat.tf2.loss_scale import NpuLossScaleOptimizer
+
+    inputs = tf.keras.Input([4])
+    dense = tf.keras.layers.Dense(3)
+    model = tf.keras.Model(inputs, tf.keras.layers.Dense(1)(gelu(dense(inputs))))
+    features = np.random.RandomState(0).randn(32, 4).astype(np.float32)
+    hidden = dense(features).numpy()
+    gelu_output = tf.keras.Model(inputs, gelu(dense(inputs)))(features).numpy()
+    np.testing.assert_allclose(gelu_output, hidden / (1 + np.exp(-1.702 * hidden)), rtol=1e-5, atol=1e-6)
+    optimizer = npu_distributed_keras_optimizer_wrapper(NpuLossScaleOptimizer(tf.keras.optimizers.SGD(0.05)))
+    model.compile(optimizer=optimizer, loss="mse")
+    history = model.fit(features, features[:, :1], batch_size=8, epochs=3, verbose=0)
+    assert history.history["loss"][-1] < history.history["loss"][0]
+    assert bool(optimizer.last_step_finite.numpy())

@@ -223,3 +223,10 @@ def loss_scale_optimizer_class(inner_optimizer) -> type:
     if tf_keras_is_keras_3() or isinstance(inner_optimizer, tf.keras.optimizers.legacy.Optimizer):
         return public
     return sys.modules[public.__module__].LossScaleOptimizerV3
+
+
+def is_keras_symbolic(value) -> bool:
+    """Whether `value` is a symbolic input or output of a Keras functional model under construction (Keras 2's
+    and Keras 3's KerasTensor, which take Keras layers rather than arbitrary TensorFlow ops). Checked on Keras
+    2.15 and Keras 3 (TensorFlow 2.21)."""
+    return any(cls.__name__ == "KerasTensor" for cls in type(value).__mro__)
