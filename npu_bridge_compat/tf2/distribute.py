@@ -85,3 +85,10 @@ def npu_distributed_keras_optimizer_wrapper(
 
         optimizer.apply_gradients = apply_gradients
     return optimizer
+
+
+def broadcast_keras_model(model, root_rank: int = 0):
+    """The root rank's trainable weights into a built Keras model (an unbuilt one has none yet); returns it."""
+    if isinstance(model, tf.keras.Model) and model.built:
+        broadcast(model.trainable_variables, root_rank)
+    return model

@@ -1,6 +1,6 @@
 """`npu_device.distribute.hccl`."""
 
-from npu_bridge_compat.distributed import npu_callbacks_append  # noqa: F401
+from npu_bridge_compat.distributed import NPUBroadcastGlobalVariablesCallback, npu_callbacks_append  # noqa: F401
 from npu_bridge_compat.tf2.distribute import (  # noqa: F401
     all_reduce,
     broadcast,
