@@ -44,6 +44,7 @@ _GROUP_CLASSES = {
 }
 _SPEC_OF_NAME = {spec.tf2_name: spec for spec in OPTIONS.values() if spec.tf2_name}
 _read = False  # whether open() has read the tree
+_late_warned = False  # whether an assignment after open() was warned about (once: scripts set several in a row)
 
 
 def mark_read() -> None:
@@ -162,10 +163,13 @@ class OptionGroup:
         if isinstance(member, OptionGroup):
             raise NpuOptionValueError(f"{SOURCE}.{self._qualified(name)} is a group of options; set its options")
         member.value = value
-        if _read:
+        global _late_warned
+        if _read and not _late_warned:
+            _late_warned = True
             warn(
                 f"{SOURCE}.{self._qualified(name)} was set after npu_device.open(), which reads the options once: "
-                "as on the NPU, it has no effect. Set options before open().",
+                "as on the NPU, it and every option set after it have no effect. Set options before the first "
+                "open() (a second open() returns the device the first one opened).",
                 NpuCompatWarning,
             )
 
