@@ -445,3 +445,15 @@ def test_gelu_in_a_functional_model_and_loss_scaling_in_compile():
     history = model.fit(features, features[:, :1], batch_size=8, epochs=3, verbose=0)
     assert history.history["loss"][-1] < history.history["loss"][0]
     assert bool(optimizer.last_step_finite.numpy())
+
+
+@pytest.mark.parametrize("keras", KERAS)
+def test_a_loop_of_steps_in_one_function_runs_as_written(keras):
+    """The loop the adapter would sink (NPU_LOOP_SIZE) runs its 10 steps here, converted by AutoGraph."""
+    output = _run("tf2_loop_size_port.py", **keras)
+    report = json.loads(next(line for line in output.splitlines() if line.startswith('{"iterations"')))
+    assert report["iterations"] == 10 and report["finite"]
+    expected = [1.0, 2.0]
+    for _ in range(10):  # d(w0 w1)/dw0 = w1 and the reverse, learning rate 0.01
+        expected = [expected[0] - 0.01 * expected[1], expected[1] - 0.01 * expected[0]]
+    np.testing.assert_allclose(report["weights"], expected, rtol=1e-5)

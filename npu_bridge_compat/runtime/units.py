@@ -133,7 +133,6 @@ def keep_dtype_in_function(graph, operations: list) -> None:
     graph.control_outputs.extend(op for op in kept if op not in graph.control_outputs)
 
 
-@tf.autograph.experimental.do_not_convert  # library code: `build` itself comes converted from the traced caller
 def traced_with_units(build, probes: StepProbes | None, mixed_precision: bool, step_number=None):
     """The traced form of the run-time units, for a step being traced as (part of) a function: `build()` makes
     the step's ops; under mixed precision its keep_dtype_scope ops are kept (keep_dtype_in_function), and the

@@ -51,7 +51,9 @@ def with_units(plan: HostPlan) -> Callable[[Callable], Callable]:
                 kwargs["jit_compile"] = False
 
             def traced(*call_args, **call_kwargs):
-                return traced_with_units(lambda: func(*call_args, **call_kwargs), probes, mixed)
+                # the function as tf.function's AutoGraph converted it (it swaps the target of `wrapping`)
+                target = traced.__wrapped__
+                return traced_with_units(lambda: target(*call_args, **call_kwargs), probes, mixed)
 
             made = original(wrapping(func, traced), *args, **kwargs)
             if probes is None or probes.failure is None:
