@@ -35,12 +35,14 @@ def with_units(plan: HostPlan) -> Callable[[Callable], Callable]:
         def function(func=None, *args, **kwargs):
             if func is None:
                 return lambda decorated: function(decorated, *args, **kwargs)
+            module = getattr(func, "__module__", None) or ""
+            if module.split(".")[0] in _LIBRARIES:
+                return original(func, *args, **kwargs)
             probes = StepProbes.for_plan(
                 plan, graph_name=getattr(func, "__qualname__", "function").replace("<locals>.", "")
             )
             mixed = plan.mixed_precision is not None
-            module = getattr(func, "__module__", None) or ""
-            if (probes is None and not mixed) or module.split(".")[0] in _LIBRARIES:
+            if probes is None and not mixed:
                 return original(func, *args, **kwargs)
             if probes is not None and kwargs.get("jit_compile"):
                 warn(
