@@ -457,3 +457,11 @@ def test_a_loop_of_steps_in_one_function_runs_as_written(keras):
     for _ in range(10):  # d(w0 w1)/dw0 = w1 and the reverse, learning rate 0.01
         expected = [expected[0] - 0.01 * expected[1], expected[1] - 0.01 * expected[0]]
     np.testing.assert_allclose(report["weights"], expected, rtol=1e-5)
+
+
+def test_a_loop_of_steps_with_collectives_on_two_ranks(processes, tmp_path):
+    """all_reduce and the loss-scale agreement inside a tf.range loop of one function, on 2 ranks."""
+    job, output = launched(processes, tmp_path, "tf2_loop_size_port.py", NPU_BRIDGE_COMPAT_PORT=BASE_PORT + 30)
+    assert job.returncode == 0, output[-3000:]
+    found = [json.loads(line.split("] ", 1)[1]) for line in output.splitlines() if '] {"iterations"' in line]
+    assert len(found) == 2 and found[0] == found[1] and found[0]["iterations"] == 10, output[-3000:]
