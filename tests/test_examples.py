@@ -45,3 +45,17 @@ def test_session_examples_train():
 def test_keras_example_trains():
     out = run("examples/keras/train.py", "--epochs=1")
     assert "trained 100 steps" in out and "steps/s" in out
+
+
+def test_tf2_example_runs_unchanged_under_run():
+    result = subprocess.run(
+        [sys.executable, "-m", "npu_bridge_compat", "run", "examples/tf2/train.py", "--epochs=2"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    losses = [float(line.split("loss ")[1].split(",")[0]) for line in result.stdout.splitlines() if " epoch " in line]
+    assert len(losses) == 2 and losses[1] < losses[0]
+    assert "steps/s" in result.stdout and "NPU options from npu_device.global_options()" in result.stderr
