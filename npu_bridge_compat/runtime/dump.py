@@ -17,6 +17,7 @@ import json
 import os
 import re
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -30,9 +31,10 @@ _UNDUMPABLE = (tf.resource, tf.variant, tf.string)
 
 
 class TensorDumper:
-    def __init__(self, feature: TensorDump, graph_name: str) -> None:
+    def __init__(self, feature: TensorDump, graph_name: str, run: Callable[[], str] | None = None) -> None:
         self.feature = feature
         self._graph_name = safe_name(graph_name)
+        self._run = run  # the `<dump_path>/<time>` folder this dumper shares with others; None: one of its own
         self._directory: str | None = None  # chosen at the first write
 
     def selects(self, step: int) -> bool:
@@ -87,7 +89,11 @@ class TensorDumper:
         return directory
 
     def _run_directory(self) -> str:
-        """`<dump_path>/<time>/<graph>`, a new one for this dumper (a suffix keeps runs in the same second apart)."""
+        """`<dump_path>/<time>/<graph>`, a new one for this dumper (a suffix keeps runs in the same second apart),
+        or its graph's folder in the shared run folder."""
+        if self._directory is None and self._run is not None:
+            self._directory = os.path.join(self._run(), *rank_folders(), self._graph_name)
+            os.makedirs(self._directory, exist_ok=True)
         if self._directory is None:
             stamp = time.strftime("%Y%m%d%H%M%S")
             for attempt in range(1000):
@@ -103,6 +109,19 @@ class TensorDumper:
             else:
                 raise FileExistsError(f"no free dump directory for {self._graph_name} under {self.feature.path}")
         return self._directory
+
+
+def new_run_directory(dump_path: str) -> str:
+    """A new `<dump_path>/<time>` folder, for dumpers that share one run (a suffix keeps runs apart)."""
+    stamp = time.strftime("%Y%m%d%H%M%S")
+    for attempt in range(1000):
+        candidate = os.path.join(dump_path, f"{stamp}_{attempt}" if attempt else stamp)
+        try:
+            os.makedirs(candidate)
+        except FileExistsError:
+            continue
+        return candidate
+    raise FileExistsError(f"no free dump directory under {dump_path}")
 
 
 def _dumpable(tensor) -> bool:

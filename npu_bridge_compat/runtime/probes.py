@@ -14,6 +14,7 @@ count the steps themselves). It returns ops that the step must run:
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 import numpy as np
 import tensorflow as tf
@@ -29,11 +30,17 @@ class StepProbes:
     """The dumps and checks of one training call (or session), attached to each step its door builds."""
 
     def __init__(
-        self, dump: TensorDump | None, check_numerics: bool, dump_path: str | None, graph_name: str = "train"
+        self,
+        dump: TensorDump | None,
+        check_numerics: bool,
+        dump_path: str | None,
+        graph_name: str = "train",
+        run: Callable[[], str] | None = None,
     ) -> None:
         self._dump = dump
         self._graph_name = graph_name
-        self._dumper = TensorDumper(dump, graph_name) if dump is not None else None
+        self._run = run  # a dump run folder shared with other probes (TensorDumper), or None
+        self._dumper = TensorDumper(dump, graph_name, run) if dump is not None else None
         self._check_numerics = check_numerics
         self._dump_path = dump_path or None
         self._checks: list[NumericCheck] = []  # one per step built (a function may be traced more than once)
@@ -44,13 +51,16 @@ class StepProbes:
             self.failure = self._local_variable(_NO_FAILURE, "npu_first_failure")
 
     @classmethod
-    def for_plan(cls, plan, graph_name: str = "train", dumps: bool = True) -> StepProbes | None:
-        """The probes the plan asks for (its dumps only where `dumps`), or None if it asks for none."""
+    def for_plan(
+        cls, plan, graph_name: str = "train", dumps: bool = True, run: Callable[[], str] | None = None
+    ) -> StepProbes | None:
+        """The probes the plan asks for (its dumps only where `dumps`, in the shared run folder `run` gives, if
+        any), or None if it asks for none."""
         dump = plan.feature(TensorDump) if dumps else None
         checks = plan.feature(NumericChecks)
         if dump is None and checks is None:
             return None
-        return cls(dump, checks is not None, checks.dump_path if checks else None, graph_name)
+        return cls(dump, checks is not None, checks.dump_path if checks else None, graph_name, run)
 
     @property
     def variables(self) -> list:
@@ -61,7 +71,7 @@ class StepProbes:
         """A new training call: dumps go to a new directory, no failure is recorded, the probes' own step count
         starts again."""
         if self._dump is not None:
-            self._dumper = TensorDumper(self._dump, self._graph_name)
+            self._dumper = TensorDumper(self._dump, self._graph_name, self._run)
         if self.failure is not None:
             self.failure.assign(_NO_FAILURE)
         if self._steps_done is not None:

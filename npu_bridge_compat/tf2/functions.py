@@ -1,8 +1,9 @@
 """A TF2 program's own `tf.function`s under `open().as_default()`: the traced form of the run-time units, as the
-Keras door builds them into Keras' steps. Dumps (of the steps dump_step selects, counting the function's calls
-from 0) and numeric checks are built into each function the program decorates after `as_default()` (the adapter
-replaces tf.function there too); a non-finite value raises NonFiniteValueError when the call returns. Functions of
-Keras and TensorFlow themselves are left alone: the Keras door already handles Keras' steps.
+Keras door builds them into Keras' steps. Dumps and numeric checks are built into each function the program
+decorates after `as_default()` (the adapter replaces tf.function there too): a dump of the steps dump_step
+selects (counting the function's calls from 0) goes under one `<dump_path>/<time>` folder per process, a folder
+per function; a non-finite value raises NonFiniteValueError when the call returns. Functions of Keras and
+TensorFlow themselves are left alone: the Keras door already handles Keras' steps.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from collections.abc import Callable
 from npu_bridge_compat.compat.eager import checked_after_calls, wrapping
 from npu_bridge_compat.errors import NpuCompatWarning, warn
 from npu_bridge_compat.plan import HostPlan
+from npu_bridge_compat.plan.features import TensorDump
+from npu_bridge_compat.runtime.dump import new_run_directory
 from npu_bridge_compat.runtime.probes import StepProbes
 from npu_bridge_compat.runtime.units import traced_with_units
 
@@ -30,6 +33,10 @@ def _raise_first_failure(probes: StepProbes) -> None:
 def with_units(plan: HostPlan) -> Callable[[Callable], Callable]:
     """A maker of tf.function replacements that build the plan's units into the program's functions."""
 
+    dump = plan.feature(TensorDump)
+    # the program's functions dump into one `<dump_path>/<time>` folder per process, a folder per function
+    shared_run = functools.cache(lambda: new_run_directory(dump.path)) if dump is not None else None
+
     def make(original: Callable) -> Callable:
         @functools.wraps(original)
         def function(func=None, *args, **kwargs):
@@ -39,7 +46,7 @@ def with_units(plan: HostPlan) -> Callable[[Callable], Callable]:
             if module.split(".")[0] in _LIBRARIES:
                 return original(func, *args, **kwargs)
             probes = StepProbes.for_plan(
-                plan, graph_name=getattr(func, "__qualname__", "function").replace("<locals>.", "")
+                plan, graph_name=getattr(func, "__qualname__", "function").replace("<locals>.", ""), run=shared_run
             )
             mixed = plan.mixed_precision is not None
             if probes is None and not mixed:
