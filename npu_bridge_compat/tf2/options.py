@@ -10,7 +10,6 @@ are checked with the rest of the configuration when `open()` reads the tree, as 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from npu_bridge_compat.errors import (
@@ -214,8 +213,3 @@ def assigned(tree: OptionGroup) -> tuple[dict[str, Any], dict[str, str], str | N
             values[leaf.spec.key] = leaf.typed
             names[leaf.spec.key] = leaf.name
     return values, names, recompute
-
-
-def tf2_names() -> Mapping[str, str]:
-    """Table key -> npu_device's dotted name, for the options the TF2 adapter has."""
-    return {spec.key: spec.tf2_name for spec in OPTIONS.values() if spec.tf2_name}
