@@ -1,0 +1,181 @@
+"""The one registry of every change npu_bridge_compat makes outside its own objects.
+
+An attribute of TensorFlow, Keras, Estimator or a user's object replaced, an import finder on `sys.meta_path`, a
+`sys` or `builtins` hook, an environment variable: each is made here, by the door or command that needs it, and
+recorded as a `Change` (what, why, which part of the package asked). Making the same change again is a no-op, so
+doors need no flags of their own; `in_force()` lists what holds now (`python -m npu_bridge_compat explain
+--changes` prints it) and `undo()` puts the process back, newest first, as pytest's monkeypatch does. Importing
+npu_bridge_compat changes nothing: a user who uses none of it keeps the process as it was.
+
+The registry only records and restores; what each change does and why lives with the code that asks for it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+_MISSING = object()  # an attribute or variable that did not exist before the change
+
+
+@dataclass(frozen=True)
+class Change:
+    """One change in force: `target` is what was changed, as a user would name it (`tensorflow.function`,
+    `sys.meta_path`, `$TF_XLA_FLAGS`, `<user's Adam>.apply_gradients`)."""
+
+    target: str
+    kind: str  # "attribute", "environment" or "import finder"
+    owner: str  # the part of the package that asked for it (a door, a world, a command)
+    reason: str
+    _undo: Callable[[], None] = field(repr=False, compare=False)
+    _key: tuple = field(repr=False, compare=False)
+
+    def describe(self) -> str:
+        return f"{self.target} ({self.kind}, by {self.owner}): {self.reason}"
+
+
+_lock = threading.RLock()
+_changes: dict[tuple, Change] = {}  # in the order they were made
+# Attributes replaced, by (id(owner object), name): the value we set and the original, for is_replaced/original.
+_attributes: dict[tuple[int, str], tuple[Any, Any]] = {}
+
+
+def _name_of(target: Any) -> str:
+    if isinstance(target, type(sys)):
+        return target.__name__
+    if isinstance(target, type):
+        return f"{target.__module__}.{target.__qualname__}"
+    return f"<{type(target).__name__} object at {id(target):#x}>"
+
+
+def replace_attribute(
+    target: Any, name: str, value: Any, *, owner: str, reason: str, label: str | None = None
+) -> Change:
+    """Set `target.name = value`, remembering what was there (or that nothing was) so that undoing restores it.
+    Replacing an attribute this registry already replaced with the same value is a no-op; with another value it
+    is refused: two parts of the package would be fighting over one attribute."""
+    key = ("attribute", id(target), name)
+    with _lock:
+        existing = _changes.get(key)
+        if existing is not None:
+            current = _attributes[(id(target), name)][0]
+            if current is not value:
+                raise RuntimeError(f"{existing.target} was already replaced by {existing.owner}; {owner} asked again")
+            return existing
+        # What the object itself holds: an attribute it only inherits (from its class, a base class) is deleted
+        # again on undo rather than copied onto it.
+        own = getattr(target, "__dict__", None)
+        original = own.get(name, _MISSING) if own is not None else getattr(target, name, _MISSING)
+        setattr(target, name, value)
+
+        def undo() -> None:
+            if original is _MISSING:
+                try:
+                    delattr(target, name)
+                except AttributeError:
+                    pass
+            else:
+                setattr(target, name, original)
+
+        change = Change(f"{label or _name_of(target)}.{name}", "attribute", owner, reason, undo, key)
+        _changes[key] = change
+        _attributes[(id(target), name)] = (value, original)
+        # The target is kept alive by the undo closure, so id(target) stays unique while the change is in force.
+        return change
+
+
+def is_replaced(target: Any, name: str) -> bool:
+    """Whether this registry replaced `target.name` and the replacement is in force."""
+    return ("attribute", id(target), name) in _changes
+
+
+def original(target: Any, name: str) -> Any:
+    """What `target.name` was before this registry replaced it (the attribute itself when it was not replaced)."""
+    entry = _attributes.get((id(target), name))
+    if entry is None or entry[1] is _MISSING:
+        return getattr(target, name)
+    return entry[1]
+
+
+def set_environment(name: str, value: str, *, owner: str, reason: str) -> Change:
+    """Set environment variable `name`; undoing gives it back its earlier value (or removes it). Setting it again
+    to another value updates it and keeps the first original."""
+    key = ("environment", name)
+    with _lock:
+        existing = _changes.get(key)
+        before = os.environ.get(name, _MISSING)
+        os.environ[name] = value
+        if existing is not None:
+            return existing
+
+        def undo() -> None:
+            if before is _MISSING:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = before
+
+        return _record(key, f"${name}", "environment", owner, reason, undo)
+
+
+def _record(key: tuple, target: str, kind: str, owner: str, reason: str, undo: Callable[[], None]) -> Change:
+    change = Change(target, kind, owner, reason, undo, key)
+    _changes[key] = change
+    return change
+
+
+def add_import_finder(finder: Any, *, owner: str, reason: str) -> Change:
+    """Put `finder` first on `sys.meta_path`; undoing takes it off (and drops nothing else)."""
+    key = ("finder", id(finder))
+    with _lock:
+        existing = _changes.get(key)
+        if existing is not None:
+            return existing
+        sys.meta_path.insert(0, finder)
+
+        def undo() -> None:
+            if finder in sys.meta_path:
+                sys.meta_path.remove(finder)
+
+        return _record(key, f"sys.meta_path[{type(finder).__name__}]", "import finder", owner, reason, undo)
+
+
+def in_force(owner: str | None = None) -> list[Change]:
+    """The changes in force, oldest first (those of `owner` alone, when given)."""
+    with _lock:
+        return [change for change in _changes.values() if owner is None or change.owner == owner]
+
+
+def mark() -> int:
+    """A point to undo back to (`undo(since=mark())`): how many changes are in force now."""
+    return len(_changes)
+
+
+def undo(*, owner: str | None = None, since: int = 0, changes: list[Change] | None = None) -> list[Change]:
+    """Undo changes, newest first: those given, those of `owner`, or all made after `since`; returns them."""
+    with _lock:
+        ordered = list(_changes.values())
+        if changes is not None:
+            chosen = [change for change in ordered if change in changes]
+        else:
+            chosen = [change for change in ordered[since:] if owner is None or change.owner == owner]
+        for change in reversed(chosen):
+            change._undo()
+            del _changes[change._key]
+            if change.kind == "attribute":
+                _attributes.pop(change._key[1:], None)
+        return chosen
+
+
+@contextmanager
+def undone_after() -> Iterator[None]:
+    """Undo whatever is changed inside the block when it ends (tests start each case clean with it)."""
+    start = mark()
+    try:
+        yield
+    finally:
+        undo(since=start)
