@@ -24,6 +24,7 @@ from npu_bridge_compat.errors import NpuConfigError
 from npu_bridge_compat.options import OPTIONS, Kind, options_from_kwargs
 from npu_bridge_compat.options.readers import config_proto_values
 from npu_bridge_compat.plan import HostPlan, build_plan, detect_host
+from npu_bridge_compat.plan.platform import HOST_KINDS
 from npu_bridge_compat.plan.features import GraphKernelFusion
 from npu_bridge_compat.plan.platform import GRAPH_KERNEL_ENV
 
@@ -275,6 +276,12 @@ def scan_paths(arguments: argparse.Namespace) -> int:
     return 0
 
 
+HOST_HELP = (
+    "plan for another host than this one: a GPU host, this CPU, or a CPU with or without AVX-512 (which oneDNN's "
+    "bfloat16 kernels, and so mixed precision on a CPU, need)"
+)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m npu_bridge_compat", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -288,7 +295,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="NPU options, e.g. precision_mode=allow_mix_precision iterations_per_loop=10",
     )
     explain_parser.add_argument("--config", help="a file holding a tf.compat.v1.ConfigProto in text format")
-    explain_parser.add_argument("--host", choices=("cpu", "gpu"), help="plan for a CPU or GPU host instead of this one")
+    explain_parser.add_argument("--host", choices=HOST_KINDS, help=HOST_HELP)
     explain_parser.set_defaults(run=explain)
     options_parser = commands.add_parser("options", help="print the table of NPU options as Markdown")
     options_parser.set_defaults(run=options_table)
@@ -347,7 +354,7 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"exit {EXIT_FAILED_CHECK} when a script is blocked (or, with 'warning', has "
         "warnings or is blocked): for CI",
     )
-    scan_parser.add_argument("--host", choices=("cpu", "gpu"), help="plan for a CPU or GPU host instead of this one")
+    scan_parser.add_argument("--host", choices=HOST_KINDS, help=HOST_HELP)
     scan_parser.set_defaults(run=scan_paths)
     return parser
 

@@ -1,3 +1,4 @@
+import dataclasses
 import os
 import signal
 import subprocess
@@ -7,7 +8,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import pytest  # noqa: E402
 
 from npu_bridge_compat import compat  # noqa: E402
-from npu_bridge_compat.plan import HostFacts  # noqa: E402
+from npu_bridge_compat.plan import HostFacts, detect_host, host_plan  # noqa: E402
 
 # Tests that only make sense on one TensorFlow line: marker -> (whether this line has it, why others skip).
 LINE_MARKERS = {
@@ -41,7 +42,13 @@ def pytest_collection_modifyitems(config, items) -> None:
 
 
 def pytest_terminal_summary(terminalreporter) -> None:
-    """How many tests this line skipped, and why (the line's skips, not other skips)."""
+    """The host facts the suite ran with, then how many tests this line skipped, and why (the line's skips, not
+    other skips)."""
+    host = detect_host()
+    terminalreporter.write_line(
+        f"host: {host.describe()}, {os.cpu_count()} cores, AVX-512 (oneDNN bfloat16) "
+        f"{'yes' if host.cpu_bfloat16 else 'no'}; tests of either kind of CPU plan with the facts given as data"
+    )
     reasons = [
         report.longrepr[2] for report in terminalreporter.stats.get("skipped", []) if isinstance(report.longrepr, tuple)
     ]
@@ -61,6 +68,25 @@ def cpu_host() -> HostFacts:
 @pytest.fixture
 def gpu_host() -> HostFacts:
     return HostFacts(tf_version="2.15.1", gpu_count=1)
+
+
+@pytest.fixture
+def assume_host(monkeypatch):
+    """Plan every door's configuration as on a host with other facts (this host's, with some changed), so that
+    what depends on the host is tested both ways on any machine. Planning only: kernels still run on this CPU."""
+
+    def assume(**facts) -> HostFacts:
+        host = dataclasses.replace(detect_host(), **facts)
+        monkeypatch.setattr(host_plan, "detect_host", lambda: host)
+        return host
+
+    return assume
+
+
+@pytest.fixture
+def avx512_host(assume_host) -> HostFacts:
+    """Doors plan as on a CPU with AVX-512: mixed precision becomes grappler's oneDNN bfloat16 pass."""
+    return assume_host(cpu_bfloat16=True)
 
 
 @pytest.fixture

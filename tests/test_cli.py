@@ -86,7 +86,7 @@ def test_seed_001_dump_and_profiling_examples(capsys, tmp_path):
             "variable_format_optimize": True,
         }
     )
-    code, out, err = explain(capsys, "--config", write_config(tmp_path, config), "--host", "cpu")
+    code, out, err = explain(capsys, "--config", write_config(tmp_path, config), "--host", "cpu-avx512")
     assert code == 0, err
     translated = section(out, "translated")
     assert f"op all tensors of steps 0|5|10 written as .npy files with an index under {tmp_path}" in translated
@@ -94,6 +94,11 @@ def test_seed_001_dump_and_profiling_examples(capsys, tmp_path):
     assert "Ascend collection switches bp_point, fp_point, training_trace have no host counterpart" in translated
     assert "bfloat16 instead of float16" in section(out, "approximated")
     assert f"TensorDump(path='{tmp_path}', steps=((0, 0), (5, 5), (10, 10)), mode='all'" in out
+    # Without AVX-512 the same configuration trains in float32, and says why.
+    code, out, err = explain(capsys, "--config", write_config(tmp_path, config), "--host", "cpu-without-avx512")
+    assert code == 0, err
+    assert "precision_mode='allow_mix_precision'  this CPU has no AVX-512" in section(out, "no host equivalent")
+    assert "auto_mixed_precision" not in out
 
 
 def test_seed_004_mixlist_on_a_gpu_host(capsys, tmp_path):

@@ -135,7 +135,7 @@ def test_npurunconfig_translates_its_arguments_and_holders(tmp_path):
         assert config.session_config.graph_options.rewrite_options.custom_optimizers == []
 
 
-def test_npurunconfig_arguments_override_session_config_entries():
+def test_npurunconfig_arguments_override_session_config_entries(avx512_host):
     session_config = npu_config(
         {"precision_mode": "force_fp32", "iterations_per_loop": 4}, optimizers=("GradFusionOptimizer",)
     )

@@ -74,7 +74,7 @@ def test_mixlist_keeps_a_black_listed_op_in_float32(tmp_path, monkeypatch):
     assert dtypes["matmul"] == "float32" and not any(name.startswith("matmul-0-CastToFp16") for name in dtypes)
 
 
-def test_two_configurations_with_different_lists_in_one_process_is_an_error(tmp_path):
+def test_two_configurations_with_different_lists_in_one_process_is_an_error(tmp_path, avx512_host):
     first, second = tmp_path / "first.json", tmp_path / "second.json"
     first.write_text('{"black-list": {"to-add": ["Exp"]}}')
     second.write_text('{"white-list": {"to-add": ["Exp"]}}')

@@ -115,14 +115,14 @@ def function_rewrite_options():
     return config_pb2.ConfigProto.FromString(serialized).graph_options.rewrite_options
 
 
-def test_precision_sets_grappler_and_restores_it():
+def test_precision_sets_grappler_and_restores_it(avx512_host):
     on = 1  # RewriterConfig.ON
     recorder = fit(model(), NPUCallback(precision_mode="allow_mix_precision_bf16"), steps=2)
     assert recorder.rewrite_options.auto_mixed_precision_onednn_bfloat16 == on
     assert function_rewrite_options().auto_mixed_precision_onednn_bfloat16 != on
 
 
-def test_keras_mixed_precision_policy_conflicts_with_npu_mixed_precision():
+def test_keras_mixed_precision_policy_conflicts_with_npu_mixed_precision(avx512_host):
     tf.keras.mixed_precision.set_global_policy("mixed_bfloat16")
     try:
         with pytest.raises(NpuOptionValueError, match="Keras mixed-precision policy is 'mixed_bfloat16'"):

@@ -246,7 +246,7 @@ def test_json_schema(capsys):
 
 @LINE_2_15
 def test_text_lists_blocked_scripts_first_and_totals(capsys):
-    code, out, _ = scan_cli(capsys, "--host", "cpu", str(TREE))
+    code, out, _ = scan_cli(capsys, "--host", "cpu-avx512", str(TREE))
     assert code == 0
     headers = [line for line in out.splitlines() if line.startswith(("blocked ", "warning ", "ready "))]
     assert [line.split()[0] for line in headers] == ["blocked"] * 4 + ["warning"] * 2 + ["ready"] * 2
@@ -261,19 +261,21 @@ def test_text_lists_blocked_scripts_first_and_totals(capsys):
 
 @LINE_2_15
 @pytest.mark.parametrize(
-    "paths, fail_on, code",
+    "paths, fail_on, host, code",
     [
-        (["session/train_session.py", "estimator/train_resnet.py"], "warning", 0),
-        (["session/typo_key.py"], "blocked", 0),
-        (["session/typo_key.py"], "warning", 1),
-        (["session/bad_value.py"], "blocked", 1),
-        (["."], None, 0),
-        (["."], "blocked", 1),
+        (["session/train_session.py", "estimator/train_resnet.py"], "warning", "cpu-avx512", 0),
+        # Their mixed precision has no host equivalent without AVX-512: a warning.
+        (["session/train_session.py", "estimator/train_resnet.py"], "warning", "cpu-without-avx512", 1),
+        (["session/typo_key.py"], "blocked", "cpu", 0),
+        (["session/typo_key.py"], "warning", "cpu", 1),
+        (["session/bad_value.py"], "blocked", "cpu", 1),
+        (["."], None, "cpu", 0),
+        (["."], "blocked", "cpu", 1),
     ],
 )
-def test_fail_on_exit_codes(capsys, paths, fail_on, code):
+def test_fail_on_exit_codes(capsys, paths, fail_on, host, code):
     flags = ["--fail-on", fail_on] if fail_on else []
-    assert scan_cli(capsys, *flags, *(str(TREE / path) for path in paths))[0] == code
+    assert scan_cli(capsys, *flags, "--host", host, *(str(TREE / path) for path in paths))[0] == code
 
 
 def test_a_missing_path_is_a_usage_error(capsys):

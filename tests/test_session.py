@@ -46,7 +46,7 @@ def build_model(batch=4, optimizer=None):
 # --- NPUSession and helpers --------------------------------------------------------------------------------
 
 
-def test_npusession_runs_with_the_translated_config():
+def test_npusession_runs_with_the_translated_config(avx512_host):
     with tf.Graph().as_default():
         model = build_model()
         with NPUSession(config=config_with(precision_mode="allow_mix_precision")) as sess:
@@ -104,7 +104,7 @@ def test_npu_config_proto_helpers_match_the_adapter():
 
 
 @pytest.mark.needs_estimator
-def test_npu_run_config_init_translates_a_plain_run_config():
+def test_npu_run_config_init_translates_a_plain_run_config(avx512_host):
     run_config = tf.estimator.RunConfig(session_config=npu_config({"precision_mode": "allow_mix_precision"}))
     converted = session.npu_run_config_init(run_config)
     rewrite = converted.session_config.graph_options.rewrite_options

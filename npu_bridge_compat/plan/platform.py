@@ -38,8 +38,18 @@ class HostFacts:
         return f"TensorFlow {self.tf_version}, {devices}"
 
     def with_device(self, device: str) -> HostFacts:
-        """The same host with a GPU ("gpu") or without one ("cpu"), for planning elsewhere."""
-        return dataclasses.replace(self, gpu_count=max(self.gpu_count, 1) if device == "gpu" else 0)
+        """The same host as another kind of machine, for planning elsewhere (`explain --host`, `scan --host`):
+        one of HOST_KINDS. "cpu" keeps this CPU's instruction sets; the others say whether it has AVX-512."""
+        if device not in HOST_KINDS:
+            raise ValueError(f"unknown host kind {device!r}: one of {', '.join(HOST_KINDS)}")
+        if device == "gpu":
+            return dataclasses.replace(self, gpu_count=max(self.gpu_count, 1))
+        bfloat16 = {"cpu": self.cpu_bfloat16, "cpu-avx512": True, "cpu-without-avx512": False}[device]
+        return dataclasses.replace(self, gpu_count=0, cpu_bfloat16=bfloat16)
+
+
+# What `--host` plans for: a GPU host, this CPU, or a CPU with or without AVX-512 (oneDNN's bfloat16 kernels).
+HOST_KINDS = ("cpu", "cpu-avx512", "cpu-without-avx512", "gpu")
 
 
 @functools.lru_cache(maxsize=1)
