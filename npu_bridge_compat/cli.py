@@ -24,9 +24,8 @@ from npu_bridge_compat.errors import NpuConfigError
 from npu_bridge_compat.options import OPTIONS, Kind, options_from_kwargs
 from npu_bridge_compat.options.readers import config_proto_values
 from npu_bridge_compat.plan import HostPlan, build_plan, detect_host
-from npu_bridge_compat.plan.platform import HOST_KINDS
 from npu_bridge_compat.plan.features import GraphKernelFusion
-from npu_bridge_compat.plan.platform import GRAPH_KERNEL_ENV
+from npu_bridge_compat.plan.platform import GRAPH_KERNEL_ENV, HOST_KINDS
 
 EXIT_INVALID = 2
 EXIT_FAILED_CHECK = 1  # scan --fail-on: a script reached the given status
