@@ -7,22 +7,19 @@ validates them as the Ascend adapter does, and plans their host equivalents:
     plan = build_plan(options)
     print(plan.report)
 
-Importing this package installs nothing: the `npu_bridge` import aliases are opt-in. It adds XLA's fusion flags
-to TF_XLA_FLAGS before TensorFlow reads them (inert unless graph-kernel fusion is asked for; compat/xla.py).
+Importing this package changes nothing outside it: every change to TensorFlow, Keras, a user's objects or the
+process is made by the door or command that needs it, through one registry (`npu_bridge_compat.changes`: listed by
+`python -m npu_bridge_compat explain --changes`, undoable).
 """
 
-from npu_bridge_compat.compat.xla import reserve_fusion_flags
-
-reserve_fusion_flags()
-
-from npu_bridge_compat.errors import NpuConfigError, NpuOptionTypeError, NpuOptionValueError  # noqa: E402
-from npu_bridge_compat.options import (  # noqa: E402
+from npu_bridge_compat.errors import NpuConfigError, NpuOptionTypeError, NpuOptionValueError
+from npu_bridge_compat.options import (
     OPTIONS,
     NpuOptions,
     options_from_config_proto,
     options_from_kwargs,
 )
-from npu_bridge_compat.plan import HostPlan, Report, build_plan  # noqa: E402
+from npu_bridge_compat.plan import HostPlan, Report, build_plan
 
 __all__ = [
     "OPTIONS",

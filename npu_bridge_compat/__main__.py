@@ -3,8 +3,15 @@
 import os
 import sys
 
-# The CLI prints reports; TensorFlow's start-up INFO lines would only bury them.
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
+from npu_bridge_compat import changes
+
+if "TF_CPP_MIN_LOG_LEVEL" not in os.environ:
+    changes.set_environment(
+        "TF_CPP_MIN_LOG_LEVEL",
+        "1",
+        owner="python -m npu_bridge_compat",
+        reason="the commands print reports; TensorFlow's start-up INFO lines would only bury them",
+    )
 
 from npu_bridge_compat.cli import main  # noqa: E402 - after the logging default above
 

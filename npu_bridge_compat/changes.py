@@ -12,11 +12,11 @@ The registry only records and restores; what each change does and why lives with
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,7 +29,7 @@ class Change:
     `sys.meta_path`, `$TF_XLA_FLAGS`, `<user's Adam>.apply_gradients`)."""
 
     target: str
-    kind: str  # "attribute", "environment" or "import finder"
+    kind: str  # "attribute", "environment", "import finder" or "context"
     owner: str  # the part of the package that asked for it (a door, a world, a command)
     reason: str
     _undo: Callable[[], None] = field(repr=False, compare=False)
@@ -41,7 +41,9 @@ class Change:
 
 _lock = threading.RLock()
 _changes: dict[tuple, Change] = {}  # in the order they were made
-# Attributes replaced, by (id(owner object), name): the value we set and the original, for is_replaced/original.
+_made: dict[tuple, int] = {}  # each change's number, counting every change this process made
+_count = [0]
+# Attributes replaced, by (id(target), name): the value set here and what `target.name` gave before.
 _attributes: dict[tuple[int, str], tuple[Any, Any]] = {}
 
 
@@ -67,26 +69,31 @@ def replace_attribute(
             if current is not value:
                 raise RuntimeError(f"{existing.target} was already replaced by {existing.owner}; {owner} asked again")
             return existing
-        # What the object itself holds: an attribute it only inherits (from its class, a base class) is deleted
-        # again on undo rather than copied onto it.
+        # Undo gives back what the object itself held; an attribute it only inherited (from its class, a base
+        # class) is deleted again rather than copied onto it. An instance's __class__ is its type, and a property
+        # (Keras' jit_compile, steps_per_execution) is set back through its setter.
         own = getattr(target, "__dict__", None)
-        original = own.get(name, _MISSING) if own is not None else getattr(target, name, _MISSING)
+        before = getattr(target, name, _MISSING)
+        through_setter = not isinstance(target, type) and hasattr(getattr(type(target), name, None), "__set__")
+        held = before if own is None or name == "__class__" or through_setter else own.get(name, _MISSING)
         setattr(target, name, value)
 
         def undo() -> None:
-            if original is _MISSING:
-                try:
+            if held is _MISSING:
+                with contextlib.suppress(AttributeError):
                     delattr(target, name)
-                except AttributeError:
-                    pass
             else:
-                setattr(target, name, original)
+                setattr(target, name, held)
 
-        change = Change(f"{label or _name_of(target)}.{name}", "attribute", owner, reason, undo, key)
-        _changes[key] = change
-        _attributes[(id(target), name)] = (value, original)
+        change = _record(key, f"{label or _name_of(target)}.{name}", "attribute", owner, reason, undo)
+        _attributes[(id(target), name)] = (value, before)
         # The target is kept alive by the undo closure, so id(target) stays unique while the change is in force.
         return change
+
+
+def is_in_force(change: Change) -> bool:
+    """Whether `change` has not been undone."""
+    return _changes.get(change._key) is change
 
 
 def is_replaced(target: Any, name: str) -> bool:
@@ -125,6 +132,8 @@ def set_environment(name: str, value: str, *, owner: str, reason: str) -> Change
 def _record(key: tuple, target: str, kind: str, owner: str, reason: str, undo: Callable[[], None]) -> Change:
     change = Change(target, kind, owner, reason, undo, key)
     _changes[key] = change
+    _made[key] = _count[0]
+    _count[0] += 1
     return change
 
 
@@ -144,15 +153,43 @@ def add_import_finder(finder: Any, *, owner: str, reason: str) -> Change:
         return _record(key, f"sys.meta_path[{type(finder).__name__}]", "import finder", owner, reason, undo)
 
 
+def enter(context: contextlib.AbstractContextManager, target: str, *, owner: str, reason: str) -> Change:
+    """Enter `context` (a library's own way to change something, such as a profiler trace or the calling thread's
+    function-call options) and keep it entered until undone; entering the same `target` again is a no-op."""
+    key = ("context", target)
+    with _lock:
+        existing = _changes.get(key)
+        if existing is not None:
+            return existing
+        context.__enter__()
+        return _record(key, target, "context", owner, reason, lambda: context.__exit__(None, None, None))
+
+
 def in_force(owner: str | None = None) -> list[Change]:
     """The changes in force, oldest first (those of `owner` alone, when given)."""
     with _lock:
         return [change for change in _changes.values() if owner is None or change.owner == owner]
 
 
+def describe() -> str:
+    """The changes in force, for people: one line each, grouped by the part of the package that made them."""
+    current = in_force()
+    if not current:
+        return "npu_bridge_compat changes nothing in this process."
+    lines = [
+        f"npu_bridge_compat changes in this process ({len(current)}; npu_bridge_compat.changes.undo() undoes them):"
+    ]
+    for owner in dict.fromkeys(change.owner for change in current):
+        lines.append(f"  {owner}:")
+        lines += [
+            f"    {change.target} ({change.kind}): {change.reason}" for change in current if change.owner == owner
+        ]
+    return "\n".join(lines)
+
+
 def mark() -> int:
-    """A point to undo back to (`undo(since=mark())`): how many changes are in force now."""
-    return len(_changes)
+    """A point to undo back to: `undo(since=mark())` undoes the changes made after it."""
+    return _count[0]
 
 
 def undo(*, owner: str | None = None, since: int = 0, changes: list[Change] | None = None) -> list[Change]:
@@ -160,18 +197,21 @@ def undo(*, owner: str | None = None, since: int = 0, changes: list[Change] | No
     with _lock:
         ordered = list(_changes.values())
         if changes is not None:
-            chosen = [change for change in ordered if change in changes]
+            chosen = [change for change in ordered if any(change is given for given in changes)]
         else:
-            chosen = [change for change in ordered[since:] if owner is None or change.owner == owner]
+            chosen = [
+                change for change in ordered if _made[change._key] >= since and (owner is None or change.owner == owner)
+            ]
         for change in reversed(chosen):
             change._undo()
             del _changes[change._key]
+            del _made[change._key]
             if change.kind == "attribute":
                 _attributes.pop(change._key[1:], None)
         return chosen
 
 
-@contextmanager
+@contextlib.contextmanager
 def undone_after() -> Iterator[None]:
     """Undo whatever is changed inside the block when it ends (tests start each case clean with it)."""
     start = mark()

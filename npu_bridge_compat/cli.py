@@ -1,6 +1,7 @@
 """`python -m npu_bridge_compat explain|options|run|launch|scan`.
 
-explain   validate an NPU configuration and print what each option does on this host (exit 2 when invalid)
+explain   validate an NPU configuration and print what each option does on this host (exit 2 when invalid);
+          --changes lists what the package changed in this process
 options   print the option table (the source of docs/options.md)
 run       run a ported script unmodified: `npu_bridge` / `hccl` imports resolve to npu_bridge_compat
 launch    run N ranks of a ported script (`launch -n 2 train.py`), like torchrun
@@ -11,6 +12,7 @@ scan      a porting report for files and folders, read without running them
 from __future__ import annotations
 
 import argparse
+import atexit
 import os
 import sys
 import warnings
@@ -18,8 +20,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from npu_bridge_compat import changes
 from npu_bridge_compat.compat import is_repeated, select_keras_2
-from npu_bridge_compat.compat.xla import FUSION_FLAGS
+from npu_bridge_compat.compat.xla import FUSION_FLAGS, reserve_fusion_flags
 from npu_bridge_compat.errors import NpuConfigError
 from npu_bridge_compat.options import OPTIONS, Kind, options_from_kwargs
 from npu_bridge_compat.options.readers import config_proto_values
@@ -73,7 +76,7 @@ def settings_text(plan: HostPlan) -> str:
     lines += [f"  environment {name}={value}" for name, value in plan.environment.items()]
     lines += [f"  feature {feature}" for feature in plan.features]
     if plan.feature(GraphKernelFusion) is not None:
-        lines.append(f"  process TF_XLA_FLAGS with {' '.join(FUSION_FLAGS)} (set when npu_bridge_compat is imported)")
+        lines.append(f"  process TF_XLA_FLAGS with {' '.join(FUSION_FLAGS)} (set before TensorFlow reads them)")
     if len(lines) == 1:
         lines.append("  none")
     return "\n".join(lines)
@@ -92,6 +95,10 @@ def _set_fields(message, prefix: str = ""):
 
 
 def explain(arguments: argparse.Namespace) -> int:
+    if arguments.changes:
+        print(changes.describe())
+        if not arguments.assignments and not arguments.config:
+            return 0
     host = detect_host()
     if arguments.host:
         host = host.with_device(arguments.host)
@@ -180,6 +187,13 @@ def markdown_table() -> str:
     return "\n".join(rows)
 
 
+def ask_for_graph_kernel_fusion() -> None:
+    """`--graph-kernel`: every door's plan in this process (and the ranks it starts) fuses (plan/platform.py)."""
+    changes.set_environment(
+        GRAPH_KERNEL_ENV, "1", owner="run / launch --graph-kernel", reason="graph-kernel fusion for every plan"
+    )
+
+
 def run_script(arguments: argparse.Namespace) -> int:
     """Run SCRIPT as `python SCRIPT ARGS` would, with the adapter's import paths aliased."""
     import runpy
@@ -194,7 +208,8 @@ def run_script(arguments: argparse.Namespace) -> int:
         return EXIT_INVALID
     select_keras_2()  # before the script (or the aliases) imports TensorFlow
     if arguments.graph_kernel:
-        os.environ[GRAPH_KERNEL_ENV] = "1"  # every door's plan reads it (plan/platform.py)
+        ask_for_graph_kernel_fusion()
+    reserve_fusion_flags()  # before the script starts TensorFlow, in case one of its configurations asks for fusion
     try:
         install_aliases(tf1=arguments.tf1)
     except NpuConfigError as error:
@@ -204,7 +219,15 @@ def run_script(arguments: argparse.Namespace) -> int:
         install_tf1_imports()
     if not arguments.show_deprecations:  # (TensorFlow's messages are never printed twice: see logs.py)
         quiet_library_deprecations()
-    sys.argv = [arguments.script, *arguments.script_arguments]
+    if arguments.changes:
+        atexit.register(lambda: print(changes.describe(), file=sys.stderr))
+    changes.replace_attribute(
+        sys,
+        "argv",
+        [arguments.script, *arguments.script_arguments],
+        owner="run",
+        reason="the script sees its own arguments, as under `python SCRIPT ARGS`",
+    )
     sys.path.insert(0, os.path.dirname(script))
     try:
         runpy.run_path(script, run_name="__main__")  # exceptions and SystemExit propagate as with `python SCRIPT`
@@ -228,7 +251,7 @@ def launch_ranks(arguments: argparse.Namespace) -> int:
         return EXIT_INVALID
     hosts = [host.strip() for host in arguments.hosts.split(",") if host.strip()] if arguments.hosts else None
     if arguments.graph_kernel:
-        os.environ[GRAPH_KERNEL_ENV] = "1"  # the ranks inherit it
+        ask_for_graph_kernel_fusion()  # the ranks inherit it
     if not hosts or len(hosts) == 1:  # one host: the ranks' servers reachable from nowhere else
         again = [sys.executable, "-m", "npu_bridge_compat", *arguments.command_line]
         refused = None if arguments.host_network else in_private_network(again)
@@ -295,6 +318,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     explain_parser.add_argument("--config", help="a file holding a tf.compat.v1.ConfigProto in text format")
     explain_parser.add_argument("--host", choices=HOST_KINDS, help=HOST_HELP)
+    explain_parser.add_argument(
+        "--changes",
+        action="store_true",
+        help="list what npu_bridge_compat changed in TensorFlow, Keras, user objects and the process that runs this "
+        "(call main(['explain', '--changes']) in a program, or use `run --changes`)",
+    )
     explain_parser.set_defaults(run=explain)
     options_parser = commands.add_parser("options", help="print the table of NPU options as Markdown")
     options_parser.set_defaults(run=options_table)
@@ -316,6 +345,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="graph-kernel fusion (enable_graph_kernel) in every door the script uses, unless its options set "
         f"enable_graph_kernel=False: XLA auto-clustering of element-wise chains ({GRAPH_KERNEL_ENV}=1 does the same)",
+    )
+    run_parser.add_argument(
+        "--changes",
+        action="store_true",
+        help="when the script ends, list what npu_bridge_compat changed in TensorFlow, Keras, the script's objects "
+        "and the process (as `explain --changes`)",
     )
     run_parser.add_argument("script", help="the Python script to run")
     run_parser.add_argument("script_arguments", nargs=argparse.REMAINDER, help="its arguments")

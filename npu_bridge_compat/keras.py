@@ -5,307 +5,43 @@
               callbacks=[NPUCallback(iterations_per_loop=100, precision_mode="allow_mix_precision")])
 
 NPUCallback validates its options when it is created and applies the host plan while Keras trains, evaluates or
-predicts: N steps per train-function call (Keras' own steps_per_execution mechanism), the FusedBatchNormV3
-workaround for the functions traced in mixed compute, grappler mixed precision and its op lists, graph-kernel fusion
-(XLA auto-clustering of the fusible ops in the traced functions, with what fused reported), keep_dtype_scope,
-tensor dumps and numeric checks built into the traced steps, and a profiler trace. Everything it changes (steps
-per execution, grappler options, environment, the model's step methods) is restored when the call ends, or when
-it fails (Keras calls no *_end hook then).
+predicts, through the run-time core's Keras form (runtime/keras_calls.py, which the TF2 door uses too): N steps per
+train-function call, the FusedBatchNormV3 workaround, grappler mixed precision and its op lists, graph-kernel
+fusion, keep_dtype_scope, tensor dumps and numeric checks built into the traced steps, and a profiler trace, all
+restored when the call ends.
 """
 
 from __future__ import annotations
 
-import contextlib
-
-import tensorflow as tf
-
-from npu_bridge_compat.compat import (
-    keras_step_number,
-    keras_steps_per_execution,
-    remake_keras_function,
-    steps_per_execution_in_fit,
-)
-from npu_bridge_compat.compat.batchnorm import batchnorm_workaround
-from npu_bridge_compat.compat.eager import function_calls_configured, function_run_metadata
 from npu_bridge_compat.distributed import (  # noqa: F401 - the adapter's Keras helpers for several ranks
     KerasDistributeOptimizer,
     NPUBroadcastGlobalVariablesCallback,
     npu_callbacks_append,
     npu_keras_optimizer,
 )
-from npu_bridge_compat.errors import NpuCompatWarning, NpuOptionValueError, warn
 from npu_bridge_compat.options import NpuOptions, options_from_config_proto, options_from_kwargs
-from npu_bridge_compat.plan import HostPlan, build_plan
-from npu_bridge_compat.plan.apply import applied_environment, apply_process_settings
-from npu_bridge_compat.plan.features import (
-    BatchNormWorkaround,
-    GraphKernelFusion,
-    NumericChecks,
-    ProfilerTrace,
-    RewriteSetting,
-    StepLoop,
-    TensorDump,
-)
+from npu_bridge_compat.plan import build_plan
 from npu_bridge_compat.runtime.doors import Door, enter_plan
-from npu_bridge_compat.runtime.fusion import record, summarize
-from npu_bridge_compat.runtime.probes import StepProbes
-from npu_bridge_compat.runtime.profiling import profiler_trace
-from npu_bridge_compat.runtime.units import traced_with_units
+from npu_bridge_compat.runtime.keras_calls import KERAS_CALL_FEATURES, PlanCallback
 
 KERAS_DOOR = Door(
     "NPUCallback",
-    (StepLoop, BatchNormWorkaround, ProfilerTrace, TensorDump, NumericChecks, RewriteSetting, GraphKernelFusion),
+    KERAS_CALL_FEATURES,
     "Session settings cannot change once TensorFlow runs: set them with tf.config before anything "
     "runs, or use the session door.",
 )
 
 
-class NPUCallback(tf.keras.callbacks.Callback):
-    """Carries NPU options into Keras `fit` / `evaluate` / `predict`.
-
-    `NPUCallback(iterations_per_loop=10, ...)`, `NPUCallback(config_proto)` or `NPUCallback(npu_options)`; a door
-    that planned already passes its `HostPlan`.
-    """
+class NPUCallback(PlanCallback):
+    """Carries NPU options into Keras `fit` / `evaluate` / `predict`:
+    `NPUCallback(iterations_per_loop=10, ...)`, `NPUCallback(config_proto)` or `NPUCallback(npu_options)`."""
 
     def __init__(self, config=None, **options) -> None:
-        super().__init__()
-        self._supports_tf_logs = True  # reads no logs: Keras need not convert them to numpy for this callback
-        if isinstance(config, HostPlan):
-            self.npu_plan = config
-        elif isinstance(config, NpuOptions):
-            self.npu_plan = build_plan(config)
+        if isinstance(config, NpuOptions):
+            plan = build_plan(config)
         elif config is not None:
-            self.npu_plan = build_plan(options_from_config_proto(config, source="NPUCallback(ConfigProto)"))
+            plan = build_plan(options_from_config_proto(config, source="NPUCallback(ConfigProto)"))
         else:
-            self.npu_plan = build_plan(options_from_kwargs(options, source="NPUCallback"))
-        self._check_keras_policy()
-        enter_plan(self.npu_plan, KERAS_DOOR, process=False)  # the process-wide part applies while Keras runs
-        self._probes = _step_probes(self.npu_plan)
-        self._active: contextlib.ExitStack | None = None
-        self._replaced: list[tuple[str, object, object]] = []  # (mode, model's function, its own step), innermost last
-        self._functions: dict[tuple[int, str], tuple[object, object]] = {}  # our traced functions per model
-
-    @property
-    def steps_per_execution(self) -> int:
-        return self.npu_plan.steps_per_run
-
-    def _check_keras_policy(self) -> None:
-        if self.npu_plan.mixed_precision is not None:
-            policy = tf.keras.mixed_precision.global_policy().name
-            if policy.startswith("mixed"):
-                raise NpuOptionValueError(
-                    f"the Keras mixed-precision policy is '{policy}' and the NPU options ask for grappler mixed "
-                    "precision; TensorFlow allows one or the other. Keep the NPU precision_mode, or set the policy "
-                    "to 'float32'."
-                )
-
-    # Keras calls the *_begin/_end pairs of fit, evaluate and predict; evaluate may run inside fit.
-    def on_train_begin(self, logs=None) -> None:
-        self._begin("train")
-
-    def on_train_end(self, logs=None) -> None:
-        self._end()
-
-    def on_test_begin(self, logs=None) -> None:
-        self._begin("test")
-
-    def on_test_end(self, logs=None) -> None:
-        self._end()
-        self._raise_evaluation_failure()
-
-    def on_predict_begin(self, logs=None) -> None:
-        self._begin("predict")
-
-    def on_predict_end(self, logs=None) -> None:
-        self._end()
-
-    def _begin(self, mode: str) -> None:
-        if not tf.compat.v1.executing_eagerly_outside_functions():
-            raise NpuOptionValueError(
-                "NPUCallback works with TensorFlow 2 Keras, whose steps run as traced functions; this Keras runs in "
-                "graph mode (TF2 behaviour disabled, as under `run --tf1`). Give Keras' session the NPU options "
-                "instead: set_keras_session_npu_config(config) before fit, as the adapter's Keras guide does."
-            )
-        if not self._replaced:  # the outermost call (evaluate may run inside fit)
-            self._check_keras_policy()
-            self._active = contextlib.ExitStack()
-            for unit in _call_units(self.npu_plan, self.model, mode, self._probes):
-                self._active.enter_context(unit)
-        probes = self._probes.get(mode)
-        if probes is not None:
-            probes.start()
-        self._trace_with_units(mode, probes)
-
-    def _trace_with_units(self, mode: str, probes: StepProbes | None) -> None:
-        """The model's step is traced with the run-time units (traced_with_units), and the model's function is
-        swapped for one made (and traced on first use) under these settings; it is kept for the next call with
-        this callback and the model's own come back at the end. Keras 2's evaluate calls the function it made
-        before on_test_begin instead: that one is traced (on first use) with the wrapped step."""
-        step_attribute = f"{mode}_step"
-        self._replaced.append((mode, getattr(self.model, f"{mode}_function"), self.model.__dict__.get(step_attribute)))
-        setattr(
-            self.model,
-            step_attribute,
-            _ProbedStep(getattr(self.model, step_attribute), self.model, mode, probes, self.npu_plan),
-        )
-        cached = self._functions.get((id(self.model), mode))
-        if cached is None or cached[0] is not self.model:
-            function = remake_keras_function(self.model, mode)
-            cached = (self.model, _GuardedFunction(function, self, probes, f"Keras {mode} function"))
-            self._functions[(id(self.model), mode)] = cached
-        setattr(self.model, f"{mode}_function", cached[1])
-
-    def _end(self) -> None:
-        mode, own_function, own_step = self._replaced.pop()
-        setattr(self.model, f"{mode}_function", own_function)
-        if own_step is None:
-            delattr(self.model, f"{mode}_step")  # the class's method shows again
-        else:
-            setattr(self.model, f"{mode}_step", own_step)
-        if not self._replaced and self._active is not None:
-            self._active.close()
-            self._active = None
-
-    def _raise_evaluation_failure(self) -> None:
-        """Evaluate's checks are read when it ends too (Keras 2 evaluates with its own function, not a guarded
-        one)."""
-        probes = self._probes.get("test")
-        if probes is None or probes.failure is None:
-            return
-        failure = probes.failure.numpy()
-        if failure[0] >= 0:
-            self._abandon()  # inside fit, Keras calls no further end hook
-            probes.raise_if_failed(failure)
-
-    def _abandon(self) -> None:
-        """Undo everything after a failed call: Keras stops without calling the *_end hooks."""
-        while self._replaced:
-            self._end()
-
-
-def _call_units(plan: HostPlan, model, mode: str, probes: dict[str, StepProbes]) -> list:
-    """What a fit / evaluate / predict call runs under, one context per planned effect, all undone when it ends:
-    the environment and process switches, grappler's settings and graph-kernel fusion for the functions it calls,
-    the FusedBatchNormV3
-    workaround for the functions it traces, no XLA where probes are built in, and for training the N-step loop
-    and the profiler trace."""
-    units = [applied_environment(plan), _process_settings(plan), _function_config(plan)]
-    if plan.feature(BatchNormWorkaround):
-        units.append(batchnorm_workaround())
-    if probes and getattr(model, "jit_compile", False):
-        units.append(_without_xla(model))
-    if mode == "train":
-        units.append(_steps_per_execution(model, plan.steps_per_run))
-        trace = plan.feature(ProfilerTrace)
-        if trace is not None:
-            units.append(profiler_trace(trace.output))
-    return units
-
-
-@contextlib.contextmanager
-def _process_settings(plan: HostPlan):
-    """Process-wide switches, as on the other doors (they stay: TensorFlow offers no way back)."""
-    apply_process_settings(plan)
-    yield
-
-
-def _step_probes(plan: HostPlan) -> dict[str, StepProbes]:
-    """Per mode, the dumps (training only) and numeric checks to build into the traced steps."""
-    probes = {mode: StepProbes.for_plan(plan, dumps=mode == "train") for mode in ("train", "test", "predict")}
-    return {mode: chosen for mode, chosen in probes.items() if chosen is not None}
-
-
-class _ProbedStep:
-    """The model's train/test/predict step as traced under the callback: under mixed precision the step's
-    keep_dtype_scope ops become outputs of the traced function (grappler's pass never converts those), and the
-    probes add their dumps and checks to the step."""
-
-    def __init__(self, step, model, mode: str, probes: StepProbes | None, plan: HostPlan) -> None:
-        self._step, self._model, self._mode, self._probes, self._plan = step, model, mode, probes, plan
-
-    def __call__(self, data):
-        step_number = keras_step_number(self._model, self._mode) if self._probes else None
-        return traced_with_units(
-            lambda: self._step(data), self._probes, self._plan.mixed_precision is not None, step_number
-        )
-
-
-class _GuardedFunction:
-    """The traced function Keras calls: after a call it raises NonFiniteValueError for a non-finite output the
-    steps recorded, and when a call fails it undoes the callback's settings first."""
-
-    def __init__(self, function, callback: NPUCallback, probes: StepProbes | None, name: str) -> None:
-        self._function, self._callback, self._probes, self._name = function, callback, probes, name
-        self._report_fusion = callback.npu_plan.feature(GraphKernelFusion) is not None
-
-    def __call__(self, *args, **kwargs):
-        try:
-            if self._report_fusion:
-                self._report_fusion = False
-                result = self._call_reporting_fusion(*args, **kwargs)
-            else:
-                result = self._function(*args, **kwargs)
-            if self._probes is not None and self._probes.failure is not None:
-                self._probes.raise_if_failed(self._probes.failure.numpy())
-        except (StopIteration, tf.errors.OutOfRangeError):
-            raise  # the end of the data: Keras ends the epoch and goes on
-        except BaseException:
-            self._callback._abandon()
-            raise
-        return result
-
-    def _call_reporting_fusion(self, *args, **kwargs):
-        """The first call, with the clusters XLA formed in the functions it ran reported (runtime/fusion.py)."""
-        collected: list = []
-        with function_run_metadata(collected):
-            result = self._function(*args, **kwargs)
-        graphs = [graph for metadata in collected for graph in metadata.function_graphs]
-        summary = summarize(
-            self._name,
-            [partition for graph in graphs for partition in graph.partition_graphs],
-            [(node.name, node.op) for graph in graphs for node in _nodes_with_functions(graph.pre_optimization_graph)],
-        )
-        if summary.clusters:
-            record(summary)
-        return result
-
-    def __getattr__(self, name: str):
-        return getattr(self._function, name)  # Keras and tools inspect the tf.function (concrete functions, ...)
-
-
-def _nodes_with_functions(graph_def) -> list:
-    """The nodes of a GraphDef and of the functions in its library (a loop's body runs lowered into the graph)."""
-    return list(graph_def.node) + [node for function in graph_def.library.function for node in function.node_def]
-
-
-def _steps_per_execution(model, steps: int):
-    """The model runs `steps` steps per train-function call, as compile(steps_per_execution=steps) would."""
-    chosen = keras_steps_per_execution(model)
-    if chosen not in (1, steps):
-        raise NpuOptionValueError(
-            f"the model was compiled with steps_per_execution={chosen} but the NPU options set "
-            f"iterations_per_loop={steps}; keep one of them (or make them equal)."
-        )
-    return steps_per_execution_in_fit(model, steps)
-
-
-@contextlib.contextmanager
-def _without_xla(model):
-    """The model's functions made meanwhile run without XLA: dumps and the inputs of failing ops are written by
-    host callbacks (numpy_function), which XLA cannot compile. Keras 3 compiles with XLA by default on GPUs."""
-    warn(
-        "the model is compiled with jit_compile=True; XLA cannot compile the dumps and numeric checks the NPU "
-        "options ask for, so NPUCallback's functions run without XLA.",
-        NpuCompatWarning,
-    )
-    model.jit_compile = False
-    try:
-        yield
-    finally:
-        model.jit_compile = True
-
-
-def _function_config(plan: HostPlan):
-    """The plan's grappler rewrite settings and graph-kernel fusion for the functions this thread calls meanwhile
-    (Keras runs its steps in the thread that called fit)."""
-    return function_calls_configured(plan.configure_function_calls)
+            plan = build_plan(options_from_kwargs(options, source="NPUCallback"))
+        super().__init__(plan)
+        enter_plan(plan, KERAS_DOOR, process=False)  # the process-wide part applies while Keras runs

@@ -36,8 +36,6 @@ from npu_bridge_compat.runtime.loop import LoopServer
 from npu_bridge_compat.runtime.probes import StepProbes
 from npu_bridge_compat.runtime.units import units_for
 
-install_horizon_gate()  # graphs built under forward_compatibility_horizon(2019, 5, 1) get the pre-V3 batch norm
-
 SESSION_DOOR = Door("NPUSession", (*RUN_UNITS, *SESSION_SETTINGS))
 V3_BATCH_NORM_OPS = frozenset({"FusedBatchNormV3", "FusedBatchNormGradV3"})
 
@@ -137,7 +135,9 @@ class _PlainRuns:
 
 def npu_config_proto(config_proto=None) -> config_pb2.ConfigProto:
     """The adapter's helper: a ConfigProto with an NpuOptimizer entry (added once, turning memory optimisation
-    off), soft placement, no remapping and XLA off."""
+    off), soft placement, no remapping and XLA off. From now on, graphs built under
+    `forward_compatibility_horizon(2019, 5, 1)` get the pre-V3 batch norm, as mixed compute needs."""
+    install_horizon_gate()
     config = config_proto if isinstance(config_proto, config_pb2.ConfigProto) else config_pb2.ConfigProto()
     rewrite = config.graph_options.rewrite_options
     if not any(entry.name == NPU_OPTIMIZER for entry in rewrite.custom_optimizers):

@@ -7,8 +7,13 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import pytest  # noqa: E402
 
-from npu_bridge_compat import compat  # noqa: E402
+from npu_bridge_compat import changes, compat  # noqa: E402
+from npu_bridge_compat.compat.xla import reserve_fusion_flags  # noqa: E402
 from npu_bridge_compat.plan import HostFacts, detect_host, host_plan  # noqa: E402
+
+# Graph-kernel tests fuse in this process, whose TensorFlow reads XLA's flags once: the suite asks for them first,
+# as `run` does for a script.
+reserve_fusion_flags()
 
 # Tests that only make sense on one TensorFlow line: marker -> (whether this line has it, why others skip).
 LINE_MARKERS = {
@@ -58,6 +63,14 @@ def pytest_terminal_summary(terminalreporter) -> None:
             terminalreporter.write_line(
                 f"{count} test{'s' * (count != 1)} skipped on TensorFlow {compat.tensorflow_version()}: {reason}"
             )
+
+
+@pytest.fixture(autouse=True)
+def clean_process():
+    """Each test starts clean: whatever the package changed in TensorFlow, Keras, user objects or the process
+    during the test is undone when it ends (npu_bridge_compat.changes)."""
+    with changes.undone_after():
+        yield
 
 
 @pytest.fixture

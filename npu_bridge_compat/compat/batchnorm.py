@@ -21,32 +21,39 @@ from __future__ import annotations
 
 import contextlib
 import datetime
-import threading
 from collections.abc import Iterator
+
+from npu_bridge_compat import changes
 
 # TF 1.15 emitted FusedBatchNormV3 only when forward-compatible with this date.
 V3_HORIZON = datetime.date(2019, 6, 6)
 # The horizon Ascend's documentation recommends for mixed compute.
 WORKAROUND_HORIZON = datetime.date(2019, 5, 1)
 
-_lock = threading.Lock()
-_original_v3 = None
-_original_update = None
+OWNER = "mixed compute (FusedBatchNormV3 horizon)"
 _requested_horizon: datetime.date | None = None  # the horizon of the innermost active context, if any
 
 
 def install_horizon_gate() -> None:
-    """Make `forward_compatibility_horizon` before 2019-06-06 emit the pre-V3 batch-norm ops again (idempotent)."""
-    global _original_v3, _original_update
+    """Make `forward_compatibility_horizon` before 2019-06-06 emit the pre-V3 batch-norm ops again (idempotent,
+    through the changes registry)."""
     from tensorflow.python.compat import compat
     from tensorflow.python.ops import gen_nn_ops
 
-    with _lock:
-        if _original_v3 is None:
-            _original_update = compat._update_forward_compatibility_date_number
-            compat._update_forward_compatibility_date_number = _record_horizon
-            _original_v3 = gen_nn_ops.fused_batch_norm_v3
-            gen_nn_ops.fused_batch_norm_v3 = _gated_fused_batch_norm_v3
+    changes.replace_attribute(
+        compat,
+        "_update_forward_compatibility_date_number",
+        _record_horizon,
+        owner=OWNER,
+        reason="remember the horizon a script asks for: TensorFlow ignores past horizons, the batch-norm gate reads it",
+    )
+    changes.replace_attribute(
+        gen_nn_ops,
+        "fused_batch_norm_v3",
+        _gated_fused_batch_norm_v3,
+        owner=OWNER,
+        reason="inside a horizon before 2019-06-06, batch norm is FusedBatchNorm / V2 as in TF 1.15 (mixed compute)",
+    )
 
 
 def _record_horizon(date_to_override: datetime.date | None = None) -> None:
@@ -57,7 +64,7 @@ def _record_horizon(date_to_override: datetime.date | None = None) -> None:
     _requested_horizon = date_to_override
     if date_to_override is not None and date_to_override < compat._FORWARD_COMPATIBILITY_HORIZON:
         return  # TF would log that it ignores the date; here it is honoured by the batch-norm gate
-    _original_update(date_to_override)
+    changes.original(compat, "_update_forward_compatibility_date_number")(date_to_override)
 
 
 def legacy_batchnorm_requested() -> bool:
@@ -88,7 +95,7 @@ def _gated_fused_batch_norm_v3(
         name=name,
     )
     if not legacy_batchnorm_requested():
-        return _original_v3(x, scale, offset, mean, variance, **arguments)
+        return changes.original(gen_nn_ops, "fused_batch_norm_v3")(x, scale, offset, mean, variance, **arguments)
     if x.dtype.base_dtype == dtypes.float32:
         outputs = gen_nn_ops._fused_batch_norm(x, scale, offset, mean, variance, **arguments)
     else:

@@ -11,6 +11,8 @@ from collections.abc import Callable, Iterator
 import tensorflow as tf
 from tensorflow.python.eager import context
 
+from npu_bridge_compat import changes
+
 
 @contextlib.contextmanager
 def function_calls_configured(configure: Callable[[object], None]) -> Iterator[None]:
@@ -96,17 +98,21 @@ def read_from_cluster(key: str, timeout_ms: int) -> str:
     return context.context().get_config_key_value(key, timeout_ms)
 
 
-def replace_function_decorator(make: Callable[[Callable], Callable]) -> None:
-    """From now on `tf.function` is `make(original tf.function)`: functions decorated afterwards go through it.
-    TensorFlow has no hook for the functions a program traces, and the TF2 adapter's as_default() replaces
-    tf.function too. Checked on TensorFlow 2.15 and 2.21."""
-    if not getattr(tf.function, "_npu_replaced", False):
-        replaced = make(tf.function)
-        replaced._npu_replaced = True
-        tf.function = replaced
+def replace_function_decorator(make: Callable[[Callable], Callable], owner: str) -> None:
+    """From now on `tf.function` is `make(original tf.function)`: functions decorated afterwards go through it
+    (once; through the changes registry). TensorFlow has no hook for the functions a program traces, and the TF2
+    adapter's as_default() replaces tf.function too. Checked on TensorFlow 2.15 and 2.21."""
+    if not changes.is_replaced(tf, "function"):
+        changes.replace_attribute(
+            tf,
+            "function",
+            make(tf.function),
+            owner=owner,
+            reason="the program's tf.functions get the plan's dumps, numeric checks and keep-dtype",
+        )
 
 
-def checked_after_calls(function, check: Callable[[], None]):
+def checked_after_calls(function, check: Callable[[], None], owner: str):
     """`function`, a tf.function, made to run `check()` after each call from eager code. It stays a tf.function
     (Keras reads a decorated `call` method's signature through it; its methods are bound as TensorFlow binds
     them), so its class is swapped for a subclass, which the copies TensorFlow makes for bound methods keep.
@@ -120,7 +126,14 @@ def checked_after_calls(function, check: Callable[[], None]):
             return result
 
     Checked.__name__ = Checked.__qualname__ = type(function).__name__
-    function.__class__ = Checked
+    changes.replace_attribute(
+        function,
+        "__class__",
+        Checked,
+        owner=owner,
+        reason="checked after each call from eager code (a failing probe raises), still a tf.function",
+        label=f"<tf.function {getattr(function, '__name__', '?')}>",
+    )
     return function
 
 

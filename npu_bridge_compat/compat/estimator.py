@@ -9,6 +9,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
+from npu_bridge_compat import changes
 from npu_bridge_compat.compat.versions import ESTIMATOR_TENSORFLOW, _stand_in, tensorflow_version, version_tuple
 
 
@@ -76,18 +77,25 @@ _built_hooks: list[Callable[[Any], None]] = []
 
 def call_when_estimators_are_built(hook: Callable[[Any], None]) -> None:
     """From now on `hook(estimator)` runs at the end of every tf.estimator.Estimator's construction (subclasses
-    included). Estimator has no hook of its own for a config it is given. Checked on TensorFlow 2.15."""
-    if hook in _built_hooks:
+    included). Estimator has no hook of its own for a config it is given, so its `__init__` is wrapped (through
+    the changes registry). Checked on TensorFlow 2.15."""
+    if hook not in _built_hooks:
+        _built_hooks.append(hook)
+    estimator = estimator_class("Estimator")
+    if changes.is_replaced(estimator, "__init__"):
         return
-    if not _built_hooks:
-        estimator = estimator_class("Estimator")
-        original = estimator.__init__
+    original = estimator.__init__
 
-        @functools.wraps(original)
-        def init(self, *args, **kwargs):
-            original(self, *args, **kwargs)
-            for each in _built_hooks:
-                each(self)
+    @functools.wraps(original)
+    def init(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        for each in _built_hooks:
+            each(self)
 
-        estimator.__init__ = init
-    _built_hooks.append(hook)
+    changes.replace_attribute(
+        estimator,
+        "__init__",
+        init,
+        owner="Estimator door",
+        reason="a plain tf.estimator.Estimator given an NPURunConfig enters its plan when built",
+    )

@@ -15,6 +15,7 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from npu_bridge_compat import changes
 from npu_bridge_compat.compat.versions import ESTIMATOR_TENSORFLOW, _stand_in, tensorflow_version, version_tuple
 from npu_bridge_compat.errors import NpuCompatWarning, TensorFlowVersionError, warn
 
@@ -70,7 +71,12 @@ def select_keras_2() -> None:
         return
     if "tensorflow" in sys.modules:
         return  # too late to choose: tf.keras is whatever the process has loaded
-    os.environ[LEGACY_KERAS_ENV] = "1"
+    changes.set_environment(
+        LEGACY_KERAS_ENV,
+        "1",
+        owner="Keras 2 for ported scripts",
+        reason="tf.keras is Keras 2 (tf_keras), which ported scripts are written for; read when TensorFlow is imported",
+    )
 
 
 def _installed_tensorflow() -> str | None:
@@ -141,6 +147,7 @@ def steps_per_execution_in_fit(model, steps: int) -> Iterator[None]:
         finally:
             model._steps_per_execution.assign(chosen)
         return
+    made = []
     if chosen != steps:
         iterator = _running_fit_epoch_iterator(model)
         if iterator is None:
@@ -148,12 +155,23 @@ def steps_per_execution_in_fit(model, steps: int) -> Iterator[None]:
                 f"cannot run {steps} steps per train-function call in this Keras {sys.modules['keras'].__version__} "
                 f"fit: compile the model with steps_per_execution={steps} instead."
             )
-        iterator.steps_per_execution = steps
-    model.steps_per_execution = steps
+        made.append(_steps_per_call(iterator, steps, "<the running fit's epoch iterator>"))
+    made.append(_steps_per_call(model, steps, f"<Keras model {model.name}>"))
     try:
         yield
     finally:
-        model.steps_per_execution = chosen
+        changes.undo(changes=made)
+
+
+def _steps_per_call(target, steps: int, label: str):
+    return changes.replace_attribute(
+        target,
+        "steps_per_execution",
+        steps,
+        owner="Keras call under a plan",
+        reason="iterations_per_loop: N steps per train-function call, for this fit",
+        label=label,
+    )
 
 
 def _running_fit_epoch_iterator(model):
@@ -176,24 +194,34 @@ def repair_tf1_layers_normalization() -> None:
     Checked on TensorFlow 2.15 and 2.21."""
     from tensorflow.python.layers import normalization as tf_layers_normalization
 
-    tf_layers_normalization.normalization = tf1_keras_api("layers")
+    changes.replace_attribute(
+        tf_layers_normalization,
+        "normalization",
+        tf1_keras_api("layers"),
+        owner="TF 1.15 world",
+        reason="TensorFlow loads it from a tf_keras path no release has; tf_slim's and contrib's batch_norm use it",
+    )
 
 
 _added_callbacks: dict[type, Callable[[Any], Any]] = {}  # model class -> the callback its calls get
 
 
-def add_callback_to_model_calls(model_class: type, callback_for: Callable[[Any], Any]) -> None:
+def add_callback_to_model_calls(model_class: type, callback_for: Callable[[Any], Any], owner: str) -> None:
     """From now on every `fit`, `evaluate` and `predict` of `model_class` runs with `callback_for(model)` added to
     the call's callbacks (when it returns one), unless the call already carries a callback of that type. Keras has
-    no process-wide callback list, so the methods are wrapped (once per class); the adapter's `as_default()`
-    patches Keras too.
+    no process-wide callback list, so the methods are wrapped (once per class, through the changes registry);
+    the adapter's `as_default()` patches Keras too.
     Checked on Keras 2.15 and Keras 3 (TensorFlow 2.21)."""
-    if model_class in _added_callbacks:
-        _added_callbacks[model_class] = callback_for
-        return
     _added_callbacks[model_class] = callback_for
     for method in ("fit", "evaluate", "predict"):
-        setattr(model_class, method, _with_added_callback(model_class, getattr(model_class, method)))
+        if not changes.is_replaced(model_class, method):
+            changes.replace_attribute(
+                model_class,
+                method,
+                _with_added_callback(model_class, getattr(model_class, method)),
+                owner=owner,
+                reason="every Keras call runs with the door's callback (Keras has no process-wide callback list)",
+            )
 
 
 def _with_added_callback(model_class: type, original: Callable) -> Callable:

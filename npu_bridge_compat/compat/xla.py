@@ -5,15 +5,20 @@ to the ops XLA fuses: `--tf_xla_ops_to_cluster=FUSIBLE` (element-wise, reduction
 their oneDNN / cuBLAS / cuDNN kernels) and, on a CPU, `--tf_xla_cpu_global_jit`. TensorFlow parses TF_XLA_FLAGS
 once, when it first needs one of them (the eager context starting its devices, a session's first graph), and
 never again: `pywrap_tfe.TF_SetTfXlaCpuGlobalJit` and `TF_ResetJitCompilerFlags` do not reach the flags the graph
-passes read. So importing npu_bridge_compat adds the two flags to TF_XLA_FLAGS (`reserve_fusion_flags`). Both
-are inert until auto-clustering is turned on, which this package does only where enable_graph_kernel asks for it;
-a flag the user already set in TF_XLA_FLAGS is left as the user set it. Checked on TensorFlow 2.15 and 2.21.
+passes read. So the two flags are added to TF_XLA_FLAGS (`reserve_fusion_flags`, through the changes registry) as
+early as a user of the package can be known: when `run` / `launch` start a script, when the adapters' import paths
+are installed, when a door plans graph-kernel fusion (too late if TensorFlow already started: the report says
+so). Both are inert until auto-clustering is turned on, which this package does only where enable_graph_kernel
+asks for it; a flag the user already set in TF_XLA_FLAGS is left as the user set it. Checked on TensorFlow 2.15
+and 2.21.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+
+from npu_bridge_compat import changes
 
 TF_XLA_FLAGS = "TF_XLA_FLAGS"
 FUSION_FLAGS = ("--tf_xla_cpu_global_jit", "--tf_xla_ops_to_cluster=FUSIBLE")
@@ -26,21 +31,26 @@ def _flag_name(flag: str) -> str:
 
 
 def reserve_fusion_flags() -> None:
-    """Add the fusion flags to TF_XLA_FLAGS (once per process; flags the user set there win)."""
-    if "reserved" in _state:
-        return
-    _state["reserved"] = "yes"
-    if _tensorflow_read_flags():
-        _state["missed"] = (
-            "TensorFlow started before npu_bridge_compat was imported and has read its XLA flags; import "
-            "npu_bridge_compat (or npu_bridge) before running TensorFlow, use `python -m npu_bridge_compat run`, "
-            f"or set {TF_XLA_FLAGS}='{' '.join(FUSION_FLAGS)}'"
-        )
+    """Add the fusion flags to TF_XLA_FLAGS unless they are there (flags the user set there win)."""
     current = os.environ.get(TF_XLA_FLAGS, "").split()
     names = {_flag_name(flag) for flag in current}
     added = [flag for flag in FUSION_FLAGS if _flag_name(flag) not in names]
-    if added:
-        os.environ[TF_XLA_FLAGS] = " ".join(current + added)
+    if not added:
+        return
+    if _tensorflow_read_flags():
+        _state["missed"] = (
+            "TensorFlow started before graph-kernel fusion was asked for and has read its XLA flags; use "
+            "`python -m npu_bridge_compat run` (or `install_aliases()` before running TensorFlow), or set "
+            f"{TF_XLA_FLAGS}='{' '.join(FUSION_FLAGS)}'"
+        )
+        return
+    changes.set_environment(
+        TF_XLA_FLAGS,
+        " ".join(current + added),
+        owner="graph-kernel fusion",
+        reason="XLA auto-clustering of the fusible ops only (MatMul and Conv keep their library kernels), read by "
+        "TensorFlow once; inert until a plan turns fusion on",
+    )
 
 
 def fusion_flags_problem() -> str | None:

@@ -36,6 +36,7 @@ import time
 from collections.abc import Sequence
 from typing import IO
 
+from npu_bridge_compat import changes
 from npu_bridge_compat.distributed.cluster import DEFAULT_BASE_PORT, LOOPBACK, PORT_VARIABLE
 from npu_bridge_compat.distributed.ranks import RankConfigError
 from npu_bridge_compat.distributed.runtime import EXIT_RANK_LOST
@@ -109,7 +110,9 @@ def in_private_network(command: Sequence[str]) -> str | None:
     probe = subprocess.run([unshare, *_UNSHARE, "true"], capture_output=True, text=True)
     if probe.returncode != 0:
         return f"this system refuses a user network namespace ({probe.stderr.strip() or probe.returncode})"
-    os.environ[PRIVATE_NETWORK_VARIABLE] = "1"
+    changes.set_environment(
+        PRIVATE_NETWORK_VARIABLE, "1", owner="launch", reason="the launch started again in its own network namespace"
+    )
     os.execv(unshare, [unshare, *_UNSHARE, "--", *command])
     raise AssertionError("exec does not return")
 

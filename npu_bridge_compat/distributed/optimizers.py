@@ -16,6 +16,7 @@ import itertools
 
 import tensorflow as tf
 
+from npu_bridge_compat import changes
 from npu_bridge_compat.distributed import collectives, ranks
 from npu_bridge_compat.distributed.collectives import CollectiveError
 from npu_bridge_compat.distributed.ranks import WORLD_GROUP
@@ -158,9 +159,10 @@ def npu_distributed_optimizer_wrapper(optimizer):
     receives them) averages them over the ranks; returns it."""
     if isinstance(optimizer, str):
         optimizer = tf.keras.optimizers.get(optimizer)
+    replaced = {}
     for method in ("compute_gradients", "_compute_gradients"):
         if hasattr(optimizer, method):
-            setattr(optimizer, method, _averaging_pairs(getattr(optimizer, method)))
+            replaced[method] = _averaging_pairs(getattr(optimizer, method))
     if hasattr(optimizer, "get_gradients"):
         original = optimizer.get_gradients
 
@@ -168,7 +170,7 @@ def npu_distributed_optimizer_wrapper(optimizer):
             gradients = original(loss, params)
             return [pair[0] for pair in _averaged(zip(gradients, params))]
 
-        optimizer.get_gradients = get_gradients
+        replaced["get_gradients"] = get_gradients
     if hasattr(optimizer, "apply") and not hasattr(optimizer, "compute_gradients"):
         # Keras 3: train steps hand the tape's gradients to `apply`.
         original_apply = optimizer.apply
@@ -177,7 +179,17 @@ def npu_distributed_optimizer_wrapper(optimizer):
             averaged = _averaged(zip(grads, itertools.repeat(None)))
             return original_apply([grad for grad, _ in averaged], trainable_variables)
 
-        optimizer.apply = apply
+        replaced["apply"] = apply
+    for method, averaging in replaced.items():
+        if not changes.is_replaced(optimizer, method):  # wrapping twice would average twice
+            changes.replace_attribute(
+                optimizer,
+                method,
+                averaging,
+                owner="distributed optimizer",
+                reason="gradients averaged over the ranks before they are applied",
+                label=f"<{type(optimizer).__name__} optimizer>",
+            )
     return optimizer
 
 

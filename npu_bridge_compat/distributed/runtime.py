@@ -37,6 +37,7 @@ import time
 import tensorflow as tf
 from tensorflow.core.protobuf import config_pb2, tensorflow_server_pb2
 
+from npu_bridge_compat import changes
 from npu_bridge_compat.compat.eager import (
     cluster_task_states,
     context_config,
@@ -280,7 +281,13 @@ def _report_uncaught_errors(cluster: Cluster) -> None:
         except (tf.errors.OpError, ValueError):
             pass  # the service is already gone; the others learn from the heartbeats
 
-    sys.excepthook = report
+    changes.replace_attribute(
+        sys,
+        "excepthook",
+        report,
+        owner="ranks",
+        reason="a rank that dies of an exception names itself and its peer, and tells the other ranks at once",
+    )
 
 
 def _deadline_note(kind: type, value: BaseException) -> str:

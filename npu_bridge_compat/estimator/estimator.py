@@ -19,7 +19,7 @@ from typing import Any
 import tensorflow as tf
 
 from npu_bridge_compat.compat import estimator_class
-from npu_bridge_compat.compat.batchnorm import batchnorm_workaround, install_horizon_gate
+from npu_bridge_compat.compat.batchnorm import batchnorm_workaround
 from npu_bridge_compat.compat.estimator_training import EstimatorWithTrainingHooks
 from npu_bridge_compat.distributed.rank_doors import rank_estimator, rank_training_done
 from npu_bridge_compat.errors import NpuCompatWarning, NpuOptionValueError, warn
@@ -33,8 +33,6 @@ ESTIMATOR_DOOR = Door("NPUEstimator", (*RUN_UNITS, *SESSION_SETTINGS))
 GRAPH_NAME = "train"  # the dumps' graph directory, as Ascend names the training graph
 
 ModeKeys = estimator_class("ModeKeys")
-
-install_horizon_gate()  # a script's own forward_compatibility_horizon(2019, 5, 1) works with this door too
 
 
 class NPUEstimatorSpec(estimator_class("EstimatorSpec")):
@@ -155,7 +153,7 @@ class NPUEstimator(EstimatorWithTrainingHooks):
 
     def train(self, input_fn, hooks=None, steps=None, max_steps=None, saving_listeners=None):
         if self._steps_per_run > 1 and (steps is not None) != (max_steps is not None):
-            start = _checkpointed_global_step(self._model_dir)
+            start = _checkpointed_global_step(self.model_dir)
             self._last_step = max_steps if max_steps is not None else start + steps
             total = self._last_step - start
             if total > 0 and total % self._steps_per_run:

@@ -14,6 +14,8 @@ import importlib.abc
 import importlib.util
 import sys
 
+from npu_bridge_compat import changes
+from npu_bridge_compat.compat.xla import reserve_fusion_flags
 from npu_bridge_compat.errors import NpuConfigError
 from npu_bridge_compat.legacy.tf1 import NameStatus, install_tf1_world, tf1_name_status  # noqa: F401
 from npu_bridge_compat.legacy.tf1.imports import install_tf1_imports  # noqa: F401
@@ -52,8 +54,9 @@ class _CopyLoader(importlib.abc.Loader):
 
     def exec_module(self, module) -> None:
         source = importlib.import_module(self._source)
-        names = {k: v for k, v in vars(source).items() if k not in self._dropped and not k.startswith("__")}
-        module.__dict__.update(names)
+        for name in dir(source):
+            if name not in self._dropped and not name.startswith("__"):
+                setattr(module, name, getattr(source, name))
         module.__doc__ = source.__doc__
 
 
@@ -89,4 +92,7 @@ def install_aliases(tf1: bool = False) -> None:
                 "will not shadow it. Run the script without the aliases, or in an environment "
                 "without the Ascend adapter."
             )
-    sys.meta_path.insert(0, _finder)
+    changes.add_import_finder(
+        _finder, owner="npu_bridge aliases", reason="npu_bridge.*, hccl.* and npu_device.* resolve to npu_bridge_compat"
+    )
+    reserve_fusion_flags()  # the adapter's scripts may ask for graph-kernel fusion before TensorFlow starts

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import os
-
 import tensorflow as tf
+
+from npu_bridge_compat import changes
 
 v1 = tf.compat.v1
 
@@ -53,9 +53,9 @@ class TellMeStepOrLossHook(v1.train.SessionRunHook):
     def __init__(self, step=None, total_step=None, loss=None, final_loss=None) -> None:
         self._fetches = {name: value for name, value in (("step", step), ("loss", loss)) if value is not None}
         if total_step is not None:
-            os.environ["TOTAL_STEP"] = str(total_step)
+            _export("TOTAL_STEP", total_step)
         if final_loss is not None:
-            os.environ["TARGET_LOSS"] = str(final_loss)
+            _export("TARGET_LOSS", final_loss)
 
     def before_run(self, run_context):
         return v1.train.SessionRunArgs(self._fetches)
@@ -63,4 +63,10 @@ class TellMeStepOrLossHook(v1.train.SessionRunHook):
     def after_run(self, run_context, run_values) -> None:
         for name, variable in (("step", "STEP_NOW"), ("loss", "LOSS_NOW")):
             if name in run_values.results:
-                os.environ[variable] = str(run_values.results[name])
+                _export(variable, run_values.results[name])
+
+
+def _export(variable: str, value) -> None:
+    changes.set_environment(
+        variable, str(value), owner="TellMeStepOrLossHook", reason="the adapter's hook exports training progress"
+    )

@@ -12,12 +12,14 @@ import functools
 
 import tensorflow.compat.v1 as tf_v1  # the module scripts see as tf.compat.v1, and as tf under `run --tf1`
 
+from npu_bridge_compat import changes
+from npu_bridge_compat.compat.batchnorm import install_horizon_gate
 from npu_bridge_compat.compat.sessions import tf1_session_classes
 from npu_bridge_compat.distributed.rank_doors import rank_session
 from npu_bridge_compat.options import npu_optimizer_entries
 from npu_bridge_compat.session import NPUSession, host_session_config
 
-_patched = False
+OWNER = "npu_bridge.npu_init"
 
 
 def decorator_tf_session(init):
@@ -34,11 +36,23 @@ def decorator_tf_session(init):
 
 
 def patch_sessions() -> None:
-    """Install the session translation (idempotent)."""
-    global _patched
-    if _patched:
+    """Install the session translation (idempotent, through the changes registry)."""
+    if changes.is_replaced(tf_v1, "Session"):
         return
-    _patched = True
     for session_class in tf1_session_classes():
-        session_class.__init__ = decorator_tf_session(session_class.__init__)
-    tf_v1.Session = NPUSession
+        changes.replace_attribute(
+            session_class,
+            "__init__",
+            decorator_tf_session(session_class.__init__),
+            owner=OWNER,
+            reason="sessions given a config with NpuOptimizer options get the host config (and the rank's server)",
+        )
+    changes.replace_attribute(
+        tf_v1,
+        "Session",
+        NPUSession,
+        owner=OWNER,
+        reason="tf.compat.v1.Session is NPUSession, as importing the adapter's npu_init makes it",
+        label="tensorflow.compat.v1",
+    )
+    install_horizon_gate()  # a script's forward_compatibility_horizon(2019, 5, 1) gives the pre-V3 batch norm

@@ -12,20 +12,23 @@ import os
 import threading
 from collections.abc import Iterator
 
+from npu_bridge_compat import changes
 from npu_bridge_compat.errors import NpuOptionValueError
 from npu_bridge_compat.plan.features import AMP_ENV_PREFIX, ProcessSetting
 
 # Variables holding space-separated flags: ours are added to what the user already set.
 FLAG_VARIABLES = ("TF_XLA_FLAGS", "XLA_FLAGS")
 
+OWNER = "plan (environment)"
 _lock = threading.Lock()
-# variable -> (value we set, source of the configuration, the value before us or None)
-_applied: dict[str, tuple[str, str, str | None]] = {}
+# variable -> (value we set, source of the configuration, its change in the registry)
+_applied: dict[str, tuple[str, str, changes.Change]] = {}
 
 
 def apply_environment(plan) -> None:
     """Set the plan's environment variables; refuse values that contradict an earlier configuration's."""
     with _lock:
+        _forget_undone()
         _check_op_lists(plan)
         for name, value in plan.environment.items():
             previous = _applied.get(name)
@@ -36,12 +39,20 @@ def apply_environment(plan) -> None:
                     "with different values cannot be used in one process (restore_environment() undoes the first)."
                 )
         for name, value in plan.environment.items():
-            if name not in _applied:
-                _applied[name] = (value, plan.options.source, os.environ.get(name))
-            if name in FLAG_VARIABLES and value not in os.environ.get(name, "").split():
-                os.environ[name] = f"{os.environ.get(name, '')} {value}".strip()
-            elif name not in FLAG_VARIABLES:
-                os.environ[name] = value
+            if name in FLAG_VARIABLES and value in os.environ.get(name, "").split():
+                continue
+            combined = f"{os.environ.get(name, '')} {value}".strip() if name in FLAG_VARIABLES else value
+            change = changes.set_environment(
+                name, combined, owner=OWNER, reason=f"read process-wide by TensorFlow; {plan.options.source} sets it"
+            )
+            _applied.setdefault(name, (value, plan.options.source, change))
+
+
+def _forget_undone() -> None:
+    """Variables whose change was undone through the registry (`changes.undo`) no longer bind the process."""
+    for name, entry in list(_applied.items()):
+        if not changes.is_in_force(entry[2]):
+            del _applied[name]
 
 
 def _check_op_lists(plan) -> None:
@@ -62,13 +73,9 @@ def _check_op_lists(plan) -> None:
 def restore_environment(names=None) -> None:
     """Give the variables set by `apply_environment` (all, or `names`) their earlier values back."""
     with _lock:
-        for name in list(_applied if names is None else names):
-            if name in _applied:
-                original = _applied.pop(name)[2]
-                if original is None:
-                    os.environ.pop(name, None)
-                else:
-                    os.environ[name] = original
+        _forget_undone()
+        chosen = [name for name in (list(_applied) if names is None else names) if name in _applied]
+        changes.undo(changes=[_applied.pop(name)[2] for name in chosen])
 
 
 @contextlib.contextmanager

@@ -107,7 +107,9 @@ def _plan_graph_kernel(options, host: HostFacts, result: Contribution) -> None:
         else:
             result.notes.append(f"{by}: {why}")
         return
-    from npu_bridge_compat.compat.xla import fusion_flags_problem
+    from npu_bridge_compat.compat.xla import fusion_flags_problem, reserve_fusion_flags
+
+    reserve_fusion_flags()  # a door is about to fuse: the flags must be in place before TensorFlow reads them
 
     how = (
         f"XLA auto-clustering of fusible ops (element-wise, reductions, shapes) on the {host.device}: each chain "

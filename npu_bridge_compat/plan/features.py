@@ -5,15 +5,18 @@ A feature says what it is for and, where it is a setting, applies itself in one 
   options, which also reach the functions Keras traces.
 - `ProcessSetting`: a process-wide TensorFlow switch or environment variable (`apply` / `environment`).
 - `RunUnitFeature`: carried out around training runs by a run-time unit (`npu_bridge_compat.runtime`).
-Which doors carry out which kinds is declared by the doors (`runtime/doors.py`); nothing here changes the process.
+Which doors carry out which kinds is declared by the doors (`runtime/doors.py`); a process setting changes the
+process only when a door applies it, through the changes registry.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 
+from npu_bridge_compat import changes
 from npu_bridge_compat.options.grammars import InOutPair
 
 AMP_ENV_PREFIX = "TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_"  # grappler reads its mixed-precision lists here
@@ -246,7 +249,14 @@ class OpDeterminism(ProcessSetting):
     def apply(self) -> None:
         import tensorflow as tf
 
-        tf.config.experimental.enable_op_determinism()
+        from npu_bridge_compat.compat.config import disable_op_determinism
+
+        changes.enter(
+            _switched(tf.config.experimental.enable_op_determinism, disable_op_determinism),
+            "TensorFlow op determinism",
+            owner="plan (deterministic)",
+            reason="deterministic=1: every op deterministic, process-wide",
+        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -258,7 +268,22 @@ class TensorFloat32(ProcessSetting):
     def apply(self) -> None:
         import tensorflow as tf
 
-        tf.config.experimental.enable_tensor_float_32_execution(self.enabled)
+        set_tf32 = tf.config.experimental.enable_tensor_float_32_execution
+        before = tf.config.experimental.tensor_float_32_execution_enabled()
+        changes.enter(
+            _switched(lambda: set_tf32(self.enabled), lambda: set_tf32(before)),
+            "TensorFlow TF32 execution",
+            owner="plan (precision)",
+            reason=f"TF32 matmuls and convolutions {'allowed' if self.enabled else 'forbidden'}, process-wide",
+        )
+
+
+@contextlib.contextmanager
+def _switched(on: Callable[[], None], off: Callable[[], None]) -> Iterator[None]:
+    """A process switch kept on until undone (changes.enter)."""
+    on()
+    yield
+    off()
 
 
 @dataclasses.dataclass(frozen=True)

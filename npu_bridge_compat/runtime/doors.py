@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from npu_bridge_compat.compat.batchnorm import install_horizon_gate
 from npu_bridge_compat.errors import NpuCompatWarning, warn
 from npu_bridge_compat.plan import log_once
 from npu_bridge_compat.plan.apply import apply_environment, apply_process_settings
@@ -61,11 +62,19 @@ def unapplied(plan, door: Door) -> list:
     return [feature for feature in plan.features if not door.carries_out(feature)]
 
 
+def narrowed(plan, kinds: tuple[type, ...]):
+    """The plan with only the features of `kinds` (what one part of a door carries out, such as the Keras calls
+    of the TF2 door, whose process-wide part the door applied already)."""
+    return dataclasses.replace(plan, features=tuple(f for f in plan.features if isinstance(f, kinds)))
+
+
 def enter_plan(plan, door: Door | None = None, process: bool = True) -> None:
     """Log the plan's report once, apply its process-wide part (its environment and switches; `process=False`:
     the door applies them itself for the time it trains) and, for a door, warn once about what it does not carry
-    out (once per door and set of features: the same configuration again is not warned about twice)."""
+    out (once per door and set of features: the same configuration again is not warned about twice). From then
+    on a script's own forward_compatibility_horizon(2019, 5, 1) gives the pre-V3 batch norm (compat.batchnorm)."""
     log_once(plan.report)
+    install_horizon_gate()
     if process:
         apply_environment(plan)
         apply_process_settings(plan)

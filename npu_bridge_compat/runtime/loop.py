@@ -26,6 +26,7 @@ import tensorflow as tf
 from tensorflow.core.framework import graph_pb2
 from tensorflow.core.protobuf import config_pb2
 
+from npu_bridge_compat import changes
 from npu_bridge_compat.compat.graph import (
     add_control_input,
     building_in_finalized,
@@ -325,15 +326,23 @@ class LoopServer:
         probes.raise_if_failed(failure)
         return results
 
-    def install(self, session, caller_thread: bool) -> None:
+    def install(self, session, caller_thread: bool) -> changes.Change:
         """Serve every run of `session`, a plain session that a framework created (MonitoredTrainingSession
-        offers no choice of session class; its hooks receive the session it made)."""
+        offers no choice of session class; its hooks receive the session it made), until the returned change is
+        undone."""
         plain_run = session.run
 
         def run(fetches, feed_dict=None, options=None, run_metadata=None):
             return self.run(plain_run, fetches, feed_dict, options, run_metadata, caller_thread)
 
-        session.run = run
+        return changes.replace_attribute(
+            session,
+            "run",
+            run,
+            owner="N-step loop",
+            reason="fetches made with a looped train op are answered from the loop (last iteration's values)",
+            label=f"<{type(session).__name__}>",
+        )
 
     def _probes_of(self, looped: LoopedTrainOp) -> StepProbes | None:
         name = looped.train_op.name

@@ -17,6 +17,7 @@ from typing import Any
 
 import tensorflow as tf
 
+from npu_bridge_compat import changes
 from npu_bridge_compat.compat.graph import building_in_finalized, is_function_graph, is_stateful, is_while_body_graph
 from npu_bridge_compat.compat.sessions import session_config_of
 from npu_bridge_compat.plan.features import GraphKernelFusion, HostRegions, NumericChecks, ProfilerTrace, TensorDump
@@ -265,11 +266,17 @@ class LoopServingUnit(tf.compat.v1.train.SessionRunHook):
 
     def __init__(self, plan, graph_name: str) -> None:
         self._plan, self._graph_name = plan, graph_name
+        self._served = None  # the change to the session's `run`, undone when the session ends
 
     def after_create_session(self, session, coord) -> None:
         server = LoopServer(session.graph, lambda looped: StepProbes.for_plan(self._plan, self._graph_name))
         config = session_config_of(session)
-        server.install(session, caller_thread=bool(config and config.session_inter_op_thread_pool))
+        self._served = server.install(session, caller_thread=bool(config and config.session_inter_op_thread_pool))
+
+    def end(self, session) -> None:
+        if self._served is not None:
+            changes.undo(changes=[self._served])
+            self._served = None
 
 
 def units_for(plan, graph_name: str | None = None) -> list:

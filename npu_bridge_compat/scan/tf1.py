@@ -12,10 +12,9 @@ them at run time, so the report cannot drift from what `run --tf1` does.
 from __future__ import annotations
 
 from npu_bridge_compat import legacy
+from npu_bridge_compat.legacy.tf1.table import TF1_NAMESPACES
 from npu_bridge_compat.scan.names import tensorflow_has
 from npu_bridge_compat.scan.report import Severity
-
-TF1_NAMESPACES = ("tensorflow.contrib", "tensorflow.python.keras", "tensorflow.examples")
 
 # status -> (the finding's outcome, its severity)
 _OUTCOMES = {

@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import dataclasses
 import os
 import threading
 
 import tensorflow as tf
 
+from npu_bridge_compat import changes
 from npu_bridge_compat.compat.eager import (
     eager_context_started,
     function_calls_configured,
@@ -48,7 +48,8 @@ from npu_bridge_compat.plan.features import (
     TensorDump,
     VisibleDevice,
 )
-from npu_bridge_compat.runtime.doors import Door, enter_plan
+from npu_bridge_compat.runtime.doors import Door, enter_plan, narrowed
+from npu_bridge_compat.runtime.keras_calls import KERAS_CALL_FEATURES, PlanCallback
 from npu_bridge_compat.runtime.profiling import profiler_trace
 from npu_bridge_compat.tf2 import options as tf2_options
 from npu_bridge_compat.tf2.functions import with_units
@@ -69,6 +70,7 @@ TF2_DOOR = Door(
     "A TF2 program has no session to carry session settings.",
 )
 LOOP_SIZE_VARIABLE = "NPU_LOOP_SIZE"
+OWNER = "TF2 door (npu_device)"
 
 _lock = threading.Lock()
 _tree: tf2_options.OptionGroup | None = None
@@ -194,7 +196,6 @@ class NpuDeviceHandle:
 
     def __init__(self, device_id: int, workers_num: int, worker_id: int, plan: HostPlan) -> None:
         self.device_id, self.workers_num, self.worker_id, self.npu_plan = device_id, workers_num, worker_id, plan
-        self._applied = contextlib.ExitStack()
 
     def name(self) -> str:
         return f"/job:localhost/replica:0/task:0/device:NPU:{self.device_id}"
@@ -207,35 +208,39 @@ class NpuDeviceHandle:
         return contextlib.nullcontext()
 
     def as_default(self) -> NpuDeviceHandle:
-        """Apply the plan to everything the script runs from now on (see the module's docstring)."""
+        """Apply the plan to everything the script runs from now on (see the module's docstring), through the
+        changes registry (again: a no-op); the profiler trace is written when the process exits."""
         global _default
-        with _lock:
-            if _default is self:
-                return self
-            _default = self
-        self._applied.enter_context(function_calls_configured(self.npu_plan.configure_function_calls))
+        _default = self
+        changes.enter(
+            function_calls_configured(self.npu_plan.configure_function_calls),
+            "the main thread's function-call config",
+            owner=OWNER,
+            reason="grappler settings and graph-kernel fusion for every function the program and Keras call",
+        )
         trace = self.npu_plan.feature(ProfilerTrace)
         if trace is not None:
-            self._applied.enter_context(profiler_trace(trace.output))
-        atexit.register(self._applied.close)
-        replace_function_decorator(with_units(self.npu_plan))
-        add_callback_to_model_calls(tf.keras.Model, self._keras_callback)
+            changes.enter(
+                profiler_trace(trace.output),
+                "TensorFlow profiler",
+                owner=OWNER,
+                reason=f"profiling_mode: a trace of the process under {trace.output}",
+            )
+            atexit.register(changes.undo, owner=OWNER)
+        replace_function_decorator(with_units(self.npu_plan), owner=OWNER)
+        add_callback_to_model_calls(tf.keras.Model, self._keras_callback, owner=OWNER)
         return self
 
     def _keras_callback(self, model):
-        """The Keras door's callback for one fit/evaluate/predict call, carrying what must be built into Keras'
+        """The run-time core's callback for one fit/evaluate/predict call, carrying what must be built into Keras'
         traced steps (dumps, numeric checks, keep-dtype under mixed precision, the fusion report); None when the
-        plan has none of it, since the process already holds the rest of the plan."""
-        from npu_bridge_compat.keras import KERAS_DOOR, NPUCallback
-
+        plan has none of it, since the process already holds the rest of the plan (its profiler trace too)."""
         _check_loop_size(model)
         built_in = (TensorDump, NumericChecks, MixedPrecision, GraphKernelFusion)  # fusion: its report of clusters
         if not any(isinstance(f, built_in) for f in self.npu_plan.features):
             return None
-        kept = tuple(
-            f for f in self.npu_plan.features if KERAS_DOOR.carries_out(f) and not isinstance(f, ProfilerTrace)
-        )
-        return NPUCallback(dataclasses.replace(self.npu_plan, features=kept))
+        per_call = tuple(kind for kind in KERAS_CALL_FEATURES if kind is not ProfilerTrace)
+        return PlanCallback(narrowed(self.npu_plan, per_call))
 
 
 def _check_loop_size(model) -> None:
@@ -256,5 +261,10 @@ def enable_v1() -> None:
     """TF1 behaviour from now on (`tf.compat.v1.disable_v2_behavior()`), with the TF1 adapter's API under
     `npu_device.compat.v1`. The device id opened so far stays the TF1 adapter's (ASCEND_DEVICE_ID)."""
     if _handle is not None:
-        os.environ["ASCEND_DEVICE_ID"] = str(_handle.device_id)
+        changes.set_environment(
+            "ASCEND_DEVICE_ID",
+            str(_handle.device_id),
+            owner=OWNER,
+            reason="the TF1 adapter's API under npu_device.compat.v1 reads the device opened so far",
+        )
     tf.compat.v1.disable_v2_behavior()

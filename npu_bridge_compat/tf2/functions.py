@@ -19,6 +19,7 @@ from npu_bridge_compat.runtime.dump import new_run_directory
 from npu_bridge_compat.runtime.probes import StepProbes
 from npu_bridge_compat.runtime.units import traced_with_units
 
+OWNER = "TF2 door (npu_device)"
 _LIBRARIES = ("keras", "tf_keras", "tensorflow", "npu_bridge_compat")
 _checked: list[StepProbes] = []  # the numeric checks of every function made so far
 
@@ -68,7 +69,7 @@ def with_units(plan: HostPlan) -> Callable[[Callable], Callable]:
             if probes is None or probes.failure is None:
                 return made
             _checked.append(probes)
-            return checked_after_calls(made, lambda: _raise_first_failure(probes))
+            return checked_after_calls(made, lambda: _raise_first_failure(probes), owner=OWNER)
 
         return function
 

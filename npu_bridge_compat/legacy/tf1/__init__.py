@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib.util
 import sys
 
+from npu_bridge_compat import changes
 from npu_bridge_compat.compat.keras import repair_tf1_layers_normalization
 from npu_bridge_compat.errors import NpuConfigError
 from npu_bridge_compat.legacy.tf1.world import (  # noqa: F401 - the public names of the TF 1.15 world
@@ -26,12 +27,13 @@ from npu_bridge_compat.legacy.tf1.world import (  # noqa: F401 - the public name
     virtual_module,
 )
 
+OWNER = "TF 1.15 world (run --tf1)"
 _finder = Tf1Finder()
 
 
 def install_tf1_world() -> None:
     """Make `tensorflow.contrib...` and `tensorflow.examples...` importable, and `tf.compat.v1.contrib` the
-    contrib module (idempotent)."""
+    contrib module (idempotent, through the changes registry)."""
     if _finder in sys.meta_path:
         return
     real = importlib.util.find_spec("tensorflow.contrib")
@@ -39,8 +41,17 @@ def install_tf1_world() -> None:
         raise NpuConfigError(
             f"this TensorFlow has its own tensorflow.contrib ({real.origin}); npu_bridge_compat will not shadow it."
         )
-    sys.meta_path.insert(0, _finder)
+    changes.add_import_finder(
+        _finder, owner=OWNER, reason="tensorflow.contrib and tensorflow.examples, from the TF 1.15 name table"
+    )
     import tensorflow as tf
 
-    tf.compat.v1.contrib = virtual_module("contrib")
+    changes.replace_attribute(
+        tf.compat.v1,
+        "contrib",
+        virtual_module("contrib"),
+        owner=OWNER,
+        reason="tf.contrib in TF 1.15 programs",
+        label="tensorflow.compat.v1",
+    )
     repair_tf1_layers_normalization()

@@ -10,15 +10,19 @@ library code, except the adapter's module tree, which re-exports `tf` to scripts
 from __future__ import annotations
 
 import builtins
+import contextlib
 import functools
 import logging
 import os
 import site
 import sys
 import sysconfig
+from collections.abc import Iterator
 from typing import Any
 
-from npu_bridge_compat.legacy.tf1 import install_tf1_world
+from npu_bridge_compat import changes
+from npu_bridge_compat.compat.config import enable_v2_behavior_again
+from npu_bridge_compat.legacy.tf1 import OWNER, install_tf1_world
 from npu_bridge_compat.legacy.tf1.table import ROOTS
 from npu_bridge_compat.legacy.tf1.world import virtual_module
 
@@ -26,8 +30,6 @@ _PACKAGE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__fil
 _ADAPTER_TREES = tuple(os.path.join(_PACKAGE, "legacy", tree) + os.sep for tree in ("npu_bridge", "hccl"))
 # TF 1.15's private modules: real modules of TensorFlow 2.15 (or absent there) that its own code still imports
 _PER_IMPORTER_ROOTS = tuple(root for root in ROOTS if root.startswith("python."))
-
-_installed = False
 
 
 @functools.cache
@@ -62,20 +64,19 @@ class _Overlay:
 
 
 def install_tf1_imports() -> None:
-    """Give the user's program TF 1.15's `tensorflow` (idempotent); TF2 behaviour is disabled process-wide."""
-    global _installed
-    if _installed:
+    """Give the user's program TF 1.15's `tensorflow` (idempotent, through the changes registry); TF2 behaviour is
+    disabled process-wide."""
+    if changes.is_replaced(builtins, "__import__"):
         return
     import tensorflow as tf
 
     install_tf1_world()
-    tensorflow_logger = logging.getLogger("tensorflow")
-    level = tensorflow_logger.level
-    tensorflow_logger.setLevel(logging.ERROR)  # its "non-resource variables are not supported" is our own doing
-    try:
-        tf.compat.v1.disable_v2_behavior()
-    finally:
-        tensorflow_logger.setLevel(level)
+    changes.enter(
+        _tf1_behaviour(),
+        "TensorFlow 2 behaviour",
+        owner=OWNER,
+        reason="TF 1.15 programs build graphs and run sessions (tf.compat.v1.disable_v2_behavior)",
+    )
     v1 = tf.compat.v1
     original_import = builtins.__import__
 
@@ -125,5 +126,25 @@ def install_tf1_imports() -> None:
             return original_import(name, globals, locals, fromlist, 0)
         return module if fromlist else sys.modules[tf1_keras]
 
-    builtins.__import__ = tf1_import
-    _installed = True
+    changes.replace_attribute(
+        builtins,
+        "__import__",
+        tf1_import,
+        owner=OWNER,
+        reason="`import tensorflow` in the program's own modules (not in libraries) gives TF 1.15's API",
+    )
+
+
+@contextlib.contextmanager
+def _tf1_behaviour() -> Iterator[None]:
+    import tensorflow as tf
+
+    tensorflow_logger = logging.getLogger("tensorflow")
+    level = tensorflow_logger.level
+    tensorflow_logger.setLevel(logging.ERROR)  # its "non-resource variables are not supported" is our own doing
+    try:
+        tf.compat.v1.disable_v2_behavior()
+    finally:
+        tensorflow_logger.setLevel(level)
+    yield
+    enable_v2_behavior_again()

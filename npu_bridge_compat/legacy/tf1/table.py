@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 # The trees of `tensorflow.` that this table answers for. TF 1.15's private modules (`python.*`) are answered for
 # the user's program only: TensorFlow's own code keeps importing its real ones.
 ROOTS = ("contrib", "python.keras", "python.framework.ops", "python.data.experimental.ops.threadpool", "examples")
+# The namespaces whose names `scan` reads as TF 1.15 names (what `run --tf1` answers for).
+TF1_NAMESPACES = ("tensorflow.contrib", "tensorflow.python.keras", "tensorflow.examples")
 LOCAL = "npu_bridge_compat.legacy.tf1.contrib"  # counterparts written in this package
 MNIST = "npu_bridge_compat.legacy.tf1.mnist"
 ADAPTER = "npu_bridge_compat.legacy.npu_bridge"  # the adapter's module tree (its pre-npu_bridge paths below)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import tensorflow as tf
 
+from npu_bridge_compat.compat.optimizers import adam_tensors, uses_locking
+
 v1 = tf.compat.v1
 
 
@@ -18,20 +20,17 @@ class LazyAdamOptimizer(v1.train.AdamOptimizer):
         return self._lazy_update(var, grad, indices)
 
     def _lazy_update(self, var, values, indices):
-        dtype = var.dtype.base_dtype
-        beta1_power, beta2_power = (tf.cast(power, dtype) for power in self._get_beta_accumulators())
-        beta1, beta2 = tf.cast(self._beta1_t, dtype), tf.cast(self._beta2_t, dtype)
-        epsilon = tf.cast(self._epsilon_t, dtype)
-        step_size = tf.cast(self._lr_t, dtype) * tf.sqrt(1 - beta2_power) / (1 - beta1_power)
+        adam, locking = adam_tensors(self, var.dtype.base_dtype), uses_locking(self)
+        step_size = adam.learning_rate * tf.sqrt(1 - adam.beta2_power) / (1 - adam.beta1_power)
         m, v = self.get_slot(var, "m"), self.get_slot(var, "v")
         m_t = v1.scatter_update(
-            m, indices, beta1 * tf.gather(m, indices) + (1 - beta1) * values, use_locking=self._use_locking
+            m, indices, adam.beta1 * tf.gather(m, indices) + (1 - adam.beta1) * values, use_locking=locking
         )
         v_t = v1.scatter_update(
-            v, indices, beta2 * tf.gather(v, indices) + (1 - beta2) * tf.square(values), use_locking=self._use_locking
+            v, indices, adam.beta2 * tf.gather(v, indices) + (1 - adam.beta2) * tf.square(values), use_locking=locking
         )
-        step = step_size * tf.gather(m_t, indices) / (tf.sqrt(tf.gather(v_t, indices)) + epsilon)
-        return tf.group(v1.scatter_sub(var, indices, step, use_locking=self._use_locking), m_t, v_t)
+        step = step_size * tf.gather(m_t, indices) / (tf.sqrt(tf.gather(v_t, indices)) + adam.epsilon)
+        return tf.group(v1.scatter_sub(var, indices, step, use_locking=locking), m_t, v_t)
 
 
 class AdamWOptimizer(v1.train.AdamOptimizer):
@@ -81,8 +80,8 @@ class AdamWOptimizer(v1.train.AdamOptimizer):
             self._weight_decay() if callable(self._weight_decay) else self._weight_decay, var.dtype.base_dtype
         )
         if indices is None:
-            return var.assign_sub(decay * var, use_locking=self._use_locking)
-        return v1.scatter_sub(var, indices, decay * tf.gather(var, indices), use_locking=self._use_locking)
+            return var.assign_sub(decay * var, use_locking=uses_locking(self))
+        return v1.scatter_sub(var, indices, decay * tf.gather(var, indices), use_locking=uses_locking(self))
 
     def _apply_dense(self, grad, var):
         with tf.control_dependencies([self._decay(var)]):
