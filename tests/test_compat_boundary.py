@@ -155,3 +155,35 @@ def test_the_boundary_check_finds_private_reaches_made_any_way(tmp_path):
 @pytest.mark.parametrize("path", SOURCES, ids=lambda path: str(path.relative_to(PACKAGE)))
 def test_no_private_tensorflow_reach_outside_compat(path):
     assert _private_reaches(path) == []
+
+
+DOORS = {
+    "estimator": "npu_bridge_compat.estimator",
+    "session.py": "npu_bridge_compat.session",
+    "keras.py": "npu_bridge_compat.keras",
+    "tf2": "npu_bridge_compat.tf2",
+}
+
+
+def _imported_modules(path: Path) -> set[str]:
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            found |= {node.module} | {f"{node.module}.{alias.name}" for alias in node.names}
+        elif isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+    return found
+
+
+@pytest.mark.parametrize("door", DOORS)
+def test_no_door_imports_another(door):
+    """The four doors stand side by side over the run-time core: what two share lives in runtime/."""
+    files = [PACKAGE / door] if door.endswith(".py") else sorted((PACKAGE / door).rglob("*.py"))
+    others = tuple(module for name, module in DOORS.items() if name != door)
+    reached = {
+        f"{path.relative_to(PACKAGE)} imports {module}"
+        for path in files
+        for module in _imported_modules(path)
+        if any(module == other or module.startswith(other + ".") for other in others)
+    }
+    assert reached == set()
