@@ -16,6 +16,7 @@ from collections.abc import Iterator
 import tensorflow as tf
 from tensorflow.core.framework import attr_value_pb2
 
+from npu_bridge_compat.compat.batchnorm import install_horizon_gate
 from npu_bridge_compat.compat.graph import attribute_scope, set_op_attribute
 from npu_bridge_compat.errors import NpuOptionValueError
 from npu_bridge_compat.plan.platform import detect_host
@@ -27,6 +28,7 @@ def _attr_scope(attributes: dict[str, attr_value_pb2.AttrValue]) -> Iterator[Non
     if tf.executing_eagerly():
         yield
         return
+    install_horizon_gate()  # a graph marked for mixed compute: its forward_compatibility_horizon works too
     with attribute_scope(attributes):
         yield
 

@@ -225,12 +225,13 @@ def batch_norm_graph():
 
 
 def test_mixed_compute_session_runs_graphs_built_under_the_horizon():
+    config = config_with(mix_compile_mode=True)  # npu_config_proto: from now on the horizon gives the pre-V3 ops
     with tf.Graph().as_default() as graph:
         with tf.compat.forward_compatibility_horizon(2019, 5, 1):
             x = batch_norm_graph()
         types = {op.type for op in graph.get_operations()}
         assert "FusedBatchNorm" in types and "FusedBatchNormV3" not in types
-        with NPUSession(config=config_with(mix_compile_mode=True)) as sess:
+        with NPUSession(config=config) as sess:
             sess.run(v1.global_variables_initializer())
             out = graph.get_operation_by_name("batch_normalization/FusedBatchNorm").outputs[0]
             assert sess.run(out, {x: np.ones([2, 2, 2, 3])}).shape == (2, 2, 2, 3)
