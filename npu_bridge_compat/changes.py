@@ -137,8 +137,9 @@ def _record(key: tuple, target: str, kind: str, owner: str, reason: str, undo: C
     return change
 
 
-def add_import_finder(finder: Any, *, owner: str, reason: str) -> Change:
-    """Put `finder` first on `sys.meta_path`; undoing takes it off (and drops nothing else)."""
+def add_import_finder(finder: Any, *, owner: str, reason: str, packages: tuple[str, ...] = ()) -> Change:
+    """Put `finder` first on `sys.meta_path`; undoing takes it off and forgets the modules of `packages` (the
+    ones it serves) that were imported meanwhile, so that importing them again goes through the import system."""
     key = ("finder", id(finder))
     with _lock:
         existing = _changes.get(key)
@@ -149,6 +150,8 @@ def add_import_finder(finder: Any, *, owner: str, reason: str) -> Change:
         def undo() -> None:
             if finder in sys.meta_path:
                 sys.meta_path.remove(finder)
+            for name in [name for name in sys.modules if any(name == p or name.startswith(p + ".") for p in packages)]:
+                del sys.modules[name]
 
         return _record(key, f"sys.meta_path[{type(finder).__name__}]", "import finder", owner, reason, undo)
 

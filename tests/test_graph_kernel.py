@@ -393,4 +393,4 @@ def test_the_report_warns_when_tensorflow_ran_before_the_flags_could_be_set():
         env={name: value for name, value in os.environ.items() if name != "TF_XLA_FLAGS"},
     )
     assert result.returncode == 0, result.stderr[-2000:]
-    assert "TensorFlow started before npu_bridge_compat was imported" in result.stdout
+    assert "TensorFlow started before graph-kernel fusion was asked for" in result.stdout

@@ -93,6 +93,9 @@ def install_aliases(tf1: bool = False) -> None:
                 "without the Ascend adapter."
             )
     changes.add_import_finder(
-        _finder, owner="npu_bridge aliases", reason="npu_bridge.*, hccl.* and npu_device.* resolve to npu_bridge_compat"
+        _finder,
+        owner="npu_bridge aliases",
+        reason="npu_bridge.*, hccl.* and npu_device.* resolve to npu_bridge_compat",
+        packages=ALIASED_PACKAGES,
     )
     reserve_fusion_flags()  # the adapter's scripts may ask for graph-kernel fusion before TensorFlow starts

@@ -19,6 +19,7 @@ from npu_bridge_compat import changes
 from npu_bridge_compat.compat.keras import repair_tf1_layers_normalization
 from npu_bridge_compat.errors import NpuConfigError
 from npu_bridge_compat.legacy.tf1.world import (  # noqa: F401 - the public names of the TF 1.15 world
+    PUBLIC_ROOTS,
     NameStatus,
     NoCounterpartError,
     Tf1DifferenceWarning,
@@ -42,7 +43,10 @@ def install_tf1_world() -> None:
             f"this TensorFlow has its own tensorflow.contrib ({real.origin}); npu_bridge_compat will not shadow it."
         )
     changes.add_import_finder(
-        _finder, owner=OWNER, reason="tensorflow.contrib and tensorflow.examples, from the TF 1.15 name table"
+        _finder,
+        owner=OWNER,
+        reason="tensorflow.contrib and tensorflow.examples, from the TF 1.15 name table",
+        packages=tuple(f"tensorflow.{root}" for root in PUBLIC_ROOTS),
     )
     import tensorflow as tf
 
