@@ -38,8 +38,7 @@ from typing import IO
 
 from npu_bridge_compat import changes
 from npu_bridge_compat.distributed.cluster import DEFAULT_BASE_PORT, LOOPBACK, PORT_VARIABLE
-from npu_bridge_compat.distributed.ranks import RankConfigError
-from npu_bridge_compat.distributed.runtime import EXIT_RANK_LOST
+from npu_bridge_compat.distributed.ranks import EXIT_RANK_LOST, RankConfigError
 
 STOP_GRACE_S = 10
 PRIVATE_NETWORK_VARIABLE = "NPU_BRIDGE_COMPAT_PRIVATE_NETWORK"  # set inside the job's own network namespace

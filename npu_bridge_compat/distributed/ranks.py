@@ -17,6 +17,10 @@ import os
 
 from npu_bridge_compat.errors import NpuConfigError
 
+# The exit status of a rank that ends because the job lost another rank (EX_TEMPFAIL: it did nothing wrong);
+# `launch` tells it from a rank that failed on its own.
+EXIT_RANK_LOST = 75
+
 WORLD_GROUP = "hccl_world_group"
 CONNECT_TIMEOUT_S = 120  # Ascend's default HCCL_CONNECT_TIMEOUT
 EXEC_TIMEOUT_S = 1836  # Ascend's default HCCL_EXEC_TIMEOUT

@@ -48,10 +48,9 @@ from npu_bridge_compat.compat.eager import (
 )
 from npu_bridge_compat.distributed import ranks
 from npu_bridge_compat.distributed.cluster import JOB, Cluster, check_address_is_local, current_cluster
-from npu_bridge_compat.distributed.ranks import RankConfigError
+from npu_bridge_compat.distributed.ranks import EXIT_RANK_LOST, RankConfigError
 from npu_bridge_compat.errors import NpuCompatWarning, warn
 
-EXIT_RANK_LOST = 75  # EX_TEMPFAIL: this rank did nothing wrong; the job lost another one
 HEARTBEAT_TIMEOUT_S = 20
 POLL_INTERVAL_S = 1.0
 
