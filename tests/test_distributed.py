@@ -417,6 +417,37 @@ def test_eager_collectives_set_up_too_late_are_refused_clearly():
     )
 
 
+def test_ranks_derive_alike_instance_keys_whatever_each_built_before(monkeypatch):
+    """Keys come from what a collective is and its place among alike ones in its graph (nested functions count
+    with it), so a collective one rank built in another graph (a rank-0-only op) shifts nothing."""
+    set_env(monkeypatch, RANK_SIZE=2, RANK_ID=0)
+    world = collectives.find_group()
+
+    def graph_keys(extra_before: bool) -> tuple[list[int], list[str]]:
+        if extra_before:
+            with tf.Graph().as_default():
+                collectives._instance_key(world, "allreduce", tf.zeros([2]), "sum")
+        with tf.Graph().as_default() as graph:
+            vector, scalar = tf.zeros([2]), tf.zeros([])
+            keys = [collectives._instance_key(world, "allreduce", value, "sum") for value in (vector, vector, scalar)]
+            keys.append(collectives._instance_key(world, "allreduce", vector, "max"))
+            keys.append(collectives._instance_key(world, "allgather", vector))
+
+            @tf.function
+            def nested():  # runs in the same step as the graph's own collectives
+                keys.append(collectives._instance_key(world, "allreduce", tf.zeros([2]), "sum"))
+                return 0
+
+            nested.get_concrete_function()
+            return keys, collectives.collectives_of(graph)
+
+    keys, described = graph_keys(extra_before=False)
+    assert graph_keys(extra_before=True)[0] == keys
+    assert len(set(keys)) == len(keys)
+    assert described[2] == f"allreduce sum of float32[] in group 'hccl_world_group' (instance key {keys[2]})"
+    assert len(described) == 6
+
+
 # --- launch --------------------------------------------------------------------------------------------------
 
 

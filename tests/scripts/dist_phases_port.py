@@ -1,7 +1,8 @@
 """The phases of a ported 8p script on several ranks, as AlexNet-style scripts run them: train, then evaluate
 every checkpoint (one NPUEstimator.evaluate each, until the input ends), predict and export. The metrics'
-values are all-reduced (`hccl_ops.allreduce(metric[0], "sum") / rank_size`, the 8p scripts' global metric) and
-an evaluation hook fetches a collective every step. The script imports NPUEstimator and hccl_ops only (not
+values are all-reduced (`hccl_ops.allreduce(metric[0], "sum") / rank_size`, the 8p scripts' global metric), an
+evaluation hook fetches a collective every step and the evaluation's input_fn takes the ranks' least number of
+batches. The script imports NPUEstimator and hccl_ops only (not
 npu_init, which would send every session to the rank's server). Prints one JSON line per rank.
 
 Usage: dist_phases_port.py MODEL_DIR PHASES [shared] [extra]
@@ -76,6 +77,12 @@ def model_fn(features, labels, mode):
     return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
 
 
+def evaluation_input():
+    """The rank's shard, as many batches as the rank with fewest has (a collective in input_fn)."""
+    batches = hccl_ops.allreduce(v1.constant(EVAL_BATCHES + rank, v1.int64), "min")
+    return dist_model.dataset(rank, size).take(batches)
+
+
 hook = GlobalStepsHook()
 config = NPURunConfig(model_dir=model_dir, save_checkpoints_steps=SAVE_EVERY, iterations_per_loop=1)
 estimator = NPUEstimator(model_fn=model_fn, config=config)
@@ -91,7 +98,7 @@ for phase in phases:
         )
         report["evaluations"] = []
         for step, path in checkpoints:
-            result = estimator.evaluate(lambda: dist_model.dataset(rank, size).take(EVAL_BATCHES), checkpoint_path=path)
+            result = estimator.evaluate(evaluation_input, checkpoint_path=path)
             report["evaluations"].append(
                 {
                     "step": step,
@@ -100,7 +107,7 @@ for phase in phases:
                     "summed_steps": hook.seen,
                 }
             )
-        report["weights"] = {
+        report["final"] = {
             name: estimator.get_variable_value(name).tolist()
             for name in ("hidden/kernel", "hidden/bias", "output/kernel", "output/bias")
         }
