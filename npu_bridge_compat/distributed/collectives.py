@@ -12,8 +12,10 @@ from its name and members. An instance key is derived from what the collective i
 dtype and static shape) and how many such collectives its graph (the outermost one, for a traced function or a
 loop body) already holds: what every rank that builds the same graph agrees on, however many collectives each
 built before elsewhere (a rank-0-only op, another evaluate, a hook). TensorFlow keeps an instance's dtype and
-shape for the process's lifetime, so two collectives share a key only when they are alike; in eager code, alike
-collectives share one key and pair in the order they run. A copy of a built step (the iterations_per_loop loop
+shape from its first run for the process's lifetime, so two collectives share a key only when they are alike; in
+eager code, alike collectives share one key and pair in the order they run. Alike collectives of a partly
+unknown static shape share a key across graphs too, so they must run with one shape (as one op must across
+its runs; TensorFlow names the instance when they do not). A copy of a built step (the iterations_per_loop loop
 of the session door) keeps its original's keys; the copy and the original never run in the same step. A
 collective carries no timeout of its own (each would cost a sleeping thread for the whole timeout): a rank's
 session runs have a deadline of HCCL_EXEC_TIMEOUT per step, whose error names the collectives of the graph that
@@ -224,10 +226,9 @@ def all_ranks_true(flag):
 
 def _options(chosen: Group, kind: str, value, *details) -> dict:
     """group size and keys of the next collective `kind` of `value` in `chosen`, with the runtime started. No
-    timeout of its own:
-    TensorFlow keeps a sleeping thread alive for the whole timeout of every collective that has one (a thread per
-    call, thousands a minute); the rank's run deadline and the coordination service's heartbeats bound the wait
-    instead (runtime.py)."""
+    timeout of its own: TensorFlow keeps a sleeping thread alive for the whole timeout of every collective that
+    has one (a thread per call, thousands a minute); the rank's run deadline and the coordination service's
+    heartbeats bound the wait instead (runtime.py)."""
     runtime.start()
     return dict(group_size=chosen.size, group_key=chosen.key, instance_key=_instance_key(chosen, kind, value, *details))
 
