@@ -297,9 +297,9 @@ def test_one_rank_optimizers_leave_gradients_as_they_are():
     assert isinstance(distributed.npu_keras_optimizer("sgd"), tf.keras.optimizers.Optimizer)
 
 
-def test_several_ranks_build_tensorflow_collectives_with_keys_in_construction_order(monkeypatch):
-    """The ops are built without running: every rank numbers its collectives alike, each gradient is averaged
-    with an allreduce and IndexedSlices are allgathered."""
+def test_several_ranks_build_tensorflow_collectives_with_distinct_keys(monkeypatch):
+    """The ops are built without running: each gradient is averaged with an allreduce and IndexedSlices are
+    allgathered, each collective with its own instance key."""
     set_env(monkeypatch, RANK_SIZE=2, RANK_ID=1, HCCL_EXEC_TIMEOUT=77)
     monkeypatch.setattr(distributed.runtime, "start", lambda: None)  # building needs no server
     with tf.Graph().as_default():
@@ -318,7 +318,7 @@ def test_several_ranks_build_tensorflow_collectives_with_keys_in_construction_or
         ]
         assert all(op.get_attr("timeout_seconds") == 0 for op in collective_ops)  # each would cost a thread
         keys = [int(tf.get_static_value(op.inputs[3])) for op in collective_ops]  # instance keys, per group
-        assert keys == list(range(keys[0], keys[0] + 3))  # consecutive, in construction order
+        assert len(set(keys)) == 3
         with pytest.raises(collectives.CollectiveError, match="The number of gradients is less than rank_size"):
             distributed.NPUDistributedOptimizer(v1.train.GradientDescentOptimizer(0.1), True).compute_gradients(
                 tf.reduce_sum(table), var_list=[table]
@@ -415,6 +415,37 @@ def test_eager_collectives_set_up_too_late_are_refused_clearly():
         "RANK_SIZE=2: the collectives of several ranks must be set up before TensorFlow runs anything eagerly"
         in result.stderr
     )
+
+
+def test_ranks_derive_alike_instance_keys_whatever_each_built_before(monkeypatch):
+    """Keys come from what a collective is and its place among alike ones in its graph (nested functions count
+    with it), so a collective one rank built in another graph (a rank-0-only op) shifts nothing."""
+    set_env(monkeypatch, RANK_SIZE=2, RANK_ID=0)
+    world = collectives.find_group()
+
+    def graph_keys(extra_before: bool) -> tuple[list[int], list[str]]:
+        if extra_before:
+            with tf.Graph().as_default():
+                collectives._instance_key(world, "allreduce", tf.zeros([2]), "sum")
+        with tf.Graph().as_default() as graph:
+            vector, scalar = tf.zeros([2]), tf.zeros([])
+            keys = [collectives._instance_key(world, "allreduce", value, "sum") for value in (vector, vector, scalar)]
+            keys.append(collectives._instance_key(world, "allreduce", vector, "max"))
+            keys.append(collectives._instance_key(world, "allgather", vector))
+
+            @tf.function
+            def nested():  # runs in the same step as the graph's own collectives
+                keys.append(collectives._instance_key(world, "allreduce", tf.zeros([2]), "sum"))
+                return 0
+
+            nested.get_concrete_function()
+            return keys, collectives.collectives_of(graph)
+
+    keys, described = graph_keys(extra_before=False)
+    assert graph_keys(extra_before=True)[0] == keys
+    assert len(set(keys)) == len(keys)
+    assert described[2] == f"allreduce sum of float32[] in group 'hccl_world_group' (instance key {keys[2]})"
+    assert len(described) == 6
 
 
 # --- launch --------------------------------------------------------------------------------------------------

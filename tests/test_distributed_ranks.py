@@ -6,6 +6,7 @@ Each process imports TensorFlow, so each test launches its processes once and ch
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -259,6 +260,7 @@ def test_a_collective_another_rank_never_joins_ends_the_run_naming_the_deadline(
         "rank 1 failed: DeadlineExceededError: a session run waited longer than HCCL_EXEC_TIMEOUT=3 s per "
         "step, most likely for a collective that another rank never joined"
     ) in output, output[-3000:]
+    assert "the collectives of its graph: allreduce sum of float32[3] in group 'hccl_world_group'" in output
 
 
 @pytest.mark.parametrize("mode, late", [("session", 1), ("eager", 1), ("session", 0), ("eager", 0)])
@@ -289,3 +291,119 @@ def test_mixed_precision_trains_on_two_ranks_as_in_one_process(processes, tmp_pa
     for name, value in one["final"].items():
         np.testing.assert_array_equal(ranks[1]["final"][name], ranks[0]["final"][name], err_msg=name)
         np.testing.assert_allclose(ranks[0]["final"][name], value, atol=2e-3, err_msg=name)
+
+
+def evaluated_in_one_process(weights: dict, batches: int, size: int) -> dict:
+    """The script's two metrics, evaluated by one process on the ranks' batches put together."""
+    rows = dist_model.BATCH * size * batches
+    features, labels = dist_model.FEATURES[:rows], dist_model.LABELS[:rows]
+    hidden = np.maximum(features @ np.array(weights["hidden/kernel"]) + np.array(weights["hidden/bias"]), 0)
+    error = (hidden @ np.array(weights["output/kernel"]) + np.array(weights["output/bias"]) - labels).reshape(
+        batches, -1
+    )
+    return {"global_loss": np.mean(error**2), "global_absolute": np.mean(np.abs(error))}
+
+
+@pytest.mark.needs_estimator
+@pytest.mark.parametrize("model_dirs, evaluated_in", [("per rank", "training process"), ("shared", "fresh process")])
+def test_evaluate_predict_export_on_two_ranks_after_training(processes, tmp_path, model_dirs, evaluated_in):
+    """AlexNet_ID0072's 8p phases: NPUEstimator evaluates every checkpoint with its metrics all-reduced in their
+    value ops and a collective in an evaluation hook, then predicts and exports, on each rank; rank 0 first builds
+    a collective the other rank never builds. Evaluation used to run in a local session, where the metrics'
+    allreduce waited for HCCL_EXEC_TIMEOUT."""
+    model, shared = tmp_path / "model", ["shared"] if model_dirs == "shared" else []
+    later = "evaluate,predict,export"
+    phases = [f"train,{later}"] if evaluated_in == "training process" else ["train", later]
+    for phase in phases:
+        job, output = launched(processes, tmp_path, "dist_phases_port.py", model, phase, *shared, "extra", tf1=True)
+        assert job.returncode == 0, output[-4000:]
+    found = reports(output)
+    assert sorted(found) == [0, 1], output[-4000:]
+    for rank, report in found.items():
+        assert [evaluation["step"] for evaluation in report["evaluations"]] == [0, 4, 8]
+        assert report["evaluations"] == found[0]["evaluations"], f"rank {rank} evaluated otherwise than rank 0"
+        for evaluation in report["evaluations"]:  # the hook's allreduce joined every step's run
+            assert evaluation["summed_steps"] == [2.0 * evaluation["step"]] * 3
+        assert report["predictions"] == found[0]["predictions"] and len(report["predictions"]) == 4
+        assert report["exported"] and report["exported_bias"] == report["final"]["output/bias"]
+    last = found[0]["evaluations"][-1]
+    expected = evaluated_in_one_process(found[0]["final"], batches=3, size=2)
+    assert last["global_loss"] == pytest.approx(expected["global_loss"], rel=1e-5)
+    assert last["global_absolute"] == pytest.approx(expected["global_absolute"], rel=1e-5)
+    assert_trained_like_one_process(found, steps=8)
+    assert bool(list(model.glob("rank*"))) == (not shared)
+
+
+UNSHARE = ("--user", "--map-root-user", "--net")  # a user namespace and its own network, as launch enters
+
+
+def _two_hosts_refused() -> str | None:
+    """Why this system cannot make two hosts of network namespaces joined by a veth pair, or None."""
+    missing = [tool for tool in ("unshare", "nsenter", "ip") if shutil.which(tool) is None]
+    if missing:
+        return f"{', '.join(missing)} not installed"
+    veth_pair = ["ip", "link", "add", "name", "probe0", "type", "veth", "peer", "name", "probe1"]
+    probe = subprocess.run(["unshare", *UNSHARE, *veth_pair], capture_output=True, text=True)
+    if probe.returncode:
+        return f"this system refuses a user network namespace with a veth pair ({probe.stderr.strip()})"
+    return None
+
+
+TWO_HOSTS_REFUSED = _two_hosts_refused()
+# What each host runs: launch with the job's hosts, one rank per host, as a user starts a job over hosts.
+HOST_LAUNCH = (
+    'exec "$PYTHON" -m npu_bridge_compat launch -n 1 --hosts 127.0.1.1,127.0.1.2 --host-index "$HOST_INDEX" '
+    '--tf1 "$SCRIPT" "$@"'
+)
+
+
+def on_two_hosts(processes, tmp_path, *arguments) -> subprocess.Popen:
+    """dist_session_port.py ARGUMENTS over two hosts (tests/scripts/two_hosts.sh), a launch on each."""
+    command = ["unshare", *UNSHARE, "bash", str(SCRIPTS / "two_hosts.sh"), str(tmp_path)]
+    command += ["bash", "-c", HOST_LAUNCH, "launch", *map(str, arguments)]
+    return start(
+        processes, command, tmp_path / "hosts.log", PYTHON=sys.executable, SCRIPT=SCRIPTS / "dist_session_port.py"
+    )
+
+
+def host_logs(tmp_path) -> str:
+    return "\n".join((tmp_path / f"host_{index}.log").read_text() for index in range(2))
+
+
+@pytest.mark.skipif(TWO_HOSTS_REFUSED is not None, reason=str(TWO_HOSTS_REFUSED))
+def test_a_job_over_two_hosts_trains_to_identical_weights(processes, tmp_path):
+    job = on_two_hosts(processes, tmp_path, tmp_path / "model")
+    statuses = finish(job, tmp_path / "hosts.log")
+    output = host_logs(tmp_path)
+    assert "host 0 exited with 0" in statuses and "host 1 exited with 0" in statuses, output[-4000:]
+    found = reports(output)
+    assert sorted(found) == [0, 1], output[-4000:]
+    for report in found.values():
+        assert report["collectives"]["sum"] == [3.0, 30.0] and report["global_steps"] == [10, 20]
+    assert_trained_like_one_process(found, steps=20)
+
+
+@pytest.mark.skipif(TWO_HOSTS_REFUSED is not None, reason=str(TWO_HOSTS_REFUSED))
+def test_a_lost_host_ends_the_job_naming_it(processes, tmp_path):
+    job = on_two_hosts(processes, tmp_path, "--forever")
+    deadline = time.monotonic() + TIMEOUT_S
+    while not all(
+        (tmp_path / f"host_{index}.log").is_file() and "trained to step" in (tmp_path / f"host_{index}.log").read_text()
+        for index in range(2)
+    ):
+        assert time.monotonic() < deadline and job.poll() is None, host_logs(tmp_path)[-4000:]
+        time.sleep(0.5)
+    holder = int((tmp_path / "hosts.log").read_text().split("host 1 network held by ")[1].split()[0])
+    network = os.readlink(f"/proc/{holder}/ns/net")
+    for pid in filter(str.isdigit, os.listdir("/proc")):  # every process of host 1: the host is gone
+        try:
+            if os.readlink(f"/proc/{pid}/ns/net") == network:
+                os.kill(int(pid), signal.SIGKILL)
+        except (FileNotFoundError, ProcessLookupError, PermissionError):
+            pass
+    lost_at = time.monotonic()
+    statuses = finish(job, tmp_path / "hosts.log", timeout=90)
+    assert time.monotonic() - lost_at < 60
+    output = (tmp_path / "host_0.log").read_text()
+    assert "host 0 exited with 0" not in statuses, output[-3000:]
+    assert "lost rank 1 (127.0.1.2:29600)" in output or "talking to rank 1 (127.0.1.2:29600)" in output, output[-3000:]

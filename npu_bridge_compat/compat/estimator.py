@@ -64,6 +64,7 @@ def run_estimator_on(estimator, master: str, session_config, writes_model_dir: b
     way to change its master, and `replace` cannot turn checkpoints off. Checked on TensorFlow 2.15."""
     config = copy.copy(estimator._config)  # Estimator reads its sessions' target and saving intervals here
     config._master = master
+    config._evaluation_master = master  # evaluate's sessions: RunConfig leaves it empty, i.e. a local session
     if not writes_model_dir:
         config._save_checkpoints_steps = config._save_checkpoints_secs = None
         config._save_summary_steps = 0

@@ -8,19 +8,26 @@ and a slice, reduce an allreduce (every rank, not only the root, gets the result
 allgather and a slice, send/receive a broadcast inside a group of the two ranks.
 
 Keys. The ranks find each other's part of a collective by (group key, instance key). A group's key is derived
-from its name and members; instance keys count the collectives built for each group, in construction order,
-which is the same on every rank when every rank builds the same collectives: the adapter's own rule ("every
-device must run the same sequence of collectives"). A copy of a built step (the iterations_per_loop loop of the
-session door) keeps its original's keys; the copy and the original never run in the same step. A collective
-carries no timeout of its own (each would cost a sleeping thread for the whole timeout): a rank's session runs
-have a deadline of HCCL_EXEC_TIMEOUT per step, and a lost rank is found by its missing heartbeats (runtime.py).
+from its name and members. An instance key is derived from what the collective is (its group, kind, reduction,
+dtype and static shape) and how many such collectives its graph (the outermost one, for a traced function or a
+loop body) already holds: what every rank that builds the same graph agrees on, however many collectives each
+built before elsewhere (a rank-0-only op, another evaluate, a hook). TensorFlow keeps an instance's dtype and
+shape from its first run for the process's lifetime, so two collectives share a key only when they are alike; in
+eager code, alike collectives share one key and pair in the order they run. Alike collectives of a partly
+unknown static shape share a key across graphs too, so they must run with one shape (as one op must across
+its runs; TensorFlow names the instance when they do not). A copy of a built step (the iterations_per_loop loop
+of the session door) keeps its original's keys; the copy and the original never run in the same step. A
+collective carries no timeout of its own (each would cost a sleeping thread for the whole timeout): a rank's
+session runs have a deadline of HCCL_EXEC_TIMEOUT per step, whose error names the collectives of the graph that
+waited (`collectives_of`), and a lost rank is found by its missing heartbeats (runtime.py).
 """
 
 from __future__ import annotations
 
+import collections
 import dataclasses
-import itertools
 import threading
+import weakref
 import zlib
 from collections.abc import Sequence
 
@@ -72,13 +79,21 @@ class Group:
         return group_rank
 
 
+@dataclasses.dataclass
+class _BuiltCollectives:
+    """The collectives built in one graph: how many of each signature, and what each is, for messages."""
+
+    counts: collections.Counter = dataclasses.field(default_factory=collections.Counter)
+    described: list[str] = dataclasses.field(default_factory=list)
+
+
 _lock = threading.Lock()
 _groups: dict[str, Group] = {}
-_instance_counters: dict[int, itertools.count] = {}
+_built: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # outermost graph -> _BuiltCollectives
 
 
 def _stable_key(*parts) -> int:
-    """A group key every rank derives alike, away from the world group's."""
+    """A key every rank derives alike from `parts` (a group key away from the world group's)."""
     return WORLD_KEY + 1 + zlib.crc32(repr(parts).encode()) % (2**30)
 
 
@@ -91,9 +106,41 @@ def find_group(name: str = WORLD_GROUP) -> Group:
     return _groups[name]
 
 
-def _next_instance(key: int) -> int:
+def _outermost_graph():
+    """The graph being built, or the one it is nested in (a traced function's, a loop body's): collectives of
+    one step run side by side there, so their keys must differ."""
+    graph = tf.compat.v1.get_default_graph()
+    while getattr(graph, "outer_graph", None) is not None:
+        graph = graph.outer_graph
+    return graph
+
+
+def _instance_key(chosen: Group, kind: str, value, *details) -> int:
+    """The key of the next collective `kind` of `value` (dtype, static shape) in `chosen`, as every rank derives
+    it (see the module's note on keys)."""
+    shape = tuple(value.shape.as_list()) if value.shape.rank is not None else None
+    signature = (chosen.key, kind, value.dtype.name, shape, *details)
+    if tf.executing_eagerly():
+        return _stable_key(signature, 0)
     with _lock:
-        return next(_instance_counters.setdefault(key, itertools.count(1)))
+        built = _built.setdefault(_outermost_graph(), _BuiltCollectives())
+        key = _stable_key(signature, built.counts[signature])
+        built.counts[signature] += 1
+        shown = "?" if shape is None else ", ".join("?" if size is None else str(size) for size in shape)
+        built.described.append(
+            f"{kind}{''.join(f' {d}' for d in details)} of {value.dtype.name}[{shown}] in group '{chosen.name}' "
+            f"(instance key {key})"
+        )
+    return key
+
+
+def collectives_of(graph) -> list[str]:
+    """What the collectives built in `graph` (and the functions and loops nested in it) are, for messages."""
+    while getattr(graph, "outer_graph", None) is not None:
+        graph = graph.outer_graph
+    with _lock:
+        built = _built.get(graph)
+        return list(built.described) if built is not None else []
 
 
 # --- hccl.manage.api ----------------------------------------------------------------------------------------
@@ -177,13 +224,13 @@ def all_ranks_true(flag):
 # --- hccl_ops ------------------------------------------------------------------------------------------------
 
 
-def _options(chosen: Group) -> dict:
-    """group size and keys of the next collective of `chosen`, with the runtime started. No timeout of its own:
-    TensorFlow keeps a sleeping thread alive for the whole timeout of every collective that has one (a thread per
-    call, thousands a minute); the rank's run deadline and the coordination service's heartbeats bound the wait
-    instead (runtime.py)."""
+def _options(chosen: Group, kind: str, value, *details) -> dict:
+    """group size and keys of the next collective `kind` of `value` in `chosen`, with the runtime started. No
+    timeout of its own: TensorFlow keeps a sleeping thread alive for the whole timeout of every collective that
+    has one (a thread per call, thousands a minute); the rank's run deadline and the coordination service's
+    heartbeats bound the wait instead (runtime.py)."""
     runtime.start()
-    return dict(group_size=chosen.size, group_key=chosen.key, instance_key=_next_instance(chosen.key))
+    return dict(group_size=chosen.size, group_key=chosen.key, instance_key=_instance_key(chosen, kind, value, *details))
 
 
 def _carrier(dtype, accepted: tuple):
@@ -201,8 +248,9 @@ def _carried(tensor, accepted: tuple, build):
 
 def _reduce(tensor, chosen: Group, reduction: str):
     def build(value):
+        options = _options(chosen, "allreduce", value, reduction)
         return tf.raw_ops.CollectiveReduceV2(
-            input=value, ordering_token=[], merge_op=REDUCTIONS[reduction], final_op="Id", **_options(chosen)
+            input=value, ordering_token=[], merge_op=REDUCTIONS[reduction], final_op="Id", **options
         )
 
     return _carried(tensor, _REDUCE_TYPES, build)
@@ -252,7 +300,7 @@ def allgather(tensor, rank_size, group=WORLD_GROUP, fusion=0, fusion_id=-1):
         return tf.identity(tensor)
 
     def build(value):
-        return tf.raw_ops.CollectiveGatherV2(input=value, ordering_token=[], **_options(chosen))
+        return tf.raw_ops.CollectiveGatherV2(input=value, ordering_token=[], **_options(chosen, "allgather", value))
 
     return _carried(tensor, _GATHER_TYPES, build)
 
@@ -269,9 +317,10 @@ def broadcast(tensor, root_rank, fusion=2, fusion_id=0, group=WORLD_GROUP):
 
 def _broadcast_one(tensor, chosen: Group, root_rank: int):
     def build(value):
+        options = _options(chosen, "broadcast", value, f"from rank {root_rank}")  # alike on sender and receivers
         if chosen.rank == root_rank:
-            return tf.raw_ops.CollectiveBcastSendV2(input=value, **_options(chosen))
-        return tf.raw_ops.CollectiveBcastRecvV2(T=value.dtype, shape=tf.shape(value), **_options(chosen))
+            return tf.raw_ops.CollectiveBcastSendV2(input=value, **options)
+        return tf.raw_ops.CollectiveBcastRecvV2(T=value.dtype, shape=tf.shape(value), **options)
 
     return _carried(tensor, _BROADCAST_TYPES, build)
 
@@ -302,6 +351,12 @@ def _check_peer(chosen: Group, peer: int, argument: str) -> None:
         raise CollectiveError(f"{argument}={peer} is this rank itself; send and receive pair two different ranks")
 
 
+def _unshaped(value) -> tf.TensorSpec:
+    """`value` for a send/receive pair's key: its dtype alone (the receiver may know the shape only at run time;
+    the pair's own group, one per tag, keeps pairs apart)."""
+    return tf.TensorSpec(None, value.dtype)
+
+
 def send(tensor, sr_tag, dest_rank, group=WORLD_GROUP):
     """Sends `tensor` to `dest_rank`, whose `receive` with the same sr_tag gets it; returns the send op."""
     chosen = find_group(group)
@@ -310,7 +365,7 @@ def send(tensor, sr_tag, dest_rank, group=WORLD_GROUP):
     sent = _carried(
         tf.convert_to_tensor(tensor),
         _BROADCAST_TYPES,
-        lambda value: tf.raw_ops.CollectiveBcastSendV2(input=value, **_options(pair)),
+        lambda value: tf.raw_ops.CollectiveBcastSendV2(input=value, **_options(pair, "send/receive", _unshaped(value))),
     )
     return sent.op
 
@@ -322,7 +377,8 @@ def receive(shape, data_type, sr_tag, src_rank, group=WORLD_GROUP):
     pair = _pair_group(chosen, src_rank, chosen.rank, sr_tag)
     dtype = tf.as_dtype(data_type)
     carrier = _carrier(dtype, _BROADCAST_TYPES)
-    received = tf.raw_ops.CollectiveBcastRecvV2(T=carrier, shape=tf.cast(shape, tf.int64), **_options(pair))
+    options = _options(pair, "send/receive", tf.TensorSpec(None, carrier))
+    received = tf.raw_ops.CollectiveBcastRecvV2(T=carrier, shape=tf.cast(shape, tf.int64), **options)
     return tf.cast(received, dtype) if carrier != dtype else received
 
 

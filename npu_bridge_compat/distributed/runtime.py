@@ -53,6 +53,7 @@ from npu_bridge_compat.errors import NpuCompatWarning, warn
 
 HEARTBEAT_TIMEOUT_S = 20
 POLL_INTERVAL_S = 1.0
+MOST_COLLECTIVES_NAMED = 6
 
 
 @dataclasses.dataclass
@@ -273,7 +274,7 @@ def _report_uncaught_errors(cluster: Cluster) -> None:
         sys.stderr.write(
             f"npu_bridge_compat: rank {cluster.rank} failed: {kind.__name__}{talking}"
             f"{', which was probably lost' if peers and issubclass(kind, tf.errors.UnavailableError) else ''}"
-            f"{_deadline_note(kind, value)}.\n"
+            f"{_deadline_note(kind, value, traceback)}.\n"
         )
         try:
             report_error_to_cluster(f"rank {cluster.rank} failed: {kind.__name__}{talking}")
@@ -289,14 +290,28 @@ def _report_uncaught_errors(cluster: Cluster) -> None:
     )
 
 
-def _deadline_note(kind: type, value: BaseException) -> str:
+def _deadline_note(kind: type, value: BaseException, traceback) -> str:
     if not issubclass(kind, tf.errors.DeadlineExceededError) or "Operation timed out" not in str(value):
         return ""
+    waiting = _collectives_of_failed_run(traceback)
+    shown = "; ".join(waiting[:MOST_COLLECTIVES_NAMED]) + (" ..." if len(waiting) > MOST_COLLECTIVES_NAMED else "")
     return (
         f": a session run waited longer than HCCL_EXEC_TIMEOUT={ranks.exec_timeout_s()} s per step, most likely "
         "for a collective that another rank never joined (every rank must run the same collectives in the same "
-        "order)"
+        f"order){f'; the collectives of its graph: {shown}' if waiting else ''}"
     )
+
+
+def _collectives_of_failed_run(traceback) -> list[str]:
+    """The collectives built in the graph of the session whose run raised (found among the traceback's frames)."""
+    from npu_bridge_compat.distributed.collectives import collectives_of  # collectives.py imports this module
+
+    while traceback is not None:
+        session = traceback.tb_frame.f_locals.get("self")
+        if isinstance(session, tf.compat.v1.Session):
+            return collectives_of(session.graph)
+        traceback = traceback.tb_next
+    return []
 
 
 def _peers_named(message: str, cluster: Cluster) -> list[int]:
