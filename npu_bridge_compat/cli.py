@@ -344,7 +344,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--graph-kernel",
         action="store_true",
         help="graph-kernel fusion (enable_graph_kernel) in every door the script uses, unless its options set "
-        f"enable_graph_kernel=False: XLA auto-clustering of element-wise chains ({GRAPH_KERNEL_ENV}=1 does the same)",
+        "enable_graph_kernel=False: XLA auto-clustering of element-wise chains, where each function's first runs "
+        f"measure the fused and unfused forms and keep the faster ({GRAPH_KERNEL_ENV}=auto or 1 does the same; "
+        f"{GRAPH_KERNEL_ENV}=on always fuses, =off never)",
     )
     run_parser.add_argument(
         "--changes",

@@ -12,13 +12,21 @@ import pytest
 import tensorflow as tf
 from helpers import npu_config
 
-from npu_bridge_compat import NpuOptionTypeError, build_plan, options_from_config_proto, options_from_kwargs, scope
+from npu_bridge_compat import (
+    NpuOptionTypeError,
+    NpuOptionValueError,
+    build_plan,
+    options_from_config_proto,
+    options_from_kwargs,
+    scope,
+)
 from npu_bridge_compat.compat.xla import FUSION_FLAGS, fusion_flags_problem
 from npu_bridge_compat.errors import NonFiniteValueError
 from npu_bridge_compat.keras import NPUCallback
 from npu_bridge_compat.options import OPTIONS
 from npu_bridge_compat.plan import HostFacts
 from npu_bridge_compat.plan.features import GraphKernelFusion
+from npu_bridge_compat.plan.platform import graph_kernel_mode
 from npu_bridge_compat.runtime.fusion import observed_fusion
 from npu_bridge_compat.session import NPUSession
 
@@ -59,22 +67,67 @@ def test_a_bad_value_is_rejected_with_the_options_name(value):
         NPUCallback(enable_graph_kernel=value)
 
 
-def test_planned_once_as_a_session_setting(cpu_host):
+def jit_level_of_function_calls(plan) -> int:
+    config = tf.compat.v1.ConfigProto()
+    plan.configure_function_calls(config)
+    return config.graph_options.optimizer_options.global_jit_level
+
+
+def test_planned_once_as_a_session_setting_true_meaning_auto(cpu_host):
     plan = build_plan(options_from_kwargs(enable_graph_kernel=True), cpu_host)
-    assert plan.features_of(GraphKernelFusion) == (GraphKernelFusion(),)
-    assert plan.host_config().graph_options.optimizer_options.global_jit_level == 1  # ON_1
-    assert "XLA auto-clustering of fusible ops" in plan.report.entry("enable_graph_kernel").how
+    assert plan.features_of(GraphKernelFusion) == (GraphKernelFusion("auto"),)
+    # auto: the session's config leaves the level to the run-time unit (DEFAULT); functions run unfused until
+    # their own runs decide (OFF)
+    assert plan.host_config().graph_options.optimizer_options.global_jit_level == 0
+    assert jit_level_of_function_calls(plan) == -1
+    how = plan.report.entry("enable_graph_kernel").how
+    assert "XLA auto-clustering of fusible ops" in how and "keep the faster" in how
     assert build_plan(options_from_kwargs(), cpu_host).feature(GraphKernelFusion) is None
     off = build_plan(options_from_kwargs(enable_graph_kernel=False), cpu_host)
     assert off.feature(GraphKernelFusion) is None and "no fusion" in off.report.entry("enable_graph_kernel").how
 
 
 def test_the_environment_asks_for_it_and_an_explicit_false_wins():
-    host = HostFacts(tf_version="2.15.1", gpu_count=0, graph_kernel=True)
+    host = HostFacts(tf_version="2.15.1", gpu_count=0, graph_kernel="auto")
     plan = build_plan(options_from_kwargs(), host)
-    assert plan.feature(GraphKernelFusion) is not None
-    assert any("NPU_BRIDGE_COMPAT_GRAPH_KERNEL=1" in note for note in plan.report.notes)
+    assert plan.feature(GraphKernelFusion) == GraphKernelFusion("auto")
+    assert any("NPU_BRIDGE_COMPAT_GRAPH_KERNEL=auto" in note for note in plan.report.notes)
     assert build_plan(options_from_kwargs(enable_graph_kernel=False), host).feature(GraphKernelFusion) is None
+
+
+def test_on_forces_the_fused_form_everywhere(cpu_host):
+    forced = HostFacts(tf_version="2.15.1", gpu_count=0, graph_kernel="on")
+    for plan in (
+        build_plan(options_from_kwargs(), forced),
+        build_plan(options_from_kwargs(enable_graph_kernel=True), forced),
+    ):
+        assert plan.feature(GraphKernelFusion) == GraphKernelFusion("on")
+        assert plan.host_config().graph_options.optimizer_options.global_jit_level == 1  # ON_1
+        assert jit_level_of_function_calls(plan) == 1
+        assert "every function runs fused" in str(plan.report)
+    assert build_plan(options_from_kwargs(enable_graph_kernel=False), forced).feature(GraphKernelFusion) is None
+
+
+@pytest.mark.parametrize(
+    "value, mode",
+    [
+        ("", "off"),
+        ("0", "off"),
+        ("off", "off"),
+        ("false", "off"),
+        ("1", "auto"),
+        ("auto", "auto"),
+        ("TRUE", "auto"),
+        ("on", "on"),
+    ],
+)
+def test_the_environment_values_name_a_mode(value, mode):
+    assert graph_kernel_mode(value) == mode
+
+
+def test_a_bad_environment_value_is_refused_naming_the_variable_and_the_modes():
+    with pytest.raises(NpuOptionValueError, match="NPU_BRIDGE_COMPAT_GRAPH_KERNEL='fast'.*auto.*on.*off"):
+        graph_kernel_mode("fast")
 
 
 def test_a_switch_file_with_every_fusion_off_wins_and_the_report_says_why(tmp_path, cpu_host):
@@ -332,7 +385,7 @@ def test_npurunconfig_takes_the_keyword_and_rejects_a_bad_value():
     from npu_bridge_compat.estimator import NPURunConfig
 
     config = NPURunConfig(enable_graph_kernel=True)
-    assert config.session_config.graph_options.optimizer_options.global_jit_level == 1
+    assert config.session_config.graph_options.optimizer_options.global_jit_level == 0  # auto: the unit decides
     with pytest.raises(NpuOptionTypeError, match='"enable_graph_kernel"'):
         NPURunConfig(enable_graph_kernel="yes")
 
@@ -375,7 +428,7 @@ def test_explain_shows_the_plan(capsys):
 
     assert main(["explain", "enable_graph_kernel=true"]) == 0
     out = capsys.readouterr().out
-    assert "enable_graph_kernel=True" in out and "global_jit_level = ON_1" in out
+    assert "enable_graph_kernel=True" in out and "GraphKernelFusion(mode='auto')" in out
     assert "--tf_xla_ops_to_cluster=FUSIBLE" in out
 
 

@@ -137,6 +137,22 @@ def checked_after_calls(function, check: Callable[[], None], owner: str):
     return function
 
 
+def calls_through(function, call: Callable[[Callable, tuple, dict], object]):
+    """`function`, a tf.function, made so that each call from eager code becomes `call(run, args, kwargs)`, where
+    `run(*args, **kwargs)` is the function's own call; calls from other functions stay as they are. Its class is
+    swapped for a subclass, as in `checked_after_calls`. Checked on TensorFlow 2.15 and 2.21."""
+
+    class Called(type(function)):
+        def __call__(self, *args, **kwargs):
+            if not tf.executing_eagerly():
+                return super().__call__(*args, **kwargs)
+            return call(super().__call__, args, kwargs)
+
+    Called.__name__ = Called.__qualname__ = type(function).__name__
+    function.__class__ = Called
+    return function
+
+
 def wrapping(function: Callable, wrapper: Callable) -> Callable:
     """`wrapper` presented as `function` to TensorFlow and Keras: they read a function's arguments through their
     own decorator type (Keras finds a `call` method's `training` argument so), which functools.wraps does not

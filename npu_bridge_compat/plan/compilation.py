@@ -86,13 +86,15 @@ def _plan_inter_op_threads(options, result: Contribution) -> None:
 
 
 def _plan_graph_kernel(options, host: HostFacts, result: Contribution) -> None:
-    """enable_graph_kernel (or the environment's request) as XLA auto-clustering of fusible ops, unless the
-    fusion switch file turns every Ascend fusion pass off."""
+    """enable_graph_kernel (or the environment's mode) as XLA auto-clustering of fusible ops, unless the fusion
+    switch file turns every Ascend fusion pass off. enable_graph_kernel=True means auto, where each function's
+    first runs decide between the fused and the unfused form, unless the environment says on (always fused)."""
     if options.is_set("enable_graph_kernel"):
-        requested, by = options.enable_graph_kernel, "enable_graph_kernel"
+        mode = ("on" if host.graph_kernel == "on" else "auto") if options.enable_graph_kernel else "off"
+        by = "enable_graph_kernel"
     else:
-        requested, by = host.graph_kernel, f"{GRAPH_KERNEL_ENV}=1"
-    if not requested:
+        mode, by = host.graph_kernel, f"{GRAPH_KERNEL_ENV}={host.graph_kernel}"
+    if mode == "off":
         if options.is_set("enable_graph_kernel"):
             result.say("enable_graph_kernel", Effect.TRANSLATED, "False: no fusion (each op its own kernel)")
         return
@@ -113,12 +115,20 @@ def _plan_graph_kernel(options, host: HostFacts, result: Contribution) -> None:
 
     how = (
         f"XLA auto-clustering of fusible ops (element-wise, reductions, shapes) on the {host.device}: each chain "
-        f"runs as one fused kernel; {FUSION_KEPT_OUT}"
+        f"runs as one fused kernel; {FUSION_KEPT_OUT}; "
+        + (
+            "on: every function runs fused"
+            if mode == "on"
+            else (
+                "auto: the first runs of each function (session run signature, Keras or tf.function) and input "
+                "shapes run both forms and keep the faster, logged with the times measured"
+            )
+        )
     )
     problem = fusion_flags_problem()
     if problem:
         how += f". Warning: {problem}, so clusters may not form or may take MatMul/Conv too"
-    result.features.append(GraphKernelFusion())
+    result.features.append(GraphKernelFusion(mode))
     if options.is_set("enable_graph_kernel"):
         result.say("enable_graph_kernel", Effect.TRANSLATED, how)
     else:

@@ -117,13 +117,34 @@ class NumericChecks(RunUnitFeature):
 @dataclasses.dataclass(frozen=True)
 class GraphKernelFusion(RunUnitFeature, SessionSetting):
     """Graph-kernel fusion: XLA auto-clustering of the fusible ops (element-wise, reductions, shapes; the process
-    flags of compat/xla.py keep MatMul and Conv out), each cluster compiled into one fused kernel. Sessions take it
-    in their config, Keras' traced functions in their call config; a run-time unit reports what fused."""
+    flags of compat/xla.py keep MatMul and Conv out), each cluster compiled into one fused kernel. `mode` "on"
+    fuses every function; "auto" runs each function's first calls (a session's run signature, a Keras or TF2
+    function) in both forms and keeps the faster (runtime/fusion.py), so a function not yet decided runs
+    unfused. Sessions take it in their config, functions in their call config; a run-time unit measures and
+    reports."""
+
+    mode: str = "auto"
+
+    @property
+    def measured(self) -> bool:
+        return self.mode == "auto"
 
     def apply_to(self, config) -> None:
+        """A session's config: clustered ("on"), or left to the process's XLA flag, which the run-time unit sets
+        while a signature's fused form is built ("auto")."""
         from tensorflow.core.protobuf import config_pb2
 
-        config.graph_options.optimizer_options.global_jit_level = config_pb2.OptimizerOptions.ON_1
+        levels = config_pb2.OptimizerOptions
+        config.graph_options.optimizer_options.global_jit_level = levels.DEFAULT if self.measured else levels.ON_1
+
+    def apply_to_function_calls(self, config, fused: bool | None = None) -> None:
+        """A function call's config: fused or not (`fused`), or else as the mode says (auto: unfused until the
+        function's runs decide)."""
+        from tensorflow.core.protobuf import config_pb2
+
+        fused = (self.mode == "on") if fused is None else fused
+        levels = config_pb2.OptimizerOptions
+        config.graph_options.optimizer_options.global_jit_level = levels.ON_1 if fused else levels.OFF
 
 
 # --- session settings ---------------------------------------------------------------------------------------

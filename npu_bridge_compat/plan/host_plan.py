@@ -83,7 +83,7 @@ class HostPlan:
         self.rewrite_options(config.graph_options.rewrite_options)
         fusion = self.feature(GraphKernelFusion)
         if fusion is not None:
-            fusion.apply_to(config)
+            fusion.apply_to_function_calls(config)
 
     def host_config(self, config=None):
         """A copy of `config` for host TensorFlow: no NpuOptimizer entry, no explicit grappler optimizer list

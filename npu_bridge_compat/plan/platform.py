@@ -10,8 +10,14 @@ import dataclasses
 import functools
 import os
 
+from npu_bridge_compat.errors import NpuOptionValueError
+
 CPU_FLOAT16_ENV = "NPU_BRIDGE_COMPAT_CPU_FLOAT16"
 GRAPH_KERNEL_ENV = "NPU_BRIDGE_COMPAT_GRAPH_KERNEL"  # `run --graph-kernel`, `launch --graph-kernel`, a shell loop
+# Graph-kernel fusion's modes: off; auto (each function's first runs measure both forms and keep the faster); on
+# (always fused). The environment's values: "1", "true" and "auto" mean auto; "0", "false" and "" mean off.
+GRAPH_KERNEL_MODES = ("off", "auto", "on")
+_GRAPH_KERNEL_VALUES = {"": "off", "0": "off", "false": "off", "off": "off", "1": "auto", "true": "auto"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -22,8 +28,8 @@ class HostFacts:
     cpu_float16_emulation: bool = False
     # oneDNN runs bfloat16 only on CPUs with AVX-512 (TensorFlow: "only on platforms with AVX512").
     cpu_bfloat16: bool = True
-    # Graph-kernel fusion asked for by the environment (enable_graph_kernel, where a configuration sets it, wins).
-    graph_kernel: bool = False
+    # Graph-kernel fusion's mode asked for by the environment: off, auto or on (GRAPH_KERNEL_MODES).
+    graph_kernel: str = "off"
 
     @property
     def has_gpu(self) -> bool:
@@ -63,8 +69,20 @@ def detect_host() -> HostFacts:
         gpu_count=len(tf.config.list_physical_devices("GPU")),
         cpu_float16_emulation=_switched_on(CPU_FLOAT16_ENV),
         cpu_bfloat16="avx512f" in flags,
-        graph_kernel=_switched_on(GRAPH_KERNEL_ENV),
+        graph_kernel=graph_kernel_mode(os.environ.get(GRAPH_KERNEL_ENV, "")),
     )
+
+
+def graph_kernel_mode(value: str) -> str:
+    """The graph-kernel fusion mode (GRAPH_KERNEL_MODES) that a value of GRAPH_KERNEL_ENV asks for."""
+    text = value.strip().lower()
+    mode = _GRAPH_KERNEL_VALUES.get(text, text)
+    if mode not in GRAPH_KERNEL_MODES:
+        raise NpuOptionValueError(
+            f"{GRAPH_KERNEL_ENV}={value!r} is not a graph-kernel fusion mode; allowed: auto (or 1: measure both "
+            "forms, keep the faster), on (always fused), off (or 0, or empty)"
+        )
+    return mode
 
 
 def _switched_on(variable: str) -> bool:

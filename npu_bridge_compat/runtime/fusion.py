@@ -1,5 +1,14 @@
-"""What graph-kernel fusion did: how many clusters XLA formed in the executed graphs and which op types they
-absorbed, logged once per graph after its first run (the host's counterpart of MindSpore's graph-kernel dump).
+"""Graph-kernel fusion's decisions and reports: which form each function keeps, and what fused.
+
+Whether a cluster pays depends on the host's CPU, its threads and the sizes, so in mode auto fusion is decided by
+measurement, as cuDNN's and XLA's autotuning are: the first runs of each function and input shapes (a session's run
+signature, a Keras or TF2 function) run its fused and its unfused form in turn and keep the faster
+(`FusionTrial`). A form's first run is a warm-up (tracing, XLA compilation, first allocations), never timed; then
+timed runs in pairs of alternating order, so both forms see the machine in the same state. The decision is
+logged once per function with the times measured.
+
+What fused: how many clusters XLA formed in the executed graphs and which op types they absorbed, logged once per
+graph after its first fused run (the host's counterpart of MindSpore's graph-kernel dump).
 
 In the executed partition graphs (`RunOptions(output_partition_graphs=True)`, or the eager context's run metadata
 for Keras' functions) each cluster is one `_XlaCompile` / `_XlaRun` pair (lazy compilation) or one `XlaLaunch`
@@ -11,7 +20,11 @@ callers, so a node is matched by the tail of its executed name.
 from __future__ import annotations
 
 import dataclasses
+import statistics
 import threading
+import time
+from collections.abc import Callable, Hashable
+from typing import TypeVar
 
 from npu_bridge_compat.compat.graph import op_type_is_stateful
 from npu_bridge_compat.logs import log_line
@@ -48,6 +61,8 @@ _LIBRARY_MARKS = ("MatMul", "Conv", "Einsum")
 
 _lock = threading.Lock()
 _observed: list[FusionSummary] = []
+_decided: list[FusionDecision] = []
+Result = TypeVar("Result")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -119,3 +134,139 @@ def observed_fusion() -> tuple[FusionSummary, ...]:
     """What graph-kernel fusion reported in this process so far, oldest first."""
     with _lock:
         return tuple(_observed)
+
+
+# --- deciding by measurement ----------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class FusionDecision:
+    where: str  # the function (and input shapes) decided
+    fused: bool  # the form kept
+    fused_seconds: tuple[float, ...]  # the timed runs of each form, in the order they ran
+    unfused_seconds: tuple[float, ...]
+
+    @property
+    def speedup(self) -> float:
+        """The fused form's speed over the unfused one's (median times)."""
+        return statistics.median(self.unfused_seconds) / statistics.median(self.fused_seconds)
+
+    def __str__(self) -> str:
+        fused, unfused = statistics.median(self.fused_seconds), statistics.median(self.unfused_seconds)
+        return (
+            f"graph-kernel fusion for {self.where}: {'fused' if self.fused else 'unfused'} form kept, "
+            f"{fused * 1e3:.3g} ms fused vs {unfused * 1e3:.3g} ms unfused per run ({self.speedup:.2f}x; medians "
+            f"of {len(self.fused_seconds)} timed runs of each form after a warm-up run of each)"
+        )
+
+
+class FusionTrial:
+    """The first runs of one function and input shapes, until they decide its form: a warm-up run of each form
+    (fused first), then timed pairs, fused first in odd pairs and unfused first in even ones. After two pairs the
+    form whose runs were all faster than all the other's by `CLEAR_MARGIN` wins; otherwise three pairs are
+    timed and the lower median wins (a tie keeps the unfused form). At most 8 runs; each one is a real run."""
+
+    CLEAR_MARGIN = 1.15
+    EARLY_PAIRS = 2
+    MOST_PAIRS = 3
+
+    def __init__(self, where: str) -> None:
+        self.where = where
+        self.decision: FusionDecision | None = None
+        self._warmed: set[bool] = set()
+        self._times: dict[bool, list[float]] = {True: [], False: []}
+
+    def next_form(self) -> bool:
+        """Whether the next run is to be the fused form (once decided, the form kept)."""
+        if self.decision is not None:
+            return self.decision.fused
+        for fused in (True, False):
+            if fused not in self._warmed:
+                return fused
+        pair, position = divmod(len(self._times[True]) + len(self._times[False]), 2)
+        fused_first = pair % 2 == 0
+        return fused_first if position == 0 else not fused_first
+
+    def ran(self, fused: bool, seconds: float) -> FusionDecision | None:
+        """Take a run's time (a warm-up's is not kept); the decision, when this run made it."""
+        if self.decision is not None:
+            return None
+        if fused not in self._warmed:
+            self._warmed.add(fused)
+            return None
+        self._times[fused].append(seconds)
+        fused_times, unfused_times = self._times[True], self._times[False]
+        pairs = min(len(fused_times), len(unfused_times))
+        if len(fused_times) != len(unfused_times) or pairs < self.EARLY_PAIRS:
+            return None
+        if max(fused_times) * self.CLEAR_MARGIN <= min(unfused_times):
+            keep = True
+        elif max(unfused_times) * self.CLEAR_MARGIN <= min(fused_times):
+            keep = False
+        elif pairs >= self.MOST_PAIRS:
+            keep = statistics.median(fused_times) < statistics.median(unfused_times)
+        else:
+            return None
+        self.decision = FusionDecision(self.where, keep, tuple(fused_times), tuple(unfused_times))
+        return self.decision
+
+
+class FusionChooser:
+    """The trials of one door's functions, per function and input shapes; logs each decision once."""
+
+    def __init__(self) -> None:
+        self._trials: dict[Hashable, FusionTrial] = {}
+        self._lock = threading.Lock()
+
+    def trial(self, key: Hashable, where: str) -> FusionTrial:
+        with self._lock:
+            trial = self._trials.get(key)
+            if trial is None:
+                trial = self._trials[key] = FusionTrial(where)
+            return trial
+
+    def run(self, key: Hashable, where: str, run: Callable[[bool], Result]) -> Result:
+        """`run(fused)` in the form the function's trial asks for (or keeps), timed while the trial lasts."""
+        trial = self.trial(key, where)
+        fused = trial.next_form()
+        if trial.decision is not None:
+            return run(fused)
+        start = time.perf_counter()
+        result = run(fused)
+        finished(trial, fused, time.perf_counter() - start)
+        return result
+
+
+def finished(trial: FusionTrial, fused: bool, seconds: float) -> None:
+    """Give the trial a run's time; a decision it makes is kept (`fusion_decisions`) and logged."""
+    decision = trial.ran(fused, seconds)
+    if decision is not None:
+        with _lock:
+            _decided.append(decision)
+        log_line(str(decision))
+
+
+def fusion_decisions() -> tuple[FusionDecision, ...]:
+    """The forms graph-kernel fusion kept in this process so far, oldest first."""
+    with _lock:
+        return tuple(_decided)
+
+
+def shape_key(structure) -> tuple:
+    """The shapes of a call's inputs, flattened (`structure` holds tensors, arrays, iterators of batches or
+    Python values): a function is decided once per input shapes, as XLA compiles once per shape."""
+    import tensorflow as tf
+
+    return tuple(_shape_of(leaf) for leaf in tf.nest.flatten(structure))
+
+
+def _shape_of(leaf) -> Hashable:
+    shape = getattr(leaf, "shape", None)
+    if shape is not None:
+        return tuple(shape)
+    spec = getattr(leaf, "element_spec", None)  # an iterator: the shapes of the batches it gives
+    if spec is not None:
+        import tensorflow as tf
+
+        return tuple(str(getattr(item, "shape", item)) for item in tf.nest.flatten(spec))
+    return leaf if isinstance(leaf, (int, float, str, bool, type(None))) else type(leaf).__name__

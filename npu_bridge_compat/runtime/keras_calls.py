@@ -36,7 +36,7 @@ from npu_bridge_compat.plan.features import (
     StepLoop,
     TensorDump,
 )
-from npu_bridge_compat.runtime.fusion import record, summarize
+from npu_bridge_compat.runtime.fusion import FusionChooser, record, shape_key, summarize
 from npu_bridge_compat.runtime.probes import StepProbes
 from npu_bridge_compat.runtime.profiling import profiler_trace
 from npu_bridge_compat.runtime.units import traced_with_units
@@ -224,19 +224,26 @@ class _ProbedStep:
 
 class _GuardedFunction:
     """The traced function Keras calls: after a call it raises NonFiniteValueError for a non-finite output the
-    steps recorded, and when a call fails it undoes the callback's settings first."""
+    steps recorded, and when a call fails it undoes the callback's settings first. Under graph-kernel fusion its
+    calls run fused or not as the plan's mode and the first calls' times decide (runtime/fusion.py), and the
+    first fused call reports what fused."""
 
     def __init__(self, function, callback: PlanCallback, probes: StepProbes | None, name: str) -> None:
         self._function, self._callback, self._probes, self._name = function, callback, probes, name
-        self._report_fusion = callback.npu_plan.feature(GraphKernelFusion) is not None
+        self._fusion = callback.npu_plan.feature(GraphKernelFusion)
+        self._report_fusion = self._fusion is not None
+        self._chooser = FusionChooser()
 
     def __call__(self, *args, **kwargs):
         try:
-            if self._report_fusion:
-                self._report_fusion = False
-                result = self._call_reporting_fusion(*args, **kwargs)
-            else:
+            if self._fusion is None:
                 result = self._function(*args, **kwargs)
+            elif self._fusion.measured:
+                result = self._chooser.run(
+                    shape_key((args, kwargs)), self._name, lambda fused: self._call_in_form(fused, args, kwargs)
+                )
+            else:
+                result = self._call_in_form(True, args, kwargs)
             if self._probes is not None and self._probes.failure is not None:
                 self._probes.raise_if_failed(self._probes.failure.numpy())
         except (StopIteration, tf.errors.OutOfRangeError):
@@ -245,6 +252,14 @@ class _GuardedFunction:
             self._callback._abandon()
             raise
         return result
+
+    def _call_in_form(self, fused: bool, args, kwargs):
+        """A call of the function fused or unfused; the first fused one reports the clusters."""
+        with function_calls_configured(lambda config: self._fusion.apply_to_function_calls(config, fused)):
+            if fused and self._report_fusion:
+                self._report_fusion = False
+                return self._call_reporting_fusion(*args, **kwargs)
+            return self._function(*args, **kwargs)
 
     def _call_reporting_fusion(self, *args, **kwargs):
         """The first call, with the clusters XLA formed in the functions it ran reported (runtime/fusion.py)."""

@@ -13,16 +13,19 @@ iterations (`loop.py`, `probes.py`).
 from __future__ import annotations
 
 import contextlib
+import time
 from typing import Any
 
+import numpy as np
 import tensorflow as tf
 
 from npu_bridge_compat import changes
 from npu_bridge_compat.compat.graph import building_in_finalized, is_function_graph, is_stateful, is_while_body_graph
+from npu_bridge_compat.compat.session_jit import build_signatures_fused, restore_signature_building
 from npu_bridge_compat.compat.sessions import session_config_of
 from npu_bridge_compat.plan.features import GraphKernelFusion, HostRegions, NumericChecks, ProfilerTrace, TensorDump
 from npu_bridge_compat.runtime.dump import TensorDumper
-from npu_bridge_compat.runtime.fusion import record, summarize
+from npu_bridge_compat.runtime.fusion import FusionChooser, finished, record, summarize
 from npu_bridge_compat.runtime.graph import (
     ancestors_among,
     fetched_operations,
@@ -231,33 +234,87 @@ class ProfilerUnit(tf.compat.v1.train.SessionRunHook):
         self.stop()
 
 
-class FusionReportUnit(tf.compat.v1.train.SessionRunHook):
-    """Graph-kernel fusion's report: after the first run of each fetch structure (the first few), how many XLA
-    clusters the executed graphs hold and which op types they absorbed (runtime/fusion.py)."""
+class FusionUnit(tf.compat.v1.train.SessionRunHook):
+    """Graph-kernel fusion around session runs, per run signature (the fetches, the feeds and their shapes; the
+    first MOST_SIGNATURES). In mode auto (runtime/fusion.py) a signature's first runs try its fused and unfused
+    forms and keep the faster. Each form runs with its own extra target (a NoOp made in `begin`), so the session
+    builds them as two signatures, and XLA's auto-clustering flag says the form while a run lasts, so that the
+    session builds it fused or not (compat/session_jit.py). After the first fused run of a signature, the clusters
+    its executed graphs hold and the op types they absorbed are reported."""
 
-    MOST_STRUCTURES = 8
+    MOST_SIGNATURES = 8
 
-    def __init__(self) -> None:
-        self._seen: set[tuple] = set()
-        self._current = None
+    def __init__(self, fusion: GraphKernelFusion) -> None:
+        self._measured = fusion.measured
+        self._chooser = FusionChooser()
+        self._signatures: set[tuple] = set()
+        self._reported: set[tuple] = set()
+        self._markers: dict[bool, Any] = {}
+        self._current: tuple | None = None
+
+    def begin(self) -> None:
+        if self._measured:
+            self._markers = {fused: tf.no_op(name=f"npu_graph_kernel_{form}") for fused, form in _FORMS.items()}
 
     def before_run(self, run_context):
-        graph, key, fetched, _ = _run_of(run_context)
+        graph, names, _, _ = _run_of(run_context)
         self._current = None
-        if not key or key in self._seen or len(self._seen) >= self.MOST_STRUCTURES:
+        if not names:
             return None
-        self._seen.add(key)
-        self._current = (graph, key)
-        return SessionRunArgs(None, options=tf.compat.v1.RunOptions(output_partition_graphs=True))
+        feeds = run_context.original_args.feed_dict or {}
+        signature = (names, tuple(sorted(getattr(key, "name", str(key)) for key in feeds)))
+        if signature not in self._signatures:
+            if len(self._signatures) >= self.MOST_SIGNATURES:
+                return None  # undecided, so unfused in mode auto
+            self._signatures.add(signature)
+        fused, trial, fetch = True, None, None
+        if self._measured:
+            trial = self._chooser.trial((signature, _feed_shapes(feeds)), f"session run of {_described(names)}")
+            fused = trial.next_form()
+            fetch = self._markers[fused]
+            build_signatures_fused(fused)
+        report = fused and signature not in self._reported
+        if report:
+            self._reported.add(signature)
+        options = tf.compat.v1.RunOptions(output_partition_graphs=True) if report else None
+        self._current = (graph, names, fused, trial, report, time.perf_counter())
+        return SessionRunArgs(fetch, options=options)
 
     def after_run(self, run_context, run_values) -> None:
-        if self._current is None or run_values.run_metadata is None:
+        if self._current is None:
             return
-        graph, key = self._current
-        ran = tf.compat.v1.graph_util.extract_sub_graph(graph.as_graph_def(), [name.split(":")[0] for name in key])
-        summary = summarize(key[0], run_values.run_metadata.partition_graphs, [(n.name, n.op) for n in ran.node])
-        if summary.clusters:
-            record(summary)
+        graph, names, fused, trial, report, start = self._current
+        seconds = time.perf_counter() - start
+        if self._measured:
+            restore_signature_building()
+        if trial is not None and trial.decision is None:
+            finished(trial, fused, seconds)
+        if report and run_values.run_metadata is not None:
+            ran = tf.compat.v1.graph_util.extract_sub_graph(
+                graph.as_graph_def(), [name.split(":")[0] for name in names]
+            )
+            nodes = [(node.name, node.op) for node in ran.node]
+            summary = summarize(names[0], run_values.run_metadata.partition_graphs, nodes)
+            if summary.clusters:
+                record(summary)
+
+
+_FORMS = {True: "fused", False: "unfused"}
+
+
+def _feed_shapes(feeds) -> tuple:
+    return tuple(_shape_or_type(value) for _, value in sorted(feeds.items(), key=lambda item: str(item[0])))
+
+
+def _shape_or_type(value) -> Any:
+    try:
+        return tuple(np.shape(value))
+    except ValueError:  # a ragged nested list
+        return type(value).__name__
+
+
+def _described(names: tuple) -> str:
+    return names[0] + (f" and {len(names) - 1} more fetches" if len(names) > 1 else "")
 
 
 class LoopServingUnit(tf.compat.v1.train.SessionRunHook):
@@ -288,8 +345,9 @@ def units_for(plan, graph_name: str | None = None) -> list:
     regions = plan.feature(HostRegions)
     if regions is not None:
         units.append(HostRegionsUnit(regions, plan.host))
-    if plan.feature(GraphKernelFusion) is not None:
-        units.append(FusionReportUnit())
+    fusion = plan.feature(GraphKernelFusion)
+    if fusion is not None:
+        units.append(FusionUnit(fusion))
     trace = plan.feature(ProfilerTrace)
     if trace is not None:
         units.append(ProfilerUnit(trace))

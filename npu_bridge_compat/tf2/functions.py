@@ -11,11 +11,12 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 
-from npu_bridge_compat.compat.eager import checked_after_calls, wrapping
+from npu_bridge_compat.compat.eager import calls_through, checked_after_calls, function_calls_configured, wrapping
 from npu_bridge_compat.errors import NpuCompatWarning, warn
 from npu_bridge_compat.plan import HostPlan
-from npu_bridge_compat.plan.features import TensorDump
+from npu_bridge_compat.plan.features import GraphKernelFusion, TensorDump
 from npu_bridge_compat.runtime.dump import new_run_directory
+from npu_bridge_compat.runtime.fusion import FusionChooser, shape_key
 from npu_bridge_compat.runtime.probes import StepProbes
 from npu_bridge_compat.runtime.units import traced_with_units
 
@@ -46,6 +47,13 @@ def with_units(plan: HostPlan) -> Callable[[Callable], Callable]:
             module = getattr(func, "__module__", None) or ""
             if module.split(".")[0] in _LIBRARIES:
                 return original(func, *args, **kwargs)
+            made = _functions_with_units(original, func, args, kwargs)
+            fusion = plan.feature(GraphKernelFusion)
+            if fusion is None or not fusion.measured or kwargs.get("jit_compile"):
+                return made
+            return _fusion_decided_by_runs(made, getattr(func, "__qualname__", "function"), fusion)
+
+        def _functions_with_units(original, func, args, kwargs):
             probes = StepProbes.for_plan(
                 plan, graph_name=getattr(func, "__qualname__", "function").replace("<locals>.", ""), run=shared_run
             )
@@ -74,3 +82,19 @@ def with_units(plan: HostPlan) -> Callable[[Callable], Callable]:
         return function
 
     return make
+
+
+def _fusion_decided_by_runs(made, name: str, fusion: GraphKernelFusion):
+    """`made`, whose calls from eager code run fused or not as its first calls' times decide, per input shapes
+    (runtime/fusion.py)."""
+    chooser = FusionChooser()
+    where = f"tf.function {name.replace('<locals>.', '')}"
+
+    def call(run, args, kwargs):
+        def in_form(fused: bool):
+            with function_calls_configured(lambda config: fusion.apply_to_function_calls(config, fused)):
+                return run(*args, **kwargs)
+
+        return chooser.run(shape_key((args, kwargs)), where, in_form)
+
+    return calls_through(made, call)

@@ -1,0 +1,169 @@
+"""Graph-kernel fusion decided by measurement (mode auto): the decision logic with timings given as data, and, in
+each door, that a function's first runs build and run both forms and later runs keep the one chosen."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from helpers import npu_config
+from test_graph_kernel import CLUSTER_OPS, INPUT, chain_graph, keras_fit
+
+from npu_bridge_compat import build_plan, options_from_kwargs
+from npu_bridge_compat.compat.eager import function_run_metadata
+from npu_bridge_compat.plan.features import GraphKernelFusion
+from npu_bridge_compat.runtime.fusion import FusionTrial, fusion_decisions, observed_fusion
+from npu_bridge_compat.session import NPUSession
+from npu_bridge_compat.tf2.functions import with_units
+
+MS = 1e-3
+FUSED, UNFUSED = True, False
+# warm-up of each form (fused first), then pairs in alternating order: F U, U F, F U
+TRIAL_ORDER = [FUSED, UNFUSED, FUSED, UNFUSED, UNFUSED, FUSED, FUSED, UNFUSED]
+
+
+def run_trial(fused_times, unfused_times, warm_up=(50 * MS, 10 * MS)):
+    """Drive a trial with the given times (warm-ups first); the forms it asked for and its decision."""
+    trial = FusionTrial("f")
+    times = {FUSED: [warm_up[0], *fused_times], UNFUSED: [warm_up[1], *unfused_times]}
+    forms = []
+    while trial.decision is None:
+        fused = trial.next_form()
+        forms.append(fused)
+        trial.ran(fused, times[fused].pop(0))
+    return forms, trial.decision
+
+
+# --- the decision, with timings as data -----------------------------------------------------------------------
+
+
+def test_a_clear_winner_is_kept_after_two_timed_pairs_and_warm_ups_do_not_count():
+    forms, decision = run_trial([1 * MS, 1.1 * MS], [2 * MS, 2.1 * MS], warm_up=(900 * MS, 1 * MS))
+    assert forms == TRIAL_ORDER[:6] and decision.fused
+    assert decision.fused_seconds == (1 * MS, 1.1 * MS) and decision.unfused_seconds == (2 * MS, 2.1 * MS)
+    forms, decision = run_trial([3 * MS, 3 * MS], [1 * MS, 1.2 * MS])
+    assert forms == TRIAL_ORDER[:6] and not decision.fused
+
+
+def test_a_close_race_takes_three_pairs_and_the_lower_median_wins():
+    forms, decision = run_trial([1.0 * MS, 1.3 * MS, 0.9 * MS], [1.1 * MS, 1.2 * MS, 1.25 * MS])
+    assert forms == TRIAL_ORDER and decision.fused  # medians 1.0 vs 1.2
+    _, decision = run_trial([1.2 * MS, 1.0 * MS, 1.3 * MS], [1.0 * MS, 1.25 * MS, 1.1 * MS])
+    assert not decision.fused  # medians 1.2 vs 1.1
+
+
+def test_a_tie_keeps_the_unfused_form():
+    _, decision = run_trial([1 * MS, 1 * MS, 1 * MS], [1 * MS, 1 * MS, 1 * MS])
+    assert not decision.fused
+
+
+def test_one_slow_run_of_a_noisy_machine_does_not_decide():
+    _, decision = run_trial([1 * MS, 9 * MS, 1 * MS], [2 * MS, 2 * MS, 2 * MS])
+    assert decision.fused and decision.speedup == pytest.approx(2.0)
+
+
+def test_after_the_decision_the_form_stays_and_runs_are_not_taken():
+    trial = FusionTrial("f")
+    for seconds in (5, 5, 1, 2, 2, 1):  # F U F U U F: fused 1 ms, unfused 2 ms
+        trial.ran(trial.next_form(), seconds * MS)
+    assert trial.decision.fused
+    assert trial.ran(False, 0.1 * MS) is None and [trial.next_form() for _ in range(3)] == [FUSED] * 3
+    assert trial.decision.unfused_seconds == (2 * MS, 2 * MS)
+
+
+def test_the_decision_says_the_form_and_the_times_measured():
+    _, decision = run_trial([1 * MS, 1 * MS], [2 * MS, 2 * MS])
+    assert str(decision) == (
+        "graph-kernel fusion for f: fused form kept, 1 ms fused vs 2 ms unfused per run (2.00x; medians of 2 timed "
+        "runs of each form after a warm-up run of each)"
+    )
+
+
+# --- each door builds both forms, then keeps the chosen one ----------------------------------------------------
+
+
+@pytest.fixture
+def given_times(monkeypatch):
+    """Runs take the given times (fused, unfused) as far as the trials are concerned."""
+
+    def give(fused_seconds, unfused_seconds):
+        ran = FusionTrial.ran
+        monkeypatch.setattr(
+            FusionTrial, "ran", lambda self, fused, _: ran(self, fused, fused_seconds if fused else unfused_seconds)
+        )
+
+    return give
+
+
+@pytest.fixture
+def function_forms(monkeypatch):
+    """The form (fused or not) each function call was configured with, in order."""
+    forms = []
+    configure = GraphKernelFusion.apply_to_function_calls
+
+    def recorded(self, config, fused=None):
+        if fused is not None:
+            forms.append(fused)
+        configure(self, config, fused)
+
+    monkeypatch.setattr(GraphKernelFusion, "apply_to_function_calls", recorded)
+    return forms
+
+
+def winner_times(fused_wins):
+    return (1 * MS, 2 * MS) if fused_wins else (2 * MS, 1 * MS)
+
+
+@pytest.mark.parametrize("fused_wins", [True, False], ids=["fused faster", "unfused faster"])
+def test_a_session_signature_runs_both_forms_then_the_faster(given_times, fused_wins):
+    given_times(*winner_times(fused_wins))
+    before = len(fusion_decisions())
+    graph, t = chain_graph()
+    clustered = []
+    with NPUSession(graph=graph, config=npu_config({"enable_graph_kernel": True})) as session:
+        session.run(t["init"])
+        for _ in range(10):
+            metadata = tf.compat.v1.RunMetadata()
+            options = tf.compat.v1.RunOptions(output_partition_graphs=True)
+            session.run(t["train"], {t["x"]: INPUT}, options=options, run_metadata=metadata)
+            ops = {node.op for partition in metadata.partition_graphs for node in partition.node}
+            clustered.append(bool(CLUSTER_OPS & ops))
+    decided = [d for d in fusion_decisions()[before:] if d.where == f"session run of {t['train'].name}"]
+    assert [d.fused for d in decided] == [fused_wins]
+    assert clustered == TRIAL_ORDER[:6] + [fused_wins] * 4
+
+
+@pytest.mark.parametrize("fused_wins", [True, False], ids=["fused faster", "unfused faster"])
+def test_a_keras_function_runs_both_forms_then_the_faster(given_times, function_forms, fused_wins):
+    given_times(*winner_times(fused_wins))
+    before, reported_before = len(fusion_decisions()), len(observed_fusion())
+    keras_fit(enable_graph_kernel=True)  # 20 steps, one per call
+    assert function_forms == TRIAL_ORDER[:6] + [fused_wins] * 14
+    assert [(d.where, d.fused) for d in fusion_decisions()[before:]] == [("Keras train function", fused_wins)]
+    reported = observed_fusion()[reported_before:]  # the fused form's clusters, after its first call
+    assert [s.where for s in reported] == ["Keras train function"] and reported[0].clusters >= 1
+
+
+def element_wise_step(x):
+    h = tf.nn.gelu(x * 1.5 + 0.5)
+    return tf.reduce_sum(h * tf.tanh(x - 0.1))
+
+
+@pytest.mark.parametrize("fused_wins", [True, False], ids=["fused faster", "unfused faster"])
+def test_a_tf_function_runs_both_forms_then_the_faster_per_input_shape(given_times, function_forms, fused_wins):
+    given_times(*winner_times(fused_wins))
+    before = len(fusion_decisions())
+    step = with_units(build_plan(options_from_kwargs(enable_graph_kernel=True)))(tf.function)(element_wise_step)
+    clustered, values = [], []
+    for _ in range(10):
+        collected = []
+        with function_run_metadata(collected):
+            values.append(step(tf.constant(INPUT)).numpy())
+        # a form's graphs are reported when it is first built: the fused one, then the unfused one
+        ops = {n.op for m in collected for g in m.function_graphs for p in g.partition_graphs for n in p.node}
+        clustered.append(bool(CLUSTER_OPS & ops) if ops else None)
+    assert clustered == [True, False] + [None] * 8
+    assert function_forms == TRIAL_ORDER[:6] + [fused_wins] * 4
+    np.testing.assert_allclose(values, [values[0]] * 10, rtol=1e-5)
+    step(tf.constant(INPUT[:8]))  # another input shape: its own trial, which starts with the fused form
+    assert function_forms[-1] == FUSED
+    decided = fusion_decisions()[before:]
+    assert [(d.where, d.fused) for d in decided] == [("tf.function element_wise_step", fused_wins)]
