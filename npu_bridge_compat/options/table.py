@@ -819,7 +819,9 @@ _SPECS = (
         C.COMPILE,
         translated(
             "XLA auto-clustering restricted to fusible ops (element-wise, reductions, shapes): chains of them run "
-            "as fused kernels; MatMul and Conv keep their library kernels, host-kept ops and dumps/checks stay out"
+            "as fused kernels; MatMul and Conv keep their library kernels, host-kept ops and dumps/checks stay out. "
+            "True means auto: each function's first runs try the fused and unfused forms and keep the faster "
+            "(NPU_BRIDGE_COMPAT_GRAPH_KERNEL=on always fuses)"
         ),
         "Graph-kernel fusion (MindSpore's enable_graph_kernel): element-wise chains compiled into fused kernels. "
         "A host extension: an NPU's Graph Engine always fuses, so the adapter has no such key.",
