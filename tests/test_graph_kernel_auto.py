@@ -48,6 +48,8 @@ def test_a_close_race_takes_three_pairs_and_the_lower_median_wins():
     assert forms == TRIAL_ORDER and decision.fused  # medians 1.0 vs 1.2
     _, decision = run_trial([1.2 * MS, 1.0 * MS, 1.3 * MS], [1.0 * MS, 1.25 * MS, 1.1 * MS])
     assert not decision.fused  # medians 1.2 vs 1.1
+    forms, decision = run_trial([1 * MS, 1 * MS, 1 * MS], [1.4 * MS, 1.4 * MS, 1.4 * MS])
+    assert forms == TRIAL_ORDER and decision.fused  # 1.4x: not clear enough to stop after two pairs
 
 
 def test_a_tie_keeps_the_unfused_form():

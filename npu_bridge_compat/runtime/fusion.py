@@ -166,7 +166,7 @@ class FusionTrial:
     form whose runs were all faster than all the other's by `CLEAR_MARGIN` wins; otherwise three pairs are
     timed and the lower median wins (a tie keeps the unfused form). At most 8 runs; each one is a real run."""
 
-    CLEAR_MARGIN = 1.15
+    CLEAR_MARGIN = 1.5
     EARLY_PAIRS = 2
     MOST_PAIRS = 3
 
@@ -233,11 +233,11 @@ class FusionChooser:
             return run(fused)
         start = time.perf_counter()
         result = run(fused)
-        finished(trial, fused, time.perf_counter() - start)
+        run_finished(trial, fused, time.perf_counter() - start)
         return result
 
 
-def finished(trial: FusionTrial, fused: bool, seconds: float) -> None:
+def run_finished(trial: FusionTrial, fused: bool, seconds: float) -> None:
     """Give the trial a run's time; a decision it makes is kept (`fusion_decisions`) and logged."""
     decision = trial.ran(fused, seconds)
     if decision is not None:

@@ -25,7 +25,7 @@ from npu_bridge_compat.compat.session_jit import build_signatures_fused, restore
 from npu_bridge_compat.compat.sessions import session_config_of
 from npu_bridge_compat.plan.features import GraphKernelFusion, HostRegions, NumericChecks, ProfilerTrace, TensorDump
 from npu_bridge_compat.runtime.dump import TensorDumper
-from npu_bridge_compat.runtime.fusion import FusionChooser, finished, record, summarize
+from npu_bridge_compat.runtime.fusion import FusionChooser, record, run_finished, summarize
 from npu_bridge_compat.runtime.graph import (
     ancestors_among,
     fetched_operations,
@@ -288,7 +288,7 @@ class FusionUnit(tf.compat.v1.train.SessionRunHook):
         if self._measured:
             restore_signature_building()
         if trial is not None and trial.decision is None:
-            finished(trial, fused, seconds)
+            run_finished(trial, fused, seconds)
         if report and run_values.run_metadata is not None:
             ran = tf.compat.v1.graph_util.extract_sub_graph(
                 graph.as_graph_def(), [name.split(":")[0] for name in names]
