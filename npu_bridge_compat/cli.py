@@ -279,6 +279,8 @@ def scan_paths(arguments: argparse.Namespace) -> int:
     from npu_bridge_compat.scan import ScanPathError, Severity, render_json, render_text, scan
     from npu_bridge_compat.scan.progress import ProgressBar
 
+    if arguments.trial:
+        return try_paths(arguments)
     host = detect_host()
     if arguments.host:
         host = host.with_device(arguments.host)
@@ -295,6 +297,30 @@ def scan_paths(arguments: argparse.Namespace) -> int:
         threshold = Severity.BLOCKED if arguments.fail_on == "blocked" else Severity.WARNING
         if any(script.status >= threshold for script in report.scripts):
             return EXIT_FAILED_CHECK
+    return 0
+
+
+def try_paths(arguments: argparse.Namespace) -> int:
+    from npu_bridge_compat.scan import ScanPathError, render_trial_json, render_trial_text
+    from npu_bridge_compat.scan.progress import ProgressBar
+    from npu_bridge_compat.scan.trial import TrialOutcome, TrialSetupError, try_entry_scripts
+
+    for flag, value in (("--jobs", arguments.jobs), ("--time-limit", arguments.time_limit)):
+        if value is not None and value <= 0:
+            print(f"error: {flag} takes a positive number, got {value:g}", file=sys.stderr)
+            return EXIT_INVALID
+    bar = ProgressBar(sys.stderr, unit="scripts", minimum=1)
+    try:
+        report = try_entry_scripts(arguments.paths, arguments.jobs, arguments.time_limit, progress=bar)
+    except (ScanPathError, TrialSetupError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_INVALID
+    finally:
+        bar.close()
+    print(render_trial_json(report) if arguments.format == "json" else render_trial_text(report))
+    spared = {TrialOutcome.STARTED} | ({TrialOutcome.TIMED_OUT} if arguments.fail_on == "blocked" else set())
+    if arguments.fail_on and any(trial.outcome not in spared for trial in report.trials):
+        return EXIT_FAILED_CHECK
     return 0
 
 
@@ -391,6 +417,17 @@ def build_parser() -> argparse.ArgumentParser:
         "warnings or is blocked): for CI",
     )
     scan_parser.add_argument("--host", choices=HOST_KINDS, help=HOST_HELP)
+    scan_parser.add_argument(
+        "--try",
+        dest="trial",
+        action="store_true",
+        help="start every entry script (a __main__ guard or app.run) under `run ... --help`, isolated, and report "
+        "which would not start and why; --fail-on blocked: one did not start (timed out spared), warning: or timed out",
+    )
+    scan_parser.add_argument("-j", "--jobs", type=int, help="--try: scripts started at a time (default: the cores)")
+    scan_parser.add_argument(
+        "--time-limit", type=float, default=60.0, metavar="S", help="--try: seconds per script (default 60)"
+    )
     scan_parser.set_defaults(run=scan_paths)
     return parser
 

@@ -7,9 +7,11 @@
 reader.py turns syntax into facts (worker processes, no TensorFlow); classify.py, names.py, configs.py and
 tf1.py give each fact its meaning through the runtime's own option table, readers, rules, host plan and alias
 tree; report.py is the model, render.py its text and JSON.
+
+`scan --try` (trial.py, trial_child.py) starts the entry scripts instead: which would not start here, and why.
 """
 
-from npu_bridge_compat.scan.render import render_json, render_text
+from npu_bridge_compat.scan.render import render_json, render_text, render_trial_json, render_trial_text
 from npu_bridge_compat.scan.report import Category, Finding, Outcome, ScanReport, ScriptReport, Severity
 from npu_bridge_compat.scan.scanner import ScanPathError, scan
 
@@ -23,5 +25,7 @@ __all__ = [
     "Severity",
     "render_json",
     "render_text",
+    "render_trial_json",
+    "render_trial_text",
     "scan",
 ]

@@ -1,10 +1,11 @@
-"""The porting report for people (text) and for tools (JSON)."""
+"""The porting report and `scan --try`'s report, for people (text) and for tools (JSON)."""
 
 from __future__ import annotations
 
 import json
 
 from npu_bridge_compat.scan.report import Category, Finding, ScanReport, ScriptReport, Severity
+from npu_bridge_compat.scan.trial import TrialOutcome, TrialReport
 
 _LISTED_TF1_NAMES = 6  # per script; the JSON has them all
 
@@ -69,3 +70,39 @@ def _totals_text(report: ScanReport) -> str:
             f"  TF 1.15 scripts (run them with `python -m npu_bridge_compat run --tf1`): {totals['needs_tf1']}"
         )
     return "\n".join(lines)
+
+
+_EXAMPLES = 3  # scripts named per cause in the text; the JSON has them all
+
+
+def render_trial_json(report: TrialReport) -> str:
+    return json.dumps(report.as_json(), indent=1, ensure_ascii=False)
+
+
+def render_trial_text(report: TrialReport) -> str:
+    """`scan --try` for people: per outcome (the failures first), its causes, most common first, with a few of
+    their scripts; then the totals."""
+    blocks = []
+    groups = report.by_outcome()
+    for outcome, trials in groups.items():
+        if outcome is TrialOutcome.STARTED:
+            continue
+        lines = [f"{outcome}: {len(trials)} script{'s' * (len(trials) != 1)}"]
+        for cause, group in report.by_cause(trials).items():
+            named = ", ".join(trial.path + (" (--tf1)" if trial.tf1 else "") for trial in group[:_EXAMPLES])
+            more = f", and {len(group) - _EXAMPLES} more" if len(group) > _EXAMPLES else ""
+            lines.append(f"  {len(group):>5}  {cause}: {named}{more}")
+            if len(group) == 1:
+                lines.append(f"  {'':>5}    {group[0].detail}" + (f" ({group[0].where})" if group[0].where else ""))
+        blocks.append("\n".join(lines))
+    totals = report.totals()
+    minutes, seconds = divmod(round(report.seconds), 60)
+    summary = [
+        f"{totals['scripts']} entry scripts tried in {minutes} min {seconds} s, {report.jobs} at a time, at most "
+        f"{report.time_limit_s:g} s each ({totals['with_tf1']} with --tf1); {report.isolation}",
+        "  " + ", ".join(f"{outcome}: {len(trials)}" for outcome, trials in groups.items()),
+    ]
+    ended = sum(trial.ended_left_behind for trial in report.trials)
+    if ended:
+        summary.append(f"  processes the scripts left running, ended: {ended}")
+    return "\n\n".join([*blocks, "\n".join(summary)])

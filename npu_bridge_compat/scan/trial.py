@@ -1,0 +1,542 @@
+"""`scan --try`: start every entry script of a code base under `run ... --help` and say which would not start.
+
+    report = try_entry_scripts(["models/"], jobs=2, time_limit_s=60)
+    print(render_trial_text(report))       # grouped by outcome, then by cause, most common first
+
+An entry script is a file with a `__main__` guard or an `app.run(` call. Each starts as
+`python -m npu_bridge_compat run [--tf1] SCRIPT --help` (with `--tf1` where the static scan finds TF 1.15 names
+in it or in the project modules it imports), in its own folder, with the environment a ported single-device
+script expects (RANK_SIZE=1, RANK_ID=0, DEVICE_ID=0, ...), `jobs` at a time, each for at most `time_limit_s`.
+
+Where the system allows user namespaces, each trial runs in namespaces of its own (`unshare`): a network one with
+no interface up (the script reaches nothing), a mount one where the scanned tree is an overlay whose writes are
+thrown away (read-only where the kernel refuses the overlay), and a PID one, so that whatever the script forked
+ends with it. Elsewhere the trials run in a temporary copy of the tree, in the host's network, and what a script
+leaves behind is found by a marker in its environment and ended. Either way nothing of the tree is written to.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import enum
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from typing import NamedTuple
+
+from npu_bridge_compat.legacy import ALIASED_PACKAGES
+from npu_bridge_compat.scan.reader import FileFacts, read_file
+from npu_bridge_compat.scan.scanner import SourceFile, default_workers, python_files, scan
+from npu_bridge_compat.scan.tf1 import tf1_name_status
+
+DEFAULT_TIME_LIMIT_S = 60.0
+ENTRY_MARKS = re.compile(rb"""__name__\s*==\s*['"]__main__['"]|['"]__main__['"]\s*==\s*__name__|\bapp\.run\(""")
+# What a ported single-device script reads (ModelZoo's run scripts export these before `python train.py`).
+SINGLE_DEVICE_ENVIRONMENT = {
+    "RANK_SIZE": "1",
+    "RANK_ID": "0",
+    "RANK_INDEX": "0",
+    "DEVICE_ID": "0",
+    "ASCEND_DEVICE_ID": "0",
+    "DEVICE_INDEX": "0",
+    "JOB_ID": "10087",
+}
+# A multi-device description inherited from this shell would contradict the single device above.
+_JOB_VARIABLES = (
+    "RANK_TABLE_FILE",
+    "CM_CHIEF_IP",
+    "CM_CHIEF_PORT",
+    "CM_CHIEF_DEVICE",
+    "CM_WORKER_SIZE",
+    "CM_WORKER_IP",
+)
+MARKER_VARIABLE = "NPU_BRIDGE_COMPAT_TRIAL"  # found in the environment of every process a trial starts
+NAMESPACES = ("--user", "--map-root-user", "--net", "--mount", "--pid", "--fork", "--kill-child", "--mount-proc")
+_OUTPUT_TAIL_BYTES = 2000
+_HIDDEN = {"overlay": "overlaid (its writes discarded)", "read-only": "read-only"}
+ADAPTER_ROOTS = (*ALIASED_PACKAGES, "npu_bridge_compat")
+
+# Import name -> what to install, where they differ (pip names match import names otherwise, `_` and `-` alike).
+PIP_NAMES = {
+    "absl": "absl-py",
+    "attr": "attrs",
+    "Bio": "biopython",
+    "bs4": "beautifulsoup4",
+    "Crypto": "pycryptodome",
+    "cv2": "opencv-python",
+    "dateutil": "python-dateutil",
+    "docx": "python-docx",
+    "fitz": "PyMuPDF",
+    "git": "GitPython",
+    "google.protobuf": "protobuf",
+    "jwt": "PyJWT",
+    "Levenshtein": "python-Levenshtein",
+    "OpenSSL": "pyOpenSSL",
+    "PIL": "Pillow",
+    "serial": "pyserial",
+    "skimage": "scikit-image",
+    "sklearn": "scikit-learn",
+    "yaml": "PyYAML",
+    "zmq": "pyzmq",
+}
+
+# Packages of Ascend's own platforms, which no public index has.
+ASCEND_PACKAGES = {
+    "acl": "pyACL, of Ascend's CANN toolkit",
+    "moxing": "ModelArts' storage package",
+    "tbe": "Ascend's CANN toolkit",
+    "te": "Ascend's CANN toolkit",
+}
+
+
+class TrialSetupError(RuntimeError):
+    """The trials cannot be isolated as promised (the tree could not be hidden from writes)."""
+
+
+class TrialOutcome(enum.StrEnum):
+    """What starting a script under `run ... --help` ended in; the order is the report's."""
+
+    STARTED = "started"
+    PACKAGE = "needs a package"
+    ADAPTER = "adapter name missing"
+    TF1_NAME = "TF 1.15 name missing"
+    TF2_NAME = "TF 2.6 name missing"
+    SCRIPT = "script's own error"
+    TIMED_OUT = "timed out"
+
+    @property
+    def is_defect(self) -> bool:
+        """A name this package should serve (the rest is the host's or the script's business)."""
+        return self in (TrialOutcome.ADAPTER, TrialOutcome.TF1_NAME, TrialOutcome.TF2_NAME)
+
+
+@dataclasses.dataclass(frozen=True)
+class Trial:
+    path: str  # as the user named it
+    tf1: bool  # started with --tf1
+    seconds: float
+    outcome: TrialOutcome
+    cause: str  # what the report groups by: a package, a name, an exception type
+    detail: str  # the error message, or why
+    where: str | None = None  # file:line in the tree where it was raised
+    output_tail: str = ""  # the last lines the script printed (for the failures)
+    ended_left_behind: int = 0  # processes it left running that the trial ended (outside a PID namespace)
+
+    def as_json(self) -> dict:
+        return {**dataclasses.asdict(self), "outcome": self.outcome.value, "seconds": round(self.seconds, 2)}
+
+
+@dataclasses.dataclass(frozen=True)
+class TrialReport:
+    paths: tuple[str, ...]
+    isolation: str  # how the tree was kept unwritten and the network out of reach
+    jobs: int
+    time_limit_s: float
+    seconds: float
+    trials: tuple[Trial, ...]
+
+    def by_outcome(self) -> dict[TrialOutcome, list[Trial]]:
+        grouped: dict[TrialOutcome, list[Trial]] = {outcome: [] for outcome in TrialOutcome}
+        for trial in self.trials:
+            grouped[trial.outcome].append(trial)
+        return {outcome: trials for outcome, trials in grouped.items() if trials}
+
+    @staticmethod
+    def by_cause(trials: Iterable[Trial]) -> dict[str, list[Trial]]:
+        """Trials per cause, the most common cause first (ties by name)."""
+        grouped: dict[str, list[Trial]] = collections.defaultdict(list)
+        for trial in trials:
+            grouped[trial.cause].append(trial)
+        return dict(sorted(grouped.items(), key=lambda item: (-len(item[1]), item[0])))
+
+    def totals(self) -> dict:
+        return {
+            "scripts": len(self.trials),
+            "with_tf1": sum(trial.tf1 for trial in self.trials),
+            "seconds": round(self.seconds, 1),
+            **{outcome.value: len(trials) for outcome, trials in self.by_outcome().items()},
+        }
+
+    def as_json(self) -> dict:
+        return {
+            "schema": "npu_bridge_compat.scan-try/1",
+            "paths": list(self.paths),
+            "isolation": self.isolation,
+            "jobs": self.jobs,
+            "time_limit_s": self.time_limit_s,
+            "totals": self.totals(),
+            "causes": {
+                outcome.value: {cause: len(group) for cause, group in self.by_cause(trials).items()}
+                for outcome, trials in self.by_outcome().items()
+            },
+            "scripts": [trial.as_json() for trial in self.trials],
+        }
+
+
+# --- which scripts, and which need --tf1 ---------------------------------------------------------------------
+
+
+def entry_scripts(paths: Sequence[str]) -> list[SourceFile]:
+    """The Python files under `paths` with a `__main__` guard or an `app.run(` call."""
+    entries = []
+    for file in python_files(paths):
+        try:
+            with open(file.path, "rb") as handle:
+                if ENTRY_MARKS.search(handle.read()):
+                    entries.append(file)
+        except OSError:
+            continue  # unreadable: not startable either way, and `scan` reports it
+    return entries
+
+
+def local_modules(facts: FileFacts, root: str) -> list[str]:
+    """The files of the tree that a file imports: relative imports, and absolute ones found next to it, in a
+    folder above it up to `root`, or in a literal folder it adds to sys.path."""
+    folder = os.path.dirname(facts.path)
+    searched = [os.path.normpath(os.path.join(folder, extra)) for extra in facts.search_paths]
+    directory = folder
+    while True:
+        searched.append(directory)
+        if directory == root or os.path.dirname(directory) == directory:
+            break
+        directory = os.path.dirname(directory)
+    found = []
+    for imported in facts.imports:
+        parts = [part for part in imported.module.split(".") if part]
+        names = [] if imported.name in (None, "*") else [imported.name]
+        if imported.level:
+            base = folder
+            for _ in range(imported.level - 1):
+                base = os.path.dirname(base)
+            bases = [base]
+        elif parts and parts[0] in ADAPTER_ROOTS + ("tensorflow",):
+            continue
+        else:
+            bases = searched
+        for base in bases:
+            hit = _module_file(base, parts, names)
+            if hit:
+                found.extend(hit)
+                break
+    return found
+
+
+def _module_file(base: str, parts: list[str], names: list[str]) -> list[str]:
+    stem = os.path.join(base, *parts)
+    module = next((path for path in (stem + ".py", os.path.join(stem, "__init__.py")) if os.path.isfile(path)), None)
+    if module is None and parts:
+        return []
+    submodules = [os.path.join(stem, name + ".py") for name in names]
+    return [path for path in ([module] if module else []) + submodules if os.path.isfile(path)]
+
+
+def tf1_scripts(entries: Sequence[SourceFile]) -> set[str]:
+    """The entry scripts that need `run --tf1`: the static scan finds TF 1.15 names in them or in a module of the
+    tree they import (directly or through other such modules)."""
+    reached: dict[str, set[str]] = {}
+    facts_of: dict[str, FileFacts] = {}
+    for entry in entries:
+        seen = {entry.path}
+        pending = [entry.path]
+        while pending:
+            path = pending.pop()
+            if path not in facts_of:
+                facts_of[path] = read_file(path)
+            for module in local_modules(facts_of[path], entry.root):
+                if module not in seen:
+                    seen.add(module)
+                    pending.append(module)
+        reached[entry.path] = seen
+    report = scan(sorted(facts_of), workers=1)
+    tf1_files = {script.path for script in report.scripts if script.needs_tf1}
+    return {entry.path for entry in entries if reached[entry.path] & tf1_files}
+
+
+def tree_modules(paths: Sequence[str]) -> frozenset[str]:
+    """Names a script of the tree may import as its own: every module file's and package folder's name."""
+    names = set()
+    for file in python_files(paths):
+        names.add(os.path.basename(file.path)[:-3])
+        names.update(os.path.relpath(os.path.dirname(file.path), file.root).split(os.sep))
+    return frozenset(names - {".", "__init__"})
+
+
+# --- isolation -----------------------------------------------------------------------------------------------
+
+
+def namespace_refusal() -> str | None:
+    """Why the trials cannot have namespaces of their own here; None when they can."""
+    unshare = shutil.which("unshare")
+    if unshare is None:
+        return "util-linux's unshare is not installed"
+    probe = subprocess.run([unshare, *NAMESPACES, "true"], capture_output=True, text=True)
+    if probe.returncode != 0:
+        return f"this system refuses user namespaces ({probe.stderr.strip() or probe.returncode})"
+    return None
+
+
+def end_marked_processes(marker: str) -> int:
+    """SIGKILL every process whose environment carries `MARKER_VARIABLE=marker`; returns how many there were."""
+    needle = f"{MARKER_VARIABLE}={marker}".encode() + b"\0"
+    ended = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as handle:
+                if needle not in handle.read() + b"\0":
+                    continue
+            os.kill(int(entry), signal.SIGKILL)
+            ended += 1
+        except (OSError, ProcessLookupError):
+            continue  # gone meanwhile, or not ours
+    return ended
+
+
+# --- one trial -----------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class _Plan:
+    """How every trial of a run is started."""
+
+    scratch: str  # a temporary folder outside the tree
+    time_limit_s: float
+    namespaces: bool
+    copies: dict[str, str]  # scanned root -> its temporary copy (without namespaces)
+    environment: dict[str, str]
+
+
+class _Ran(NamedTuple):
+    result: dict | None  # what the child wrote; None when it was killed or the script ended the interpreter
+    status: int
+    timed_out: bool
+    seconds: float
+    output_tail: str
+    ended_left_behind: int
+
+
+def _start_trial(entry: SourceFile, tf1: bool, plan: _Plan, number: int) -> _Ran:
+    """Start one script and wait for it, at most the time limit; then end whatever it left running."""
+    root = plan.copies.get(entry.root, entry.root)
+    script = os.path.join(root, os.path.relpath(entry.path, entry.root))
+    folder = os.path.dirname(script)
+    marker = uuid.uuid4().hex
+    work = os.path.join(plan.scratch, str(number))
+    os.makedirs(work)
+    command = [sys.executable, "-m", "npu_bridge_compat.scan.trial_child", "--root", root, "--folder", folder]
+    if plan.namespaces:
+        command = [shutil.which("unshare") or "unshare", *NAMESPACES, *command, "--isolate", "--overlay", work]
+    reading, writing = os.pipe()
+    command += ["--result-fd", str(writing), "--", *(["--tf1"] if tf1 else []), script, "--help"]
+    started = time.monotonic()
+    with open(os.path.join(work, "output"), "w+b") as output:
+        try:
+            process = subprocess.Popen(
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=output,
+                stderr=subprocess.STDOUT,
+                pass_fds=(writing,),
+                start_new_session=True,  # its own process group: an overrun ends with everything it started
+                env={**plan.environment, MARKER_VARIABLE: marker},
+                cwd=folder,
+            )
+        finally:
+            os.close(writing)
+        try:
+            process.wait(timeout=plan.time_limit_s)
+            timed_out = False
+        except subprocess.TimeoutExpired:
+            timed_out = True
+        seconds = time.monotonic() - started
+        try:
+            os.killpg(process.pid, signal.SIGKILL)  # the overrun, or what it left in its group
+        except ProcessLookupError:
+            pass
+        process.wait()
+        ended = end_marked_processes(marker)  # what left the group (setsid) outside a PID namespace
+        result = _read_result(reading)
+        output.seek(max(0, output.seek(0, os.SEEK_END) - _OUTPUT_TAIL_BYTES))
+        tail = output.read().decode(errors="replace")
+    shutil.rmtree(work, ignore_errors=True)
+    return _Ran(result, process.returncode, timed_out, seconds, tail, ended)
+
+
+def _read_result(reading: int) -> dict | None:
+    os.set_blocking(reading, False)  # a writer it left behind must not keep this waiting
+    chunks = []
+    try:
+        while chunk := os.read(reading, 65536):
+            chunks.append(chunk)
+    except BlockingIOError:
+        pass
+    finally:
+        os.close(reading)
+    try:
+        return json.loads(b"".join(chunks)) if chunks else None
+    except json.JSONDecodeError:
+        return None
+
+
+# --- what stopped it -----------------------------------------------------------------------------------------
+
+
+_CANNOT_IMPORT = re.compile(r"cannot import name '([\w.]+)' from '([\w.]+)'")
+_SHARED_LIBRARY = re.compile(r"([\w.+-]+\.so[\w.]*): cannot open shared object file")
+
+
+def classify(
+    result: dict | None, status: int, timed_out: bool, tf1: bool, own_modules: frozenset[str], time_limit_s: float
+) -> tuple[TrialOutcome, str, str, str | None]:
+    """(outcome, cause, detail, where) of one trial."""
+    if timed_out:
+        return (
+            TrialOutcome.TIMED_OUT,
+            f"still running after {time_limit_s:g} s",
+            "ended with its process group; it may have ignored --help and started its work",
+            None,
+        )
+    if result is None:
+        if status < 0:
+            name = signal.Signals(-status).name
+            return TrialOutcome.SCRIPT, f"killed by {name}", f"the interpreter was killed by {name}", None
+        return TrialOutcome.SCRIPT, "left without a report", f"the interpreter ended with status {status}", None
+    if "setup_error" in result:
+        raise TrialSetupError(result["setup_error"])
+    error = result.get("error")
+    if error is None:
+        return TrialOutcome.STARTED, "started", f"exit status {result.get('exit')}", None
+    message = f"{error['type']}: {error['message']}"
+    outcome, cause = _classify_error(error, tf1, own_modules)
+    return outcome, cause, message, error.get("where")
+
+
+def _classify_error(error: dict, tf1: bool, own_modules: frozenset[str]) -> tuple[TrialOutcome, str]:
+    kind, message = error["type"], error["message"]
+    if kind in ("ModuleNotFoundError", "ImportError"):
+        named = _CANNOT_IMPORT.search(message)
+        dotted = f"{named.group(2)}.{named.group(1)}" if named else error.get("module")
+        if dotted:
+            return _missing_name(dotted, tf1, own_modules, whole_module=kind == "ModuleNotFoundError")
+        library = _SHARED_LIBRARY.search(message)
+        if library:
+            return TrialOutcome.PACKAGE, f"system library {library.group(1)}"
+    if kind == "NoCounterpartError":  # the TF 1.15 world's stand-in for a name it cannot serve, named first
+        return TrialOutcome.TF1_NAME, _public(message.split(" ", 1)[0])
+    if kind == "AttributeError" and error.get("owner"):
+        if error.get("tf1_hint") and not tf1:
+            return TrialOutcome.TF1_NAME, f"{_public(error['owner'])}.{error['name']} (run --tf1 serves it)"
+        return _missing_name(f"{error['owner']}.{error['name']}", tf1, own_modules, whole_module=False)
+    if kind == "DeviceOnlyFeatureError":
+        return TrialOutcome.ADAPTER, f"Ascend-only: {message.split(':')[0]}"
+    if kind in ("SyntaxError", "IndentationError", "TabError"):
+        return TrialOutcome.SCRIPT, "SyntaxError"
+    if error.get("file"):
+        return TrialOutcome.SCRIPT, f"{kind} (a file it reads at start)"
+    return TrialOutcome.SCRIPT, kind
+
+
+def _missing_name(dotted: str, tf1: bool, own_modules: frozenset[str], whole_module: bool) -> tuple[TrialOutcome, str]:
+    dotted = _public(dotted)
+    top = dotted.split(".")[0]
+    if top in ADAPTER_ROOTS:
+        return TrialOutcome.ADAPTER, dotted
+    if top == "tensorflow":
+        if tf1:
+            return TrialOutcome.TF1_NAME, dotted
+        if tf1_name_status(dotted)[0] in ("works", "differs"):
+            return TrialOutcome.TF1_NAME, f"{dotted} (run --tf1 serves it)"
+        return TrialOutcome.TF2_NAME, dotted
+    if top in own_modules:
+        return TrialOutcome.SCRIPT, f"its own module {top} is not on its path"
+    if whole_module and not _installed(top):
+        if top in ASCEND_PACKAGES:
+            return TrialOutcome.PACKAGE, f"{top} ({ASCEND_PACKAGES[top]}: not on the public index)"
+        package = next((name for name in (dotted, top) if name in PIP_NAMES), None)
+        return TrialOutcome.PACKAGE, f"{top} (pip install {PIP_NAMES[package]})" if package else top
+    return TrialOutcome.PACKAGE, f"{top}: another version (this one lacks {dotted})"
+
+
+def _installed(module: str) -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _public(dotted: str) -> str:
+    """TensorFlow's generated API modules by their public names (tensorflow._api.v2.compat.v1 -> tf.compat.v1)."""
+    return re.sub(r"^tensorflow\._api\.v2(\.|$)", r"tensorflow\1", dotted)
+
+
+# --- all of them ---------------------------------------------------------------------------------------------
+
+
+def try_entry_scripts(
+    paths: Sequence[str],
+    jobs: int | None = None,
+    time_limit_s: float = DEFAULT_TIME_LIMIT_S,
+    progress: Callable[[int, int], None] | None = None,
+    namespaces: bool | None = None,
+) -> TrialReport:
+    """Start every entry script under `paths`, `jobs` at a time (default: the cores). `namespaces`: None uses
+    them where the system allows, False runs in a temporary copy of the tree instead."""
+    started_at = time.monotonic()
+    jobs = jobs or default_workers()
+    entries = entry_scripts(paths)
+    tf1 = tf1_scripts(entries)
+    own_modules = tree_modules(paths)
+    refusal = namespace_refusal() if namespaces is not False else "asked for a copy"
+    environment = {name: value for name, value in os.environ.items() if name not in _JOB_VARIABLES}
+    environment.update(SINGLE_DEVICE_ENVIRONMENT)
+    environment["PYTHONDONTWRITEBYTECODE"] = "1"  # no __pycache__ in the tree, in a copy or read-only
+    environment.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    if progress is not None:
+        progress(0, len(entries))
+    with tempfile.TemporaryDirectory(prefix="npu_bridge_compat_try_") as scratch:
+        copies = {}
+        if refusal is not None:
+            for index, root in enumerate(sorted({entry.root for entry in entries})):
+                copies[root] = shutil.copytree(root, os.path.join(scratch, f"copy{index}"), symlinks=True)
+        plan = _Plan(scratch, time_limit_s, refusal is None, copies, environment)
+        trials: list[Trial] = []
+        isolations: set[str] = set()
+        with ThreadPoolExecutor(jobs) as pool:
+            futures = {
+                pool.submit(_start_trial, entry, entry.path in tf1, plan, number): entry
+                for number, entry in enumerate(entries)
+            }
+            for done, future in enumerate(as_completed(futures), start=1):
+                entry, ran = futures[future], future.result()
+                tf1_used = entry.path in tf1
+                outcome, cause, detail, where = classify(
+                    ran.result, ran.status, ran.timed_out, tf1_used, own_modules, time_limit_s
+                )
+                if ran.result and "isolation" in ran.result:
+                    isolations.add(ran.result["isolation"])
+                tail = "" if outcome is TrialOutcome.STARTED else ran.output_tail
+                left = ran.ended_left_behind
+                trials.append(Trial(entry.shown, tf1_used, ran.seconds, outcome, cause, detail, where, tail, left))
+                if progress is not None:
+                    progress(done, len(entries))
+    hidden = " or ".join(_HIDDEN[way] for way in sorted(isolations)) or _HIDDEN["overlay"]
+    isolation = (
+        f"namespaces of its own per script: no network, the tree {hidden}, its processes ended with it"
+        if refusal is None
+        else f"a temporary copy of the tree, in this host's network, because {refusal}"
+    )
+    trials.sort(key=lambda trial: trial.path)
+    return TrialReport(tuple(paths), isolation, jobs, time_limit_s, time.monotonic() - started_at, tuple(trials))

@@ -1,0 +1,292 @@
+"""`scan --try`: every entry script of a small tree started under `run --help`, isolated, and classified.
+
+Most scripts here do not import TensorFlow (a trial then takes about a second); the few that must (adapter and
+TensorFlow names) live in a tree of their own, tried with a longer time limit.
+"""
+
+import io
+import json
+import os
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from npu_bridge_compat.cli import EXIT_FAILED_CHECK, main
+from npu_bridge_compat.scan import render_trial_json, render_trial_text
+from npu_bridge_compat.scan.progress import ProgressBar
+from npu_bridge_compat.scan.trial import (
+    MARKER_VARIABLE,
+    TrialOutcome,
+    end_marked_processes,
+    entry_scripts,
+    namespace_refusal,
+    try_entry_scripts,
+)
+
+QUICK_LIMIT_S = 4.0  # the hanging script's cost; the others end in about a second
+NAMESPACES = namespace_refusal() is None
+needs_namespaces = pytest.mark.skipif(not NAMESPACES, reason=f"user namespaces refused here: {namespace_refusal()}")
+
+QUICK_TREE = {
+    "models/resnet/train.py": """
+        import argparse, os, socket
+        if __name__ == "__main__":
+            expected = {"RANK_SIZE": "1", "RANK_ID": "0", "DEVICE_ID": "0", "ASCEND_DEVICE_ID": "0"}
+            if any(os.environ.get(name) != value for name, value in expected.items()):
+                raise LookupError("not the single-device environment")
+            if os.getcwd() != os.path.dirname(os.path.abspath(__file__)):
+                raise LookupError("not started in its own folder")
+            interfaces = [name for _, name in socket.if_nameindex()]
+            if os.environ.get("EXPECT_NO_NETWORK") and interfaces != ["lo"]:
+                raise ConnectionError(f"network interfaces {interfaces}")
+            argparse.ArgumentParser().parse_args()
+    """,
+    "models/resnet/model.py": "LAYERS = 50\n",  # not an entry script: never started
+    "models/yolo/detect.py": """
+        import cv2
+        if __name__ == "__main__":
+            pass
+    """,
+    "models/yolo/export.py": """
+        import moxing as mox
+        from absl import app
+        app.run(lambda argv: None)
+    """,
+    "models/bert/run.py": """
+        import resnet_blocks
+        if __name__ == "__main__":
+            pass
+    """,
+    "models/common/resnet_blocks.py": "DEPTH = 3\n",
+    "models/bert/broken.py": """
+        if __name__ == "__main__":
+            print("unclosed"
+    """,
+    "models/bert/reads_config.py": """
+        CONFIG = open("configs/bert.yaml").read()
+        if __name__ == "__main__":
+            pass
+    """,
+    "models/gan/hangs.py": """
+        import time
+        if __name__ == "__main__":
+            time.sleep(600)
+    """,
+    "models/gan/forks.py": """
+        import os, time
+        if __name__ == "__main__":
+            if os.fork() == 0:
+                os.setsid()  # out of its parent's process group
+                time.sleep(600)
+                os._exit(0)
+            with open("written_by_the_script.txt", "w") as output:
+                output.write("a script may write; the tree must not change")
+    """,
+}
+
+TF_TREE = {
+    "adapter/train.py": """
+        from npu_bridge.estimator.npu_no_such_module import NPUEstimator
+        if __name__ == "__main__":
+            pass
+    """,
+    "tf1/train.py": """
+        import tensorflow as tf
+        session_config = tf.ConfigProto()
+        tf.contrib.no_such_module_here.build()
+        if __name__ == "__main__":
+            pass
+    """,
+    "tf2/train.py": """
+        import tensorflow as tf
+        tf.no_such_function_in_tf2()
+        if __name__ == "__main__":
+            pass
+    """,
+    "tf2/dynamic.py": """
+        import tensorflow as tf
+        name = "Sess" + "ion"  # out of the static scan's sight: it decides against --tf1
+        getattr(tf, name)
+        if __name__ == "__main__":
+            pass
+    """,
+}
+
+
+def write_tree(root: Path, files: dict[str, str]) -> Path:
+    for relative, text in files.items():
+        path = root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip())
+    return root
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    return {str(path.relative_to(root)): path.read_bytes() for path in sorted(root.rglob("*")) if path.is_file()}
+
+
+def marked_processes() -> list[int]:
+    """Processes still carrying a trial's marker (none may outlive its trial)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as handle:
+                if f"{MARKER_VARIABLE}=".encode() in handle.read():
+                    found.append(int(entry))
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+@pytest.fixture(scope="module")
+def quick(tmp_path_factory):
+    root = write_tree(tmp_path_factory.mktemp("quick"), QUICK_TREE)
+    before = snapshot(root)
+    os.environ["EXPECT_NO_NETWORK"] = "1" if NAMESPACES else ""
+    try:
+        report = try_entry_scripts([str(root)], jobs=2, time_limit_s=QUICK_LIMIT_S)
+    finally:
+        del os.environ["EXPECT_NO_NETWORK"]
+    return root, before, report
+
+
+def by_script(report, root: Path) -> dict:
+    return {os.path.relpath(trial.path, root): trial for trial in report.trials}
+
+
+def test_only_entry_scripts_are_started(quick):
+    root, _, report = quick
+    assert sorted(by_script(report, root)) == sorted(
+        path for path in QUICK_TREE if path not in ("models/resnet/model.py", "models/common/resnet_blocks.py")
+    )
+
+
+def test_each_script_is_classified_with_its_cause(quick):
+    root, _, report = quick
+    found = {path: (trial.outcome, trial.cause) for path, trial in by_script(report, root).items()}
+    assert found == {
+        "models/resnet/train.py": (TrialOutcome.STARTED, "started"),
+        "models/yolo/detect.py": (TrialOutcome.PACKAGE, "cv2 (pip install opencv-python)"),
+        "models/yolo/export.py": (
+            TrialOutcome.PACKAGE,
+            "moxing (ModelArts' storage package: not on the public index)",
+        ),
+        "models/bert/run.py": (TrialOutcome.SCRIPT, "its own module resnet_blocks is not on its path"),
+        "models/bert/broken.py": (TrialOutcome.SCRIPT, "SyntaxError"),
+        "models/bert/reads_config.py": (TrialOutcome.SCRIPT, "FileNotFoundError (a file it reads at start)"),
+        "models/gan/hangs.py": (TrialOutcome.TIMED_OUT, f"still running after {QUICK_LIMIT_S:g} s"),
+        "models/gan/forks.py": (TrialOutcome.STARTED, "started"),
+    }
+    trials = by_script(report, root)
+    assert trials["models/bert/reads_config.py"].where == "models/bert/reads_config.py:1"
+    assert "configs/bert.yaml" in trials["models/bert/reads_config.py"].detail
+    assert trials["models/bert/broken.py"].where == "models/bert/broken.py:2"
+    assert not any(trial.tf1 for trial in report.trials)  # no TF 1.15 name anywhere in this tree
+
+
+def test_the_tree_is_unchanged_and_nothing_is_left_running(quick):
+    root, before, report = quick
+    assert snapshot(root) == before
+    assert not list(root.rglob("__pycache__"))
+    assert marked_processes() == []
+    hangs = by_script(report, root)["models/gan/hangs.py"]
+    assert QUICK_LIMIT_S <= hangs.seconds < QUICK_LIMIT_S + 5
+
+
+def test_the_text_report_groups_by_outcome_then_cause(quick):
+    root, _, report = quick
+    text = render_trial_text(report)
+    headings = [line for line in text.splitlines() if line and not line.startswith(" ")]
+    assert headings[:3] == ["needs a package: 2 scripts", "script's own error: 3 scripts", "timed out: 1 script"]
+    assert "8 entry scripts tried in" in text
+    assert "started: 2, needs a package: 2, script's own error: 3, timed out: 1" in text
+    as_json = json.loads(render_trial_json(report))
+    assert as_json["totals"]["started"] == 2 and as_json["totals"]["scripts"] == 8
+    assert as_json["causes"]["script's own error"] == {
+        "FileNotFoundError (a file it reads at start)": 1,
+        "SyntaxError": 1,
+        "its own module resnet_blocks is not on its path": 1,
+    }
+
+
+@needs_namespaces
+def test_namespaces_hide_the_network_and_the_tree(quick):
+    _, _, report = quick
+    assert report.isolation.startswith("namespaces of its own per script: no network, the tree overlaid")
+
+
+def test_without_namespaces_a_copy_is_used_and_escaped_children_are_ended(tmp_path):
+    files = {path: QUICK_TREE[path] for path in ("models/gan/forks.py", "models/bert/broken.py")}
+    root = write_tree(tmp_path, files)
+    before = snapshot(root)
+    report = try_entry_scripts([str(root)], jobs=2, time_limit_s=QUICK_LIMIT_S, namespaces=False)
+    trials = by_script(report, root)
+    assert trials["models/gan/forks.py"].outcome is TrialOutcome.STARTED
+    assert trials["models/gan/forks.py"].ended_left_behind == 1  # its setsid child, found by its marker
+    assert trials["models/bert/broken.py"].cause == "SyntaxError"
+    assert report.isolation.startswith("a temporary copy of the tree, in this host's network")
+    assert snapshot(root) == before
+    assert marked_processes() == []
+
+
+def test_end_marked_processes_ignores_unmarked_ones():
+    assert end_marked_processes("no-trial-has-this-marker") == 0
+
+
+def test_entry_scripts_are_found_by_main_guard_or_app_run(tmp_path):
+    write_tree(
+        tmp_path,
+        {
+            "guard.py": "if __name__ == '__main__':\n    pass\n",
+            "reversed.py": 'if "__main__" == __name__:\n    pass\n',
+            "absl_app.py": "from absl import app\napp.run(print)\n",
+            "library.py": "def main():\n    pass\n",
+        },
+    )
+    assert sorted(Path(file.path).name for file in entry_scripts([str(tmp_path)])) == [
+        "absl_app.py",
+        "guard.py",
+        "reversed.py",
+    ]
+
+
+def test_cli_fail_on_and_json(tmp_path, capsys):
+    write_tree(tmp_path, {path: QUICK_TREE[path] for path in ("models/bert/broken.py", "models/resnet/model.py")})
+    code = main(["scan", "--try", "--format", "json", "--time-limit", "30", "--fail-on", "blocked", str(tmp_path)])
+    assert code == EXIT_FAILED_CHECK
+    report = json.loads(capsys.readouterr().out)
+    assert report["schema"] == "npu_bridge_compat.scan-try/1"
+    assert [(script["outcome"], script["cause"]) for script in report["scripts"]] == [
+        ("script's own error", "SyntaxError")
+    ]
+
+
+def test_cli_rejects_a_non_positive_time_limit(tmp_path, capsys):
+    assert main(["scan", "--try", "--time-limit", "0", str(tmp_path)]) == 2
+    assert "--time-limit" in capsys.readouterr().err
+
+
+def test_progress_bar_counts_scripts():
+    stream = io.StringIO()
+    bar = ProgressBar(stream, interval=0, terminal_only=False, unit="scripts", minimum=1)
+    bar(3, 4)
+    assert stream.getvalue().endswith("3/4 scripts")
+    assert not ProgressBar(stream, unit="scripts", minimum=1).enabled  # a StringIO is no terminal
+
+
+@pytest.fixture(scope="module")
+def with_tensorflow(tmp_path_factory):
+    root = write_tree(tmp_path_factory.mktemp("tf"), TF_TREE)
+    return root, try_entry_scripts([str(root)], jobs=2, time_limit_s=300)
+
+
+def test_adapter_and_tensorflow_names_missing(with_tensorflow):
+    root, report = with_tensorflow
+    found = {path: (trial.tf1, trial.outcome, trial.cause) for path, trial in by_script(report, root).items()}
+    assert found == {
+        "adapter/train.py": (False, TrialOutcome.ADAPTER, "npu_bridge.estimator.npu_no_such_module"),
+        "tf1/train.py": (True, TrialOutcome.TF1_NAME, "tensorflow.contrib.no_such_module_here"),
+        "tf2/train.py": (False, TrialOutcome.TF2_NAME, "tensorflow.no_such_function_in_tf2"),
+        "tf2/dynamic.py": (False, TrialOutcome.TF1_NAME, "tensorflow.Session (run --tf1 serves it)"),
+    }
