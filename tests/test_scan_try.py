@@ -16,7 +16,6 @@ from npu_bridge_compat.cli import EXIT_FAILED_CHECK, main
 from npu_bridge_compat.scan import render_trial_json, render_trial_text
 from npu_bridge_compat.scan.progress import ProgressBar
 from npu_bridge_compat.scan.trial import (
-    MARKER_VARIABLE,
     TrialOutcome,
     end_marked_processes,
     entry_scripts,
@@ -126,15 +125,14 @@ def snapshot(root: Path) -> dict[str, bytes]:
     return {str(path.relative_to(root)): path.read_bytes() for path in sorted(root.rglob("*")) if path.is_file()}
 
 
-def marked_processes() -> list[int]:
-    """Processes still carrying a trial's marker (none may outlive its trial)."""
+def processes_in(root: Path) -> list[int]:
+    """Processes working in the tree (every trial starts in its script's folder; none may outlive its trial)."""
     found = []
     for entry in os.listdir("/proc"):
         try:
-            with open(f"/proc/{entry}/environ", "rb") as handle:
-                if f"{MARKER_VARIABLE}=".encode() in handle.read():
-                    found.append(int(entry))
-        except (OSError, ValueError):
+            if entry.isdigit() and os.readlink(f"/proc/{entry}/cwd").startswith(str(root)):
+                found.append(int(entry))
+        except OSError:
             continue
     return found
 
@@ -189,7 +187,7 @@ def test_the_tree_is_unchanged_and_nothing_is_left_running(quick):
     root, before, report = quick
     assert snapshot(root) == before
     assert not list(root.rglob("__pycache__"))
-    assert marked_processes() == []
+    assert processes_in(root) == []
     hangs = by_script(report, root)["models/gan/hangs.py"]
     assert QUICK_LIMIT_S <= hangs.seconds < QUICK_LIMIT_S + 5
 
@@ -227,7 +225,7 @@ def test_without_namespaces_a_copy_is_used_and_escaped_children_are_ended(tmp_pa
     assert trials["models/bert/broken.py"].cause == "SyntaxError"
     assert report.isolation.startswith("a temporary copy of the tree, in this host's network")
     assert snapshot(root) == before
-    assert marked_processes() == []
+    assert processes_in(root) == []
 
 
 def test_end_marked_processes_ignores_unmarked_ones():

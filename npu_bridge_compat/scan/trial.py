@@ -8,16 +8,19 @@ An entry script is a file with a `__main__` guard or an `app.run(` call. Each st
 in it or in the project modules it imports), in its own folder, with the environment a ported single-device
 script expects (RANK_SIZE=1, RANK_ID=0, DEVICE_ID=0, ...), `jobs` at a time, each for at most `time_limit_s`.
 
-Where the system allows user namespaces, each trial runs in namespaces of its own (`unshare`): a network one with
-no interface up (the script reaches nothing), a mount one where the scanned tree is an overlay whose writes are
-thrown away (read-only where the kernel refuses the overlay), and a PID one, so that whatever the script forked
-ends with it. Elsewhere the trials run in a temporary copy of the tree, in the host's network, and what a script
-leaves behind is found by a marker in its environment and ended. Either way nothing of the tree is written to.
+Where the system allows user namespaces, the trials are forked by a warm starter (`trial_child.py --serve`) that
+runs in a network namespace with no interface up (a script reaches nothing) and, when a script of the tree
+imports TensorFlow, has imported TensorFlow once for all trials; each trial has mount and PID namespaces of its
+own, with the scanned tree overlaid (its writes thrown away; read-only where the kernel refuses the overlay), and
+whatever the script forked ends with it. Elsewhere each trial is a fresh interpreter in a temporary copy of the
+tree, in the host's network, and what a script leaves behind is found by a marker in its environment and ended.
+Either way nothing of the tree is written to, and each script runs through `run`'s own code (`cli.main`).
 """
 
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
 import enum
 import json
@@ -28,6 +31,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
@@ -61,7 +65,7 @@ _JOB_VARIABLES = (
     "CM_WORKER_IP",
 )
 MARKER_VARIABLE = "NPU_BRIDGE_COMPAT_TRIAL"  # found in the environment of every process a trial starts
-NAMESPACES = ("--user", "--map-root-user", "--net", "--mount", "--pid", "--fork", "--kill-child", "--mount-proc")
+NAMESPACES = ("--user", "--map-root-user", "--net", "--mount", "--pid", "--fork")  # what a trial needs
 _OUTPUT_TAIL_BYTES = 2000
 _HIDDEN = {"overlay": "overlaid (its writes discarded)", "read-only": "read-only"}
 ADAPTER_ROOTS = (*ALIASED_PACKAGES, "npu_bridge_compat")
@@ -240,9 +244,8 @@ def _module_file(base: str, parts: list[str], names: list[str]) -> list[str]:
     return [path for path in ([module] if module else []) + submodules if os.path.isfile(path)]
 
 
-def tf1_scripts(entries: Sequence[SourceFile]) -> set[str]:
-    """The entry scripts that need `run --tf1`: the static scan finds TF 1.15 names in them or in a module of the
-    tree they import (directly or through other such modules)."""
+def read_projects(entries: Sequence[SourceFile]) -> tuple[dict[str, set[str]], dict[str, FileFacts]]:
+    """The files of the tree each entry script reaches through its imports (itself included), and their facts."""
     reached: dict[str, set[str]] = {}
     facts_of: dict[str, FileFacts] = {}
     for entry in entries:
@@ -257,9 +260,22 @@ def tf1_scripts(entries: Sequence[SourceFile]) -> set[str]:
                     seen.add(module)
                     pending.append(module)
         reached[entry.path] = seen
-    report = scan(sorted(facts_of), workers=1)
+    return reached, facts_of
+
+
+def tf1_scripts(reached: dict[str, set[str]]) -> set[str]:
+    """The entry scripts that need `run --tf1`: the static scan finds TF 1.15 names in them or in a module of the
+    tree they import (directly or through other such modules)."""
+    report = scan(sorted(set().union(*reached.values())), workers=1)
     tf1_files = {script.path for script in report.scripts if script.needs_tf1}
-    return {entry.path for entry in entries if reached[entry.path] & tf1_files}
+    return {entry for entry, files in reached.items() if files & tf1_files}
+
+
+def imports_tensorflow(facts: Iterable[FileFacts]) -> bool:
+    """Whether any of the files imports TensorFlow, Keras or an adapter (then trials start from a process that has
+    already imported TensorFlow)."""
+    roots = {"tensorflow", "keras", *ADAPTER_ROOTS}
+    return any(imported.module.split(".")[0] in roots for file in facts for imported in file.imports)
 
 
 def tree_modules(paths: Sequence[str]) -> frozenset[str]:
@@ -306,41 +322,146 @@ def end_marked_processes(marker: str) -> int:
 # --- one trial -----------------------------------------------------------------------------------------------
 
 
+class _Ran(NamedTuple):
+    result: dict | None  # what the trial wrote; None when it was killed or the script ended the interpreter
+    status: int
+    timed_out: bool
+    seconds: float
+    output_tail: str
+    ended_left_behind: int  # processes found by their marker and ended (fresh interpreters only)
+
+
+class _WarmStarter:
+    """The parent's end of `trial_child --serve`: sends a request per script, waits for its end or its time
+    limit, and kills its process group on an overrun (its PID namespace takes whatever it forked along)."""
+
+    def __init__(self, scratch: str, environment: dict[str, str], preload: bool) -> None:
+        self._log = open(os.path.join(scratch, "starter.log"), "wb")
+        command = ["--user", "--map-root-user", "--net", sys.executable, "-m", "npu_bridge_compat.scan.trial_child"]
+        self.process = subprocess.Popen(
+            [shutil.which("unshare") or "unshare", *command, "--serve", *(["--preload"] if preload else [])],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._log,
+            env=environment,
+            start_new_session=True,
+        )
+        self._sending = threading.Lock()
+        self._replies: dict[int, dict] = collections.defaultdict(dict)
+        self._changed = threading.Condition()
+        self._reader = threading.Thread(target=self._read_replies, daemon=True)
+        self._reader.start()
+
+    def _read_replies(self) -> None:
+        for line in self.process.stdout:
+            reply = json.loads(line)
+            with self._changed:
+                self._replies[reply["number"]].update(reply)
+                self._changed.notify_all()
+        with self._changed:
+            self._changed.notify_all()  # the starter is gone: nobody waits for a reply that cannot come
+
+    def _wait_for(self, number: int, key: str, timeout: float | None) -> bool:
+        with self._changed:
+            return (
+                self._changed.wait_for(lambda: key in self._replies[number] or self.process.poll() is not None, timeout)
+                and key in self._replies[number]
+            )
+
+    def start(self, number: int, request: dict, time_limit_s: float) -> tuple[int, bool, float]:
+        """(exit status, timed out, seconds) of one trial."""
+        with self._sending:
+            self.process.stdin.write(json.dumps({"number": number, **request}).encode() + b"\n")
+            self.process.stdin.flush()
+        if not self._wait_for(number, "pid", None):
+            raise TrialSetupError(f"the warm starter ended: {self._log_tail()}")
+        started = time.monotonic()
+        timed_out = not self._wait_for(number, "status", time_limit_s)
+        seconds = time.monotonic() - started
+        if timed_out:
+            _kill_group(self._replies[number]["pid"])
+            if not self._wait_for(number, "status", None):
+                raise TrialSetupError(f"the warm starter ended: {self._log_tail()}")
+        return self._replies.pop(number)["status"], timed_out, seconds
+
+    def _log_tail(self) -> str:
+        self._log.flush()
+        with open(self._log.name, "rb") as log:
+            return log.read()[-_OUTPUT_TAIL_BYTES:].decode(errors="replace")
+
+    def close(self) -> None:
+        self.process.stdin.close()  # the starter returns; its trials die with it (parent-death signal)
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            _kill_group(self.process.pid)
+            self.process.wait()
+        self._log.close()
+
+
+def _kill_group(process: int) -> None:
+    try:
+        os.killpg(process, signal.SIGKILL)
+    except ProcessLookupError:  # not yet its own group leader, or gone
+        try:
+            os.kill(process, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
 @dataclasses.dataclass(frozen=True)
 class _Plan:
     """How every trial of a run is started."""
 
     scratch: str  # a temporary folder outside the tree
     time_limit_s: float
-    namespaces: bool
+    starter: _WarmStarter | None  # None: fresh interpreters in copies of the tree
     copies: dict[str, str]  # scanned root -> its temporary copy (without namespaces)
     environment: dict[str, str]
-
-
-class _Ran(NamedTuple):
-    result: dict | None  # what the child wrote; None when it was killed or the script ended the interpreter
-    status: int
-    timed_out: bool
-    seconds: float
-    output_tail: str
-    ended_left_behind: int
 
 
 def _start_trial(entry: SourceFile, tf1: bool, plan: _Plan, number: int) -> _Ran:
     """Start one script and wait for it, at most the time limit; then end whatever it left running."""
     root = plan.copies.get(entry.root, entry.root)
     script = os.path.join(root, os.path.relpath(entry.path, entry.root))
-    folder = os.path.dirname(script)
-    marker = uuid.uuid4().hex
     work = os.path.join(plan.scratch, str(number))
     os.makedirs(work)
+    run_arguments = [*(["--tf1"] if tf1 else []), script, "--help"]
+    output_path = os.path.join(work, "output")
+    if plan.starter is not None:
+        result_path = os.path.join(work, "result")
+        request = {
+            "root": root,
+            "overlay": work,
+            "folder": os.path.dirname(script),
+            "run_arguments": run_arguments,
+            "output": output_path,
+            "result": result_path,
+            "environment": plan.environment,
+        }
+        status, timed_out, seconds = plan.starter.start(number, request, plan.time_limit_s)
+        result, ended = _read_json(result_path), 0
+    else:
+        status, timed_out, seconds, result, ended = _fresh_interpreter(root, script, run_arguments, output_path, plan)
+    with open(output_path, "rb") as output:
+        output.seek(max(0, output.seek(0, os.SEEK_END) - _OUTPUT_TAIL_BYTES))
+        tail = output.read().decode(errors="replace")
+    shutil.rmtree(work, ignore_errors=True)
+    return _Ran(result, status, timed_out, seconds, tail, ended)
+
+
+def _fresh_interpreter(
+    root: str, script: str, run_arguments: list[str], output_path: str, plan: _Plan
+) -> tuple[int, bool, float, dict | None, int]:
+    """One trial in an interpreter of its own, in its own process group, marked so that what leaves the group
+    is found too."""
+    folder = os.path.dirname(script)
+    marker = uuid.uuid4().hex
     command = [sys.executable, "-m", "npu_bridge_compat.scan.trial_child", "--root", root, "--folder", folder]
-    if plan.namespaces:
-        command = [shutil.which("unshare") or "unshare", *NAMESPACES, *command, "--isolate", "--overlay", work]
     reading, writing = os.pipe()
-    command += ["--result-fd", str(writing), "--", *(["--tf1"] if tf1 else []), script, "--help"]
+    command += ["--result-fd", str(writing), "--", *run_arguments]
     started = time.monotonic()
-    with open(os.path.join(work, "output"), "w+b") as output:
+    with open(output_path, "wb") as output:
         try:
             process = subprocess.Popen(
                 command,
@@ -360,17 +481,18 @@ def _start_trial(entry: SourceFile, tf1: bool, plan: _Plan, number: int) -> _Ran
         except subprocess.TimeoutExpired:
             timed_out = True
         seconds = time.monotonic() - started
-        try:
-            os.killpg(process.pid, signal.SIGKILL)  # the overrun, or what it left in its group
-        except ProcessLookupError:
-            pass
+        _kill_group(process.pid)  # the overrun, or what it left in its group
         process.wait()
-        ended = end_marked_processes(marker)  # what left the group (setsid) outside a PID namespace
-        result = _read_result(reading)
-        output.seek(max(0, output.seek(0, os.SEEK_END) - _OUTPUT_TAIL_BYTES))
-        tail = output.read().decode(errors="replace")
-    shutil.rmtree(work, ignore_errors=True)
-    return _Ran(result, process.returncode, timed_out, seconds, tail, ended)
+    ended = end_marked_processes(marker)  # what left the group (setsid)
+    return process.returncode, timed_out, seconds, _read_result(reading), ended
+
+
+def _read_json(path: str) -> dict | None:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except (OSError, json.JSONDecodeError):
+        return None
 
 
 def _read_result(reading: int) -> dict | None:
@@ -393,6 +515,8 @@ def _read_result(reading: int) -> dict | None:
 
 
 _CANNOT_IMPORT = re.compile(r"cannot import name '([\w.]+)' from '([\w.]+)'")
+_NO_NETWORK = re.compile(r"name resolution|Network is unreachable|Name or service not known|Connection refused")
+_NO_ATTRIBUTE = re.compile(r"'[\w.]+' object has no attribute '\w+'$")
 _SHARED_LIBRARY = re.compile(r"([\w.+-]+\.so[\w.]*): cannot open shared object file")
 
 
@@ -442,6 +566,10 @@ def _classify_error(error: dict, tf1: bool, own_modules: frozenset[str]) -> tupl
         return TrialOutcome.ADAPTER, f"Ascend-only: {message.split(':')[0]}"
     if kind in ("SyntaxError", "IndentationError", "TabError"):
         return TrialOutcome.SCRIPT, "SyntaxError"
+    if _NO_NETWORK.search(message):
+        return TrialOutcome.SCRIPT, "reaches the network at start (a trial has none)"
+    if kind == "AttributeError" and _NO_ATTRIBUTE.match(message):
+        return TrialOutcome.SCRIPT, message  # the same mistake in many scripts, e.g. TF 1.x's Dimension.value
     if error.get("file"):
         return TrialOutcome.SCRIPT, f"{kind} (a file it reads at start)"
     return TrialOutcome.SCRIPT, kind
@@ -497,7 +625,9 @@ def try_entry_scripts(
     started_at = time.monotonic()
     jobs = jobs or default_workers()
     entries = entry_scripts(paths)
-    tf1 = tf1_scripts(entries)
+    reached, facts = read_projects(entries)
+    with_tensorflow = imports_tensorflow(facts.values())
+    tf1 = tf1_scripts(reached) if with_tensorflow else set()  # (the scan itself imports TensorFlow)
     own_modules = tree_modules(paths)
     refusal = namespace_refusal() if namespaces is not False else "asked for a copy"
     environment = {name: value for name, value in os.environ.items() if name not in _JOB_VARIABLES}
@@ -511,10 +641,13 @@ def try_entry_scripts(
         if refusal is not None:
             for index, root in enumerate(sorted({entry.root for entry in entries})):
                 copies[root] = shutil.copytree(root, os.path.join(scratch, f"copy{index}"), symlinks=True)
-        plan = _Plan(scratch, time_limit_s, refusal is None, copies, environment)
+        starter = _WarmStarter(scratch, environment, with_tensorflow) if refusal is None else None
+        plan = _Plan(scratch, time_limit_s, starter, copies, environment)
         trials: list[Trial] = []
         isolations: set[str] = set()
-        with ThreadPoolExecutor(jobs) as pool:
+        with contextlib.ExitStack() as stack, ThreadPoolExecutor(jobs) as pool:
+            if starter is not None:
+                stack.callback(starter.close)
             futures = {
                 pool.submit(_start_trial, entry, entry.path in tf1, plan, number): entry
                 for number, entry in enumerate(entries)

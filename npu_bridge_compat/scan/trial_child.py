@@ -1,13 +1,20 @@
-"""One trial of `scan --try`: start a script as `python -m npu_bridge_compat run` does, and write what stopped it.
+"""The trials of `scan --try`: each script started as `python -m npu_bridge_compat run` starts it, and what
+stopped it written as JSON.
 
-    python -m npu_bridge_compat.scan.trial_child --result-fd 3 --root DIR [--overlay UPPER] --folder F -- RUN_ARGS
+Two ways in:
+- `--serve`, the warm starter (where user namespaces are allowed): started once under
+  `unshare --user --map-root-user --net` (no network but a loopback that is down), it imports TensorFlow and
+  Keras once, then forks one process per script it is asked for (JSON lines on stdin; it answers each with the
+  process id, then the exit status). Each of those enters a mount and a PID namespace of its own, hides the scanned
+  tree behind an overlay whose upper layer is a scratch folder (the script may write; its writes are thrown away;
+  read-only where the kernel refuses the overlay), and forks the script's process, the first of its PID namespace:
+  when it ends, or is killed, whatever it forked ends with it. A trial thus costs the script's own start, not
+  TensorFlow's import.
+- one script per interpreter (`--result-fd`), where namespaces are refused: `trial.py` runs it in a copy of the
+  tree.
 
-Started by `trial.py` inside `unshare` (a user, mount, network and PID namespace of its own), it first makes the
-scanned tree unwritable for the script: an overlay whose upper layer is a scratch folder (the script may write,
-its writes are thrown away), or, where the kernel refuses an overlay, the tree bound read-only. Then it runs
-`run` in this process, so that the exception that stopped the script reaches here as an object: its type, the
-module or name it lacked, and where it was raised are written as JSON to the inherited file descriptor (the
-trial's own files live outside the tree, whatever the script sees of it).
+Either way the script runs through `cli.main(["run", ...])` in the process that catches what stopped it, so that
+its type, the module or name it lacked and where it was raised reach the report as data.
 """
 
 from __future__ import annotations
@@ -15,6 +22,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import select
+import signal
 import subprocess
 import sys
 import traceback
@@ -66,43 +75,149 @@ def describe_exception(error: BaseException, root: str) -> dict:
     return described
 
 
+def run_and_report(run_arguments: list[str], root: str, channel, known: dict | None = None) -> None:
+    """Run `run RUN_ARGUMENTS` here and write to `channel` how it ended (with `known` facts of the trial); leaves
+    the interpreter (os._exit): the script's threads and atexit handlers are not the trial's to wait for."""
+    result: dict = dict(known or {})
+    try:
+        from npu_bridge_compat.cli import main as cli_main
+
+        result["exit"] = cli_main(["run", *run_arguments])
+    except SystemExit as stop:
+        result["exit"] = stop.code if isinstance(stop.code, int) or stop.code is None else 1
+    except BaseException as error:  # noqa: BLE001 - whatever stopped the script is the finding
+        traceback.print_exc()
+        result["exit"] = 1
+        result["error"] = describe_exception(error, root)
+    channel.write(json.dumps(result))
+    channel.flush()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
+# --- the warm starter ----------------------------------------------------------------------------------------
+
+_CLONE_NEWNS, _CLONE_NEWPID = 0x00020000, 0x20000000
+_PR_SET_PDEATHSIG = 1
+EXIT_SETUP_FAILED = 125  # the trial's own setup failed (its output says why)
+
+
+def _system_call(name: str, *arguments: int) -> None:
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    if getattr(libc, name)(*arguments) != 0:
+        number = ctypes.get_errno()
+        raise OSError(number, f"{name}: {os.strerror(number)}")
+
+
+def _die_with_parent() -> None:
+    _system_call("prctl", _PR_SET_PDEATHSIG, int(signal.SIGKILL))
+
+
+def _trial(request: dict) -> None:
+    """The forked process of one trial: its own session, mount and PID namespaces; the script runs in its child,
+    the first process of the PID namespace. Never returns."""
+    try:
+        os.setsid()  # a process group of its own: the time limit ends it as a whole
+        _die_with_parent()
+        _system_call("unshare", _CLONE_NEWNS | _CLONE_NEWPID)
+        script_process = os.fork()
+        if script_process == 0:
+            _die_with_parent()  # and with it every process of the namespace
+            _start_script(request)
+        _, status = os.waitpid(script_process, 0)
+        code = os.waitstatus_to_exitcode(status)
+        os._exit(code if code >= 0 else 128 - code)
+    except BaseException as error:  # noqa: BLE001 - reported through the exit status; the parent says so
+        os.write(2, f"trial setup: {error}\n".encode())
+        os._exit(EXIT_SETUP_FAILED)
+
+
+def _start_script(request: dict) -> None:
+    output = os.open(request["output"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    for target in (1, 2):
+        os.dup2(output, target)
+    os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+    channel = open(request["result"], "w", encoding="utf-8")  # outside the tree, opened before it is overlaid
+    try:
+        if not _mount("--make-rprivate", "/"):
+            raise OSError("cannot make the mounts of this namespace private")
+        isolation = hide_writes(request["root"], request["overlay"])
+    except OSError as error:
+        channel.write(json.dumps({"setup_error": str(error)}))
+        channel.close()
+        os._exit(EXIT_SETUP_FAILED)
+    # the starter's environment is the trials' one, plus what its preloading set (TF_USE_LEGACY_KERAS, which
+    # TensorFlow's lazy Keras loaders read on each use): keep that
+    os.environ.update(request["environment"])
+    os.chdir(request["folder"])
+    run_and_report(request["run_arguments"], request["root"], channel, {"isolation": isolation})
+
+
+def serve(preload: bool) -> int:
+    """The warm starter: one forked trial per request line on stdin; with `preload`, TensorFlow and Keras are
+    imported once, here, instead of in every trial."""
+    import npu_bridge_compat.cli  # noqa: F401 - what each trial runs
+
+    if preload:
+        from npu_bridge_compat.compat import select_keras_2
+
+        select_keras_2()  # as `run` does, before TensorFlow is imported
+        import tensorflow as tf
+
+        tf.keras.layers.Layer  # noqa: B018 - Keras loads lazily: every trial would pay for it again
+
+    running: dict[int, int] = {}  # process -> request number
+    pending = b""
+    stdin = sys.stdin.fileno()
+    while True:
+        ready, _, _ = select.select([stdin], [], [], 0.05)
+        if ready:
+            chunk = os.read(stdin, 65536)
+            if not chunk:
+                return 0  # the parent is done (the trials die with this process)
+            pending += chunk
+            *lines, pending = pending.split(b"\n")
+            for line in lines:
+                request = json.loads(line)
+                sys.stdout.flush()
+                process = os.fork()
+                if process == 0:
+                    _trial(request)
+                running[process] = request["number"]
+                _reply({"number": request["number"], "pid": process})
+        while running:
+            process, status = os.waitpid(-1, os.WNOHANG)
+            if process == 0:
+                break
+            _reply({"number": running.pop(process), "status": os.waitstatus_to_exitcode(status)})
+
+
+def _reply(message: dict) -> None:
+    sys.stdout.write(json.dumps(message) + "\n")
+    sys.stdout.flush()
+
+
+# --- one script per interpreter ------------------------------------------------------------------------------
+
+
 def main() -> int:
+    if sys.argv[1:2] == ["--serve"]:
+        return serve(preload=sys.argv[2:] == ["--preload"])
     parser = argparse.ArgumentParser(prog="python -m npu_bridge_compat.scan.trial_child")
     parser.add_argument("--result-fd", type=int, required=True)
-    parser.add_argument("--root", required=True, help="the scanned folder, hidden from writes")
-    parser.add_argument("--overlay", help="a scratch folder for the overlay's upper layer")
-    parser.add_argument("--isolate", action="store_true", help="in a mount namespace of its own: hide writes")
+    parser.add_argument("--root", required=True, help="the scanned folder (where tracebacks are cut)")
     parser.add_argument("--folder", required=True, help="the script's own folder, its working directory")
     parser.add_argument("run_arguments", nargs=argparse.REMAINDER)
     arguments = parser.parse_args()
-    result: dict = {}
-    with os.fdopen(arguments.result_fd, "w", encoding="utf-8") as channel:
-        try:
-            if arguments.isolate:
-                result["isolation"] = hide_writes(arguments.root, arguments.overlay)
-        except OSError as error:
-            channel.write(json.dumps({"setup_error": str(error)}))
-            return 1
-        try:
-            os.chdir(arguments.folder)
-            from npu_bridge_compat.cli import main as cli_main
-
-            run_arguments = arguments.run_arguments
-            if run_arguments[:1] == ["--"]:
-                run_arguments = run_arguments[1:]
-            result["exit"] = cli_main(["run", *run_arguments])
-        except SystemExit as stop:
-            result["exit"] = stop.code if isinstance(stop.code, int) or stop.code is None else 1
-        except BaseException as error:  # noqa: BLE001 - whatever stopped the script is the finding
-            traceback.print_exc()
-            result["exit"] = 1
-            result["error"] = describe_exception(error, arguments.root)
-        channel.write(json.dumps(result))
-        channel.flush()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    # The script's threads and atexit handlers are not ours to wait for: the trial ends with its report.
-    os._exit(0)
+    os.chdir(arguments.folder)
+    run_arguments = arguments.run_arguments
+    if run_arguments[:1] == ["--"]:
+        run_arguments = run_arguments[1:]
+    run_and_report(run_arguments, arguments.root, os.fdopen(arguments.result_fd, "w", encoding="utf-8"))
+    return 0
 
 
 if __name__ == "__main__":
