@@ -72,6 +72,11 @@ QUICK_TREE = {
         if __name__ == "__main__":
             time.sleep(600)
     """,
+    "models/gan/crashes.py": """
+        import ctypes
+        if __name__ == "__main__":
+            ctypes.string_at(0)  # a segmentation fault: no Python error to report
+    """,
     "models/gan/forks.py": """
         import os, time
         if __name__ == "__main__":
@@ -175,6 +180,7 @@ def test_each_script_is_classified_with_its_cause(quick):
         "models/bert/reads_config.py": (TrialOutcome.SCRIPT, "FileNotFoundError (a file it reads at start)"),
         "models/gan/hangs.py": (TrialOutcome.TIMED_OUT, f"still running after {QUICK_LIMIT_S:g} s"),
         "models/gan/forks.py": (TrialOutcome.STARTED, "started"),
+        "models/gan/crashes.py": (TrialOutcome.SCRIPT, "killed by SIGSEGV"),
     }
     trials = by_script(report, root)
     assert trials["models/bert/reads_config.py"].where == "models/bert/reads_config.py:1"
@@ -196,15 +202,16 @@ def test_the_text_report_groups_by_outcome_then_cause(quick):
     root, _, report = quick
     text = render_trial_text(report)
     headings = [line for line in text.splitlines() if line and not line.startswith(" ")]
-    assert headings[:3] == ["needs a package: 2 scripts", "script's own error: 3 scripts", "timed out: 1 script"]
-    assert "8 entry scripts tried in" in text
-    assert "started: 2, needs a package: 2, script's own error: 3, timed out: 1" in text
+    assert headings[:3] == ["needs a package: 2 scripts", "script's own error: 4 scripts", "timed out: 1 script"]
+    assert "9 entry scripts tried in" in text
+    assert "started: 2, needs a package: 2, script's own error: 4, timed out: 1" in text
     as_json = json.loads(render_trial_json(report))
-    assert as_json["totals"]["started"] == 2 and as_json["totals"]["scripts"] == 8
+    assert as_json["totals"]["started"] == 2 and as_json["totals"]["scripts"] == 9
     assert as_json["causes"]["script's own error"] == {
         "FileNotFoundError (a file it reads at start)": 1,
         "SyntaxError": 1,
         "its own module resnet_blocks is not on its path": 1,
+        "killed by SIGSEGV": 1,
     }
 
 

@@ -128,8 +128,10 @@ def _trial(request: dict) -> None:
             _die_with_parent()  # and with it every process of the namespace
             _start_script(request)
         _, status = os.waitpid(script_process, 0)
-        code = os.waitstatus_to_exitcode(status)
-        os._exit(code if code >= 0 else 128 - code)
+        if os.WIFSIGNALED(status):  # end the same way, so that the parent sees the signal
+            signal.signal(os.WTERMSIG(status), signal.SIG_DFL)
+            os.kill(os.getpid(), os.WTERMSIG(status))
+        os._exit(os.waitstatus_to_exitcode(status))
     except BaseException as error:  # noqa: BLE001 - reported through the exit status; the parent says so
         os.write(2, f"trial setup: {error}\n".encode())
         os._exit(EXIT_SETUP_FAILED)
