@@ -58,6 +58,12 @@ QUICK_TREE = {
             pass
     """,
     "models/common/resnet_blocks.py": "DEPTH = 3\n",
+    "models/detection/detection_lib/__init__.py": "ANCHORS = 9\n",
+    "models/detection/tools/train.py": """
+        from detection_lib import ANCHORS  # a package of the project, in a folder above (as its run script sets up)
+        if __name__ == "__main__":
+            pass
+    """,
     "models/bert/broken.py": """
         if __name__ == "__main__":
             print("unclosed"
@@ -161,7 +167,9 @@ def by_script(report, root: Path) -> dict:
 def test_only_entry_scripts_are_started(quick):
     root, _, report = quick
     assert sorted(by_script(report, root)) == sorted(
-        path for path in QUICK_TREE if path not in ("models/resnet/model.py", "models/common/resnet_blocks.py")
+        path
+        for path in QUICK_TREE
+        if path.endswith(".py") and "/common/" not in path and "lib/" not in path and not path.endswith("model.py")
     )
 
 
@@ -170,6 +178,7 @@ def test_each_script_is_classified_with_its_cause(quick):
     found = {path: (trial.outcome, trial.cause) for path, trial in by_script(report, root).items()}
     assert found == {
         "models/resnet/train.py": (TrialOutcome.STARTED, "started"),
+        "models/detection/tools/train.py": (TrialOutcome.STARTED, "started"),
         "models/yolo/detect.py": (TrialOutcome.PACKAGE, "cv2 (pip install opencv-python)"),
         "models/yolo/export.py": (
             TrialOutcome.PACKAGE,
@@ -203,10 +212,10 @@ def test_the_text_report_groups_by_outcome_then_cause(quick):
     text = render_trial_text(report)
     headings = [line for line in text.splitlines() if line and not line.startswith(" ")]
     assert headings[:3] == ["needs a package: 2 scripts", "script's own error: 4 scripts", "timed out: 1 script"]
-    assert "9 entry scripts tried in" in text
-    assert "started: 2, needs a package: 2, script's own error: 4, timed out: 1" in text
+    assert "10 entry scripts tried in" in text
+    assert "started: 3, needs a package: 2, script's own error: 4, timed out: 1" in text
     as_json = json.loads(render_trial_json(report))
-    assert as_json["totals"]["started"] == 2 and as_json["totals"]["scripts"] == 9
+    assert as_json["totals"]["started"] == 3 and as_json["totals"]["scripts"] == 10
     assert as_json["causes"]["script's own error"] == {
         "FileNotFoundError (a file it reads at start)": 1,
         "SyntaxError": 1,

@@ -344,6 +344,7 @@ class _WarmStarter:
             stdout=subprocess.PIPE,
             stderr=self._log,
             env=environment,
+            cwd=scratch,  # `python -m` puts its folder on the trials' sys.path: an empty one
             start_new_session=True,
         )
         self._sending = threading.Lock()
@@ -427,6 +428,7 @@ def _start_trial(entry: SourceFile, tf1: bool, plan: _Plan, number: int) -> _Ran
     work = os.path.join(plan.scratch, str(number))
     os.makedirs(work)
     run_arguments = [*(["--tf1"] if tf1 else []), script, "--help"]
+    search_last = _folders_above(os.path.dirname(script), root)
     output_path = os.path.join(work, "output")
     if plan.starter is not None:
         result_path = os.path.join(work, "result")
@@ -438,11 +440,13 @@ def _start_trial(entry: SourceFile, tf1: bool, plan: _Plan, number: int) -> _Ran
             "output": output_path,
             "result": result_path,
             "environment": plan.environment,
+            "search_last": search_last,
         }
         status, timed_out, seconds = plan.starter.start(number, request, plan.time_limit_s)
         result, ended = _read_json(result_path), 0
     else:
-        status, timed_out, seconds, result, ended = _fresh_interpreter(root, script, run_arguments, output_path, plan)
+        arguments = [*(f"--search-last={folder}" for folder in search_last), "--", *run_arguments]
+        status, timed_out, seconds, result, ended = _fresh_interpreter(root, script, arguments, output_path, plan)
     with open(output_path, "rb") as output:
         output.seek(max(0, output.seek(0, os.SEEK_END) - _OUTPUT_TAIL_BYTES))
         tail = output.read().decode(errors="replace")
@@ -450,8 +454,18 @@ def _start_trial(entry: SourceFile, tf1: bool, plan: _Plan, number: int) -> _Ran
     return _Ran(result, status, timed_out, seconds, tail, ended)
 
 
+def _folders_above(folder: str, root: str) -> list[str]:
+    """The folders above a script's own up to the scanned one, nearest first: where a ported project keeps its own
+    packages (ModelZoo's run scripts put them on PYTHONPATH); a trial searches them after the installed ones."""
+    folders = []
+    while folder != root and os.path.dirname(folder) != folder:
+        folder = os.path.dirname(folder)
+        folders.append(folder)
+    return folders
+
+
 def _fresh_interpreter(
-    root: str, script: str, run_arguments: list[str], output_path: str, plan: _Plan
+    root: str, script: str, child_arguments: list[str], output_path: str, plan: _Plan
 ) -> tuple[int, bool, float, dict | None, int]:
     """One trial in an interpreter of its own, in its own process group, marked so that what leaves the group
     is found too."""
@@ -459,7 +473,7 @@ def _fresh_interpreter(
     marker = uuid.uuid4().hex
     command = [sys.executable, "-m", "npu_bridge_compat.scan.trial_child", "--root", root, "--folder", folder]
     reading, writing = os.pipe()
-    command += ["--result-fd", str(writing), "--", *run_arguments]
+    command += ["--result-fd", str(writing), *child_arguments]
     started = time.monotonic()
     with open(output_path, "wb") as output:
         try:

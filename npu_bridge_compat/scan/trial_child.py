@@ -27,6 +27,7 @@ import signal
 import subprocess
 import sys
 import traceback
+from collections.abc import Sequence
 
 _MESSAGE_CHARS = 400  # the result travels through a pipe that is read once the script has ended: keep it small
 
@@ -75,10 +76,14 @@ def describe_exception(error: BaseException, root: str) -> dict:
     return described
 
 
-def run_and_report(run_arguments: list[str], root: str, channel, known: dict | None = None) -> None:
+def run_and_report(
+    run_arguments: list[str], root: str, channel, known: dict | None = None, search_last: Sequence[str] = ()
+) -> None:
     """Run `run RUN_ARGUMENTS` here and write to `channel` how it ended (with `known` facts of the trial); leaves
-    the interpreter (os._exit): the script's threads and atexit handlers are not the trial's to wait for."""
+    the interpreter (os._exit): the script's threads and atexit handlers are not the trial's to wait for.
+    `search_last`: folders searched for modules after the installed packages (the project's own packages)."""
     result: dict = dict(known or {})
+    sys.path.extend(search_last)
     try:
         from npu_bridge_compat.cli import main as cli_main
 
@@ -155,7 +160,8 @@ def _start_script(request: dict) -> None:
     # TensorFlow's lazy Keras loaders read on each use): keep that
     os.environ.update(request["environment"])
     os.chdir(request["folder"])
-    run_and_report(request["run_arguments"], request["root"], channel, {"isolation": isolation})
+    known = {"isolation": isolation}
+    run_and_report(request["run_arguments"], request["root"], channel, known, request["search_last"])
 
 
 def serve(preload: bool) -> int:
@@ -212,13 +218,15 @@ def main() -> int:
     parser.add_argument("--result-fd", type=int, required=True)
     parser.add_argument("--root", required=True, help="the scanned folder (where tracebacks are cut)")
     parser.add_argument("--folder", required=True, help="the script's own folder, its working directory")
+    parser.add_argument("--search-last", action="append", default=[], help="a folder searched after the packages")
     parser.add_argument("run_arguments", nargs=argparse.REMAINDER)
     arguments = parser.parse_args()
     os.chdir(arguments.folder)
     run_arguments = arguments.run_arguments
     if run_arguments[:1] == ["--"]:
         run_arguments = run_arguments[1:]
-    run_and_report(run_arguments, arguments.root, os.fdopen(arguments.result_fd, "w", encoding="utf-8"))
+    channel = os.fdopen(arguments.result_fd, "w", encoding="utf-8")
+    run_and_report(run_arguments, arguments.root, channel, search_last=arguments.search_last)
     return 0
 
 
