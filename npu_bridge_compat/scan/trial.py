@@ -601,7 +601,9 @@ def _missing_name(dotted: str, tf1: bool, own_modules: frozenset[str], whole_mod
             return TrialOutcome.TF1_NAME, f"{dotted} (run --tf1 serves it)"
         return TrialOutcome.TF2_NAME, dotted
     if top in own_modules:
-        return TrialOutcome.SCRIPT, f"its own module {top} is not on its path"
+        if dotted.endswith("_pb2"):  # generated from a .proto file by protoc, which its setup runs
+            return TrialOutcome.SCRIPT, f"its own {dotted.rpartition('.')[0]}.*_pb2 modules are not generated"
+        return TrialOutcome.SCRIPT, f"its own module {top} is not on its path" if dotted == top else f"no {dotted}"
     if whole_module and not _installed(top):
         if top in ASCEND_PACKAGES:
             return TrialOutcome.PACKAGE, f"{top} ({ASCEND_PACKAGES[top]}: not on the public index)"
