@@ -303,7 +303,7 @@ def scan_paths(arguments: argparse.Namespace) -> int:
 def try_paths(arguments: argparse.Namespace) -> int:
     from npu_bridge_compat.scan import ScanPathError, render_trial_json, render_trial_text
     from npu_bridge_compat.scan.progress import ProgressBar
-    from npu_bridge_compat.scan.trial import TrialOutcome, TrialSetupError, try_entry_scripts
+    from npu_bridge_compat.scan.trial import DEFAULT_TIME_LIMIT_S, TrialOutcome, TrialSetupError, try_entry_scripts
 
     for flag, value in (("--jobs", arguments.jobs), ("--time-limit", arguments.time_limit)):
         if value is not None and value <= 0:
@@ -311,7 +311,8 @@ def try_paths(arguments: argparse.Namespace) -> int:
             return EXIT_INVALID
     bar = ProgressBar(sys.stderr, unit="scripts", minimum=1)
     try:
-        report = try_entry_scripts(arguments.paths, arguments.jobs, arguments.time_limit, progress=bar)
+        time_limit = DEFAULT_TIME_LIMIT_S if arguments.time_limit is None else arguments.time_limit
+        report = try_entry_scripts(arguments.paths, arguments.jobs, time_limit, progress=bar)
     except (ScanPathError, TrialSetupError) as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_INVALID
@@ -425,9 +426,7 @@ def build_parser() -> argparse.ArgumentParser:
         "which would not start and why; --fail-on blocked: one did not start (timed out spared), warning: or timed out",
     )
     scan_parser.add_argument("-j", "--jobs", type=int, help="--try: scripts started at a time (default: the cores)")
-    scan_parser.add_argument(
-        "--time-limit", type=float, default=60.0, metavar="S", help="--try: seconds per script (default 60)"
-    )
+    scan_parser.add_argument("--time-limit", type=float, metavar="S", help="--try: seconds per script (default 60)")
     scan_parser.set_defaults(run=scan_paths)
     return parser
 

@@ -118,11 +118,6 @@ class TrialOutcome(enum.StrEnum):
     SCRIPT = "script's own error"
     TIMED_OUT = "timed out"
 
-    @property
-    def is_defect(self) -> bool:
-        """A name this package should serve (the rest is the host's or the script's business)."""
-        return self in (TrialOutcome.ADAPTER, TrialOutcome.TF1_NAME, TrialOutcome.TF2_NAME)
-
 
 @dataclasses.dataclass(frozen=True)
 class Trial:
