@@ -316,3 +316,11 @@ def test_adapter_and_tensorflow_names_missing(with_tensorflow):
         "tf2/train.py": (False, TrialOutcome.TF2_NAME, "tensorflow.no_such_function_in_tf2"),
         "tf2/dynamic.py": (False, TrialOutcome.TF1_NAME, "tensorflow.Session (run --tf1 serves it)"),
     }
+
+
+def test_own_modules_are_those_of_the_scanned_folder(tmp_path):
+    """A name that is a module of another scanned project is a package this one lacks, not its own module."""
+    write_tree(tmp_path / "project_a", {"helpers_of_a.py": "X = 1\n"})
+    write_tree(tmp_path / "project_b", {"train.py": "import helpers_of_a\nif __name__ == '__main__':\n    pass\n"})
+    report = try_entry_scripts([str(tmp_path / "project_a"), str(tmp_path / "project_b")], jobs=1, time_limit_s=30)
+    assert [(trial.outcome, trial.cause) for trial in report.trials] == [(TrialOutcome.PACKAGE, "helpers_of_a")]

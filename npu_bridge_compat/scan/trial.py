@@ -273,13 +273,14 @@ def imports_tensorflow(facts: Iterable[FileFacts]) -> bool:
     return any(imported.module.split(".")[0] in roots for file in facts for imported in file.imports)
 
 
-def tree_modules(paths: Sequence[str]) -> frozenset[str]:
-    """Names a script of the tree may import as its own: every module file's and package folder's name."""
-    names = set()
+def tree_modules(paths: Sequence[str]) -> dict[str, frozenset[str]]:
+    """Per scanned folder, the names its scripts may import as their own: every module file's and package folder's
+    name in it (scan a collection of projects one project per path to keep them apart)."""
+    names: dict[str, set[str]] = collections.defaultdict(set)
     for file in python_files(paths):
-        names.add(os.path.basename(file.path)[:-3])
-        names.update(os.path.relpath(os.path.dirname(file.path), file.root).split(os.sep))
-    return frozenset(names - {".", "__init__"})
+        names[file.root].add(os.path.basename(file.path)[:-3])
+        names[file.root].update(os.path.relpath(os.path.dirname(file.path), file.root).split(os.sep))
+    return {root: frozenset(found - {".", "__init__"}) for root, found in names.items()}
 
 
 # --- isolation -----------------------------------------------------------------------------------------------
@@ -667,7 +668,7 @@ def try_entry_scripts(
                 entry, ran = futures[future], future.result()
                 tf1_used = entry.path in tf1
                 outcome, cause, detail, where = classify(
-                    ran.result, ran.status, ran.timed_out, tf1_used, own_modules, time_limit_s
+                    ran.result, ran.status, ran.timed_out, tf1_used, own_modules[entry.root], time_limit_s
                 )
                 if ran.result and "isolation" in ran.result:
                     isolations.add(ran.result["isolation"])
