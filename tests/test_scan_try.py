@@ -80,6 +80,12 @@ QUICK_TREE = {
         if __name__ == "__main__":
             pass
     """,
+    "models/gan/package/__main__.py": """
+        from . import layers  # run as `python -m package`, not as a file
+        if __name__ == "__main__":
+            pass
+    """,
+    "models/gan/package/layers.py": "DEPTH = 4\n",
     "models/gan/hangs.py": """
         import time
         if __name__ == "__main__":
@@ -179,6 +185,7 @@ def test_only_entry_scripts_are_started(quick):
         "models/detection/detection_lib/__init__.py",
         "models/detection/protos/__init__.py",
         "models/detection/protos/anchors.proto",
+        "models/gan/package/layers.py",
     }
     assert sorted(by_script(report, root)) == sorted(set(QUICK_TREE) - modules)
 
@@ -201,6 +208,10 @@ def test_each_script_is_classified_with_its_cause(quick):
         "models/gan/hangs.py": (TrialOutcome.TIMED_OUT, f"still running after {QUICK_LIMIT_S:g} s"),
         "models/gan/forks.py": (TrialOutcome.STARTED, "started"),
         "models/gan/crashes.py": (TrialOutcome.SCRIPT, "killed by SIGSEGV"),
+        "models/gan/package/__main__.py": (
+            TrialOutcome.SCRIPT,
+            "a relative import: it is a module of its package (python -m), not a script",
+        ),
     }
     trials = by_script(report, root)
     assert trials["models/bert/reads_config.py"].where == "models/bert/reads_config.py:1"
@@ -222,14 +233,15 @@ def test_the_text_report_groups_by_outcome_then_cause(quick):
     root, _, report = quick
     text = render_trial_text(report)
     headings = [line for line in text.splitlines() if line and not line.startswith(" ")]
-    assert headings[:3] == ["needs a package: 2 scripts", "script's own error: 5 scripts", "timed out: 1 script"]
-    assert "11 entry scripts tried in" in text
-    assert "started: 3, needs a package: 2, script's own error: 5, timed out: 1" in text
+    assert headings[:3] == ["needs a package: 2 scripts", "script's own error: 6 scripts", "timed out: 1 script"]
+    assert "12 entry scripts tried in" in text
+    assert "started: 3, needs a package: 2, script's own error: 6, timed out: 1" in text
     as_json = json.loads(render_trial_json(report))
-    assert as_json["totals"]["started"] == 3 and as_json["totals"]["scripts"] == 11
+    assert as_json["totals"]["started"] == 3 and as_json["totals"]["scripts"] == 12
     assert as_json["causes"]["script's own error"] == {
         "FileNotFoundError (a file it reads at start)": 1,
         "SyntaxError": 1,
+        "a relative import: it is a module of its package (python -m), not a script": 1,
         "its own module resnet_blocks is not on its path": 1,
         "its own protos.*_pb2 modules are not generated": 1,
         "killed by SIGSEGV": 1,

@@ -576,6 +576,8 @@ def _classify_error(error: dict, tf1: bool, own_modules: frozenset[str]) -> tupl
         return TrialOutcome.ADAPTER, f"Ascend-only: {message.split(':')[0]}"
     if kind in ("SyntaxError", "IndentationError", "TabError"):
         return TrialOutcome.SCRIPT, "SyntaxError"
+    if kind == "ImportError" and message.startswith("attempted relative import with no known parent package"):
+        return TrialOutcome.SCRIPT, "a relative import: it is a module of its package (python -m), not a script"
     if _NO_NETWORK.search(message):
         return TrialOutcome.SCRIPT, "reaches the network at start (a trial has none)"
     if kind == "AttributeError" and _NO_ATTRIBUTE.match(message):
