@@ -524,6 +524,7 @@ def _read_result(reading: int) -> dict | None:
 # --- what stopped it -----------------------------------------------------------------------------------------
 
 
+_FLAG_ERRORS = ("UnrecognizedFlagError",)  # absl's, for flags parsed by hand (FLAGS(sys.argv))
 _CANNOT_IMPORT = re.compile(r"cannot import name '([\w.]+)' from '([\w.]+)'")
 _NO_NETWORK = re.compile(r"name resolution|Network is unreachable|Name or service not known|Connection refused")
 _NO_ATTRIBUTE = re.compile(r"'[\w.]+' object has no attribute '\w+'$")
@@ -552,6 +553,8 @@ def classify(
     if error is None:
         return TrialOutcome.STARTED, "started", f"exit status {result.get('exit')}", None
     message = f"{error['type']}: {error['message']}"
+    if error["type"] in _FLAG_ERRORS:  # it got past its imports to its own flags, which do not know --help
+        return TrialOutcome.STARTED, "started", f"stopped at its flags: {message}", error.get("where")
     outcome, cause = _classify_error(error, tf1, own_modules)
     return outcome, cause, message, error.get("where")
 
