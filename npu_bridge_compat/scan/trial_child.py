@@ -29,6 +29,8 @@ import sys
 import traceback
 from collections.abc import Sequence
 
+from npu_bridge_compat import changes
+
 _MESSAGE_CHARS = 400  # the result travels through a pipe that is read once the script has ended: keep it small
 
 
@@ -158,7 +160,10 @@ def _start_script(request: dict) -> None:
         os._exit(EXIT_SETUP_FAILED)
     # the starter's environment is the trials' one, plus what its preloading set (TF_USE_LEGACY_KERAS, which
     # TensorFlow's lazy Keras loaders read on each use): keep that
-    os.environ.update(request["environment"])
+    for name, value in request["environment"].items():
+        changes.set_environment(
+            name, value, owner="scan --try", reason="the trial's environment, as its script expects"
+        )
     os.chdir(request["folder"])
     known = {"isolation": isolation}
     run_and_report(request["run_arguments"], request["root"], channel, known, request["search_last"])
