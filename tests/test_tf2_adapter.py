@@ -334,13 +334,67 @@ def test_dropout_masks_are_packed_bits_that_do_mask_applies():
     x = tf.reshape(tf.range(1, 301, dtype=tf.float32), [3, 100])
     mask = gen_npu_ops.drop_out_gen_mask([3, 100], 0.75, seed=1, seed2=2)
     assert mask.dtype == tf.uint8 and mask.shape == [384 // 8]  # 300 elements padded to 3 x 128 bits
-    np.testing.assert_array_equal(mask.numpy(), gen_npu_ops.drop_out_gen_mask([3, 100], 0.75, 1, 2).numpy())
     y = gen_npu_ops.drop_out_do_mask(x, mask, 0.75).numpy()
     bits = np.unpackbits(mask.numpy(), bitorder="little")[:300].reshape(3, 100).astype(bool)
     np.testing.assert_allclose(y, np.where(bits, x.numpy() / 0.75, 0.0), rtol=1e-6)
     assert 0.6 < bits.mean() < 0.9
-    v3 = gen_npu_ops.drop_out_do_mask_v3(x, gen_npu_ops.drop_out_gen_mask_v3([3, 100], 1.0, 0, 0), 1.0)
-    np.testing.assert_array_equal(v3.numpy(), x.numpy())
+
+
+def test_dropout_v3_masks_have_a_byte_per_element_in_the_registered_layouts():
+    """A vector padded to 16 elements, or [*batch, N/16, M/16, 16, 16] fractal blocks when M and N divide by 16."""
+    import tensorflow as tf
+
+    from npu_bridge_compat.legacy.npu_device import gen_npu_ops
+
+    vector = gen_npu_ops.drop_out_gen_mask_v3([3, 10], 0.5, 4, 5)
+    assert vector.dtype == tf.uint8 and vector.shape == [32] and set(np.unique(vector.numpy())) <= {0, 1}
+    x = tf.reshape(tf.range(1, 2 * 32 * 48 + 1, dtype=tf.float32), [2, 32, 48])
+    blocks = gen_npu_ops.drop_out_gen_mask_v3([2, 32, 48], 0.5, 4, 5)
+    assert blocks.shape == [2, 3, 2, 16, 16]
+    # element (m, n) of batch b is blocks[b, n // 16, m // 16, m % 16, n % 16]
+    kept = np.transpose(blocks.numpy(), (0, 2, 3, 1, 4)).reshape(2, 32, 48).astype(bool)
+    y = gen_npu_ops.drop_out_do_mask_v3(x, blocks, 0.5).numpy()
+    np.testing.assert_allclose(y, np.where(kept, x.numpy() / 0.5, 0.0))
+    assert 0.4 < kept.mean() < 0.6
+    np.testing.assert_array_equal(
+        gen_npu_ops.drop_out_do_mask_v3(x[0, 0, :10], vector, 0.5).numpy(),
+        np.where(vector.numpy()[:10] > 0, x.numpy()[0, 0, :10] / 0.5, 0.0),
+    )
+
+
+def test_dropout_masks_are_new_at_every_run_and_a_fixed_sequence_for_fixed_seeds():
+    """As Ascend's DropOutGenMask (and TensorFlow's seeded random ops): eagerly, in tf.functions and in graphs,
+    each run draws a new mask; the same seeds give the same sequence of masks; seeds None or 0 are random."""
+    import tensorflow as tf
+
+    from npu_bridge_compat.legacy.npu_device import gen_npu_ops
+
+    def masks(seed, seed2, runs=3):
+        function = tf.function(lambda: gen_npu_ops.drop_out_gen_mask([256], 0.5, seed, seed2))
+        return [function().numpy().tolist() for _ in range(runs)]
+
+    seeded = masks(7, 3)
+    assert len({str(m) for m in seeded}) == 3 and masks(7, 3) == seeded
+    assert masks(None, None, 1) != masks(None, None, 1) and masks(0, 0, 1) != masks(0, 0, 1)
+    eager = [gen_npu_ops.drop_out_gen_mask([256], 0.5, 7, 3).numpy().tolist() for _ in range(2)]
+    assert eager[0] != eager[1]
+    sequences = []
+    for _ in range(2):
+        with tf.Graph().as_default():
+            mask = gen_npu_ops.drop_out_gen_mask_v3([64], 0.5, 7, 3)
+            with tf.compat.v1.Session() as session:
+                sequences.append([session.run(mask).tolist() for _ in range(2)])
+    assert sequences[0] == sequences[1] and sequences[0][0] != sequences[0][1]
+
+
+def test_the_ports_dropout_patch_trains_with_a_new_mask_every_step():
+    """npu_convert_dropout's Dropout.call (a stand-in written after the ports'), with no graph seed: trains (Keras
+    2, as `run` gives ported scripts)."""
+    output = _run("tf2_dropout_port.py")
+    report = json.loads(next(line for line in output.splitlines() if line.startswith('{"losses"')))
+    assert report["losses"][-1] < report["losses"][0]
+    assert report["distinct_masks"] == 3 and report["values"] == [0.0, 2.0] and report["inference_is_identity"]
+    assert 0.35 < report["keep_fraction"] < 0.65
 
 
 @pytest.mark.parametrize("keras", KERAS)

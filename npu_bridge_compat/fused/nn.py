@@ -12,7 +12,10 @@ deformable_conv2d     the DeformableOffsets + Conv2D pair the adapter builds: ev
                       g·kh·kw + i·kw + j (modulated=False: the Δx and Δy blocks; a mask block is ignored).
 drop_out_gen_mask     the mask kernel scripts call themselves (gen_npu_ops): one bit per element of `shape`, set
                       with probability keep_prob, packed 8 to a uint8 (lowest bit first) and padded to a multiple
-                      of 128 elements, as Ascend's DropOutGenMask lays it out; its _v3 form is the same mask.
+                      of 128 elements, as Ascend's DropOutGenMask lays it out. Its _v3 form has a byte per element
+                      (a vector padded to 16, or 16 x 16 fractal blocks; see drop_out_gen_mask_v3). Both draw
+                      from TensorFlow's stateful RandomUniform with the op's (seed, seed2): a new mask at every
+                      run, a fixed sequence of masks for fixed seeds, unpredictable ones for seeds None or 0.
 drop_out_do_mask      y = x·bit / keep_prob, with the bits of such a mask in x's element order.
 fast_gelu             y = x·sigmoid(1.702·x); fast_gelu_grad: dy·(s + 1.702·x·s·(1 - s)), s = sigmoid(1.702·x).
 randomchoicewithmask  up to `count` coordinates of x's true elements in random order, [count, rank(x)] int32,
@@ -53,6 +56,20 @@ def dropout_v3(x, keep_prob, noise_shape=None, seed=None, name=None):
 
 _MASK_ALIGNMENT = 128  # elements: Ascend's DropOutGenMask pads its bit mask to a multiple of this
 _BIT_VALUES = (1, 2, 4, 8, 16, 32, 64, 128)
+_V3_ALIGNMENT = 16  # DropOutGenMaskV3: a byte per element, padded to a multiple of 16; fractal blocks of 16 x 16
+
+
+def _op_seeds(seed, seed2) -> tuple[int, int]:
+    """The seed attributes as the adapter's generated op wrappers take them: None is the attribute's default, 0."""
+    return tuple(0 if value is None else int(value) for value in (seed, seed2))
+
+
+def _uniform_draw(count, seed, seed2) -> tf.Tensor:
+    """`count` uniform floats from TensorFlow's stateful RandomUniform with the op's own (seed, seed2): a new draw
+    at every run of the op, a fixed sequence of draws for fixed seeds, unpredictable ones for (0, 0), eagerly, in
+    graphs and in tf.functions alike, as Ascend's DropOutGenMask kernels draw."""
+    seed, seed2 = _op_seeds(seed, seed2)
+    return tf.raw_ops.RandomUniform(shape=tf.reshape(count, [1]), dtype=tf.float32, seed=seed, seed2=seed2)
 
 
 def drop_out_gen_mask(shape, prob, seed=0, seed2=0, name=None):
@@ -61,9 +78,7 @@ def drop_out_gen_mask(shape, prob, seed=0, seed2=0, name=None):
     with tf.name_scope(name or "DropOutGenMask"):
         count = tf.reduce_prod(tf.cast(shape, tf.int64))
         padded = (count + _MASK_ALIGNMENT - 1) // _MASK_ALIGNMENT * _MASK_ALIGNMENT
-        uniform = tf.random.stateless_uniform(
-            tf.reshape(padded, [1]), seed=tf.stack([tf.cast(seed, tf.int64), tf.cast(seed2, tf.int64)])
-        )
+        uniform = _uniform_draw(padded, seed, seed2)
         bits = tf.reshape(tf.cast(uniform < tf.cast(prob, tf.float32), tf.int32), [-1, 8])
         return tf.cast(tf.reduce_sum(bits * tf.constant(_BIT_VALUES), axis=1), tf.uint8)
 
@@ -77,8 +92,48 @@ def drop_out_do_mask(x, mask, keep_prob, name=None):
         return tf.where(kept, x / tf.cast(keep_prob, x.dtype), tf.zeros_like(x))
 
 
-drop_out_gen_mask_v3 = drop_out_gen_mask
-drop_out_do_mask_v3 = drop_out_do_mask
+def _fractal_dims(shape) -> list[int] | None:
+    """[*batch, M, N] when `shape` is known while the graph is built, has rank 2 or more and M and N divide by 16:
+    then DropOutGenMaskV3 lays its mask out in [*batch, N/16, M/16, 16, 16] blocks (Ascend's FRACTAL_NZ)."""
+    dims = tf.get_static_value(shape)
+    if dims is None or len(dims) < 2 or dims[-1] % _V3_ALIGNMENT or dims[-2] % _V3_ALIGNMENT:
+        return None
+    return [int(d) for d in dims]
+
+
+def _fractal_permutation(rank: int) -> list[int]:
+    """[*batch, M/16, 16, N/16, 16] -> [*batch, N/16, M/16, 16, 16]."""
+    batch = list(range(rank - 4))
+    return [*batch, rank - 2, rank - 4, rank - 3, rank - 1]
+
+
+def drop_out_gen_mask_v3(shape, prob, seed=0, seed2=0, name=None):
+    """npu_aicore_ops.drop_out_gen_mask_v3: a byte (0 or 1) per element of `shape`, 1 with probability `prob`;
+    as a vector padded to a multiple of 16, or, for [*batch, M, N] with M and N multiples of 16, in
+    [*batch, N/16, M/16, 16, 16] blocks (the shapes the adapter's op registration gives)."""
+    with tf.name_scope(name or "DropOutGenMaskV3"):
+        fractal = _fractal_dims(shape)
+        count = tf.reduce_prod(tf.cast(shape, tf.int64))
+        padded = count if fractal else (count + _V3_ALIGNMENT - 1) // _V3_ALIGNMENT * _V3_ALIGNMENT
+        kept = tf.cast(_uniform_draw(padded, seed, seed2) < tf.cast(prob, tf.float32), tf.uint8)
+        if not fractal:
+            return kept
+        *batch, rows, columns = fractal
+        blocks = tf.reshape(kept, [*batch, rows // 16, 16, columns // 16, 16])
+        return tf.transpose(blocks, _fractal_permutation(len(fractal) + 2))
+
+
+def drop_out_do_mask_v3(x, mask, keep_prob, name=None):
+    """npu_aicore_ops.drop_out_do_mask_v3: x where drop_out_gen_mask_v3's mask is 1, scaled by 1 / keep_prob."""
+    with tf.name_scope(name or "DropOutDoMaskV3"):
+        x = tf.convert_to_tensor(x)
+        mask = tf.convert_to_tensor(mask)
+        if mask.shape.rank is not None and mask.shape.rank >= 4:  # fractal blocks back to element order
+            rank = mask.shape.rank
+            inverse = tf.math.invert_permutation(_fractal_permutation(rank))
+            mask = tf.transpose(mask, inverse)
+        kept = tf.reshape(tf.reshape(mask, [-1])[: tf.size(x)], tf.shape(x)) > 0
+        return tf.where(kept, x / tf.cast(keep_prob, x.dtype), tf.zeros_like(x))
 
 
 @tf.custom_gradient
@@ -213,6 +268,7 @@ def randomchoicewithmask(x, count, seed=0, seed2=0):
             raise NpuOptionTypeError(
                 f"x must be a bool tensor of rank 1 or more, got {x.dtype.name} of shape {x.shape}"
             )
+        seed, seed2 = _op_seeds(seed, seed2)
         chosen = tf.raw_ops.RandomShuffle(value=tf.cast(tf.where(x), tf.int32), seed=seed, seed2=seed2)
         found = tf.shape(chosen)[0]
         if count == 0:
