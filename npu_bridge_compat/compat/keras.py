@@ -240,17 +240,26 @@ def _with_added_callback(model_class: type, original: Callable) -> Callable:
     return call
 
 
-def loss_scale_optimizer_class(inner_optimizer) -> type:
-    """The Keras class that scales the loss of `inner_optimizer`: Keras 3's LossScaleOptimizer; in Keras 2, whose
-    public LossScaleOptimizer picks a private class by the optimizer's generation when called (and so cannot be
-    subclassed for both), LossScaleOptimizerV3 for its new optimizers, LossScaleOptimizer for the legacy ones.
-    Checked on Keras 2.15 and Keras 3 (TensorFlow 2.21)."""
+def keras_2_loss_scale_optimizer_classes() -> tuple[type, type]:
+    """Keras 2's two LossScaleOptimizer classes, for its legacy optimizers (OptimizerV2) and for the optimizers
+    TensorFlow 2.11 made the default; its public LossScaleOptimizer picks one by the inner optimizer when called
+    (and so cannot be subclassed for both). Checked on Keras 2.15 and tf_keras 2.21."""
     import tensorflow as tf
 
-    public = tf.keras.mixed_precision.LossScaleOptimizer
-    if tf_keras_is_keras_3() or isinstance(inner_optimizer, tf.keras.optimizers.legacy.Optimizer):
-        return public
-    return sys.modules[public.__module__].LossScaleOptimizerV3
+    module = sys.modules[tf.keras.mixed_precision.LossScaleOptimizer.__module__]
+    return module.LossScaleOptimizer, module.LossScaleOptimizerV3
+
+
+def loss_scale_optimizer_class(inner_optimizer) -> type:
+    """The Keras class that scales the loss of `inner_optimizer`: Keras 3's LossScaleOptimizer; in Keras 2, the one
+    of `keras_2_loss_scale_optimizer_classes()` for the optimizer's generation. Checked on Keras 2.15 and Keras 3
+    (TensorFlow 2.21)."""
+    import tensorflow as tf
+
+    if tf_keras_is_keras_3():
+        return tf.keras.mixed_precision.LossScaleOptimizer
+    legacy, current = keras_2_loss_scale_optimizer_classes()
+    return legacy if isinstance(inner_optimizer, tf.keras.optimizers.legacy.Optimizer) else current
 
 
 def is_keras_symbolic(value) -> bool:
