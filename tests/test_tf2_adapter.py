@@ -483,6 +483,7 @@ def test_gelu_in_a_functional_model_and_loss_scaling_in_compile():
     NpuLossScaleOptimizer (wrapped for several ranks) trains through compile / fit."""
     import tensorflow as tf
 
+    from npu_bridge_compat import changes
     from npu_bridge_compat.tf2.distribute import npu_distributed_keras_optimizer_wrapper
     from npu_bridge_compat.tf2.kernels import gelu
     from npu_bridge_compat.tf2.loss_scale import NpuLossScaleOptimizer
@@ -494,9 +495,10 @@ def test_gelu_in_a_functional_model_and_loss_scaling_in_compile():
     hidden = dense(features).numpy()
     gelu_output = tf.keras.Model(inputs, gelu(dense(inputs)))(features).numpy()
     np.testing.assert_allclose(gelu_output, hidden / (1 + np.exp(-1.702 * hidden)), rtol=1e-5, atol=1e-6)
-    optimizer = npu_distributed_keras_optimizer_wrapper(NpuLossScaleOptimizer(tf.keras.optimizers.SGD(0.05)))
-    model.compile(optimizer=optimizer, loss="mse")
-    history = model.fit(features, features[:, :1], batch_size=8, epochs=3, verbose=0)
+    with changes.undone_after():  # the wrapper's patch of the optimizer
+        optimizer = npu_distributed_keras_optimizer_wrapper(NpuLossScaleOptimizer(tf.keras.optimizers.SGD(0.05)))
+        model.compile(optimizer=optimizer, loss="mse")
+        history = model.fit(features, features[:, :1], batch_size=8, epochs=3, verbose=0)
     assert history.history["loss"][-1] < history.history["loss"][0]
     assert bool(optimizer.last_step_finite.numpy())
 
@@ -519,3 +521,81 @@ def test_a_loop_of_steps_with_collectives_on_two_ranks(processes, tmp_path):
     assert job.returncode == 0, output[-3000:]
     found = [json.loads(line.split("] ", 1)[1]) for line in output.splitlines() if '] {"iterations"' in line]
     assert len(found) == 2 and found[0] == found[1] and found[0]["iterations"] == 10, output[-3000:]
+
+
+@pytest.mark.parametrize("keras", KERAS)
+def test_weight_update_grouping_on_two_ranks_trains_like_plain_data_parallel(processes, tmp_path, keras):
+    """grouping_broadcast, then grouping_gradients_apply in a tf.function loop: each rank keeps optimizer state for
+    its share of the variables only, and both ranks end with the weights of plain data-parallel training."""
+    job, output = launched(
+        processes, tmp_path, "tf2_grouping_port.py", 4, NPU_BRIDGE_COMPAT_PORT=BASE_PORT + 40, **keras
+    )
+    assert job.returncode == 0, output[-3000:]
+    found = reports(output)
+    assert sorted(found) == [0, 1], output[-3000:]
+    for report in found.values():
+        for grouped, plain in zip(report["grouped"], report["plain"]):
+            np.testing.assert_allclose(grouped, plain, rtol=1e-5, atol=1e-6)
+        assert report["optimizer_values"]["grouped"] < report["optimizer_values"]["plain"]
+    for grouped_0, grouped_1 in zip(found[0]["grouped"], found[1]["grouped"]):
+        np.testing.assert_array_equal(grouped_0, grouped_1)
+
+
+def test_grouping_divides_the_variables_by_size_with_one_at_least_per_rank():
+    import tensorflow as tf
+
+    from npu_bridge_compat.tf2.distribute import grouping_owners
+
+    variables = [tf.Variable(tf.zeros(shape)) for shape in ([4, 8], [8], [8, 1], [1])]  # 128, 32, 32, 4 bytes
+    assert grouping_owners(variables, 1) == [0, 0, 0, 0]
+    assert grouping_owners(variables, 2) == [0, 1, 1, 1]
+    assert grouping_owners(variables, 4) == [0, 1, 2, 3]
+    assert grouping_owners(variables[::-1], 2) == [0, 0, 0, 1]
+    with pytest.raises(NpuOptionValueError, match=r"4 variable\(s\) for 5 rank\(s\)"):
+        grouping_owners(variables, 5)
+
+
+ADAPTER_API = {  # tf_adapter_2.x/python/npu_device/__init__.py and _api/*/__init__.py: every name they import
+    "": "open npu_compat_function gen_npu_ops global_options set_npu_loop_size npu_run_context set_device_sat_mode "
+    "is_inf_nan_enabled keep_dtype_scope npu_recompute_scope distribute train ops compat configs",
+    "compat": "enable_v1 v1",
+    "compat.v1": "SessionConfigBuilder",
+    "configs": "run_context_options experimental",
+    "distribute": "all_reduce broadcast npu_distributed_keras_optimizer_wrapper shard_and_rebatch_dataset "
+    "grouping_gradients_apply grouping_broadcast",
+    "ops": "gelu",
+    "train": "optimizer",
+    "train.optimizer": "NpuLossScaleOptimizer",
+}
+
+
+@pytest.mark.parametrize("module", sorted(ADAPTER_API))
+def test_every_public_name_of_the_adapter_imports(module):
+    import importlib
+
+    served = importlib.import_module(".".join(filter(None, ["npu_bridge_compat.legacy.npu_device", module])))
+    missing = [name for name in ADAPTER_API[module].split() if getattr(served, name, None) is None]
+    assert not missing, f"npu_device.{module} lacks {missing}"
+
+
+def test_the_keras_wrapper_patches_an_optimizer_once_through_the_registry():
+    """Wrapping twice reduces once; the patch is listed in the registry and undone with it."""
+    import tensorflow as tf
+
+    from npu_bridge_compat import changes
+    from npu_bridge_compat.compat.keras import tf_keras_is_keras_3
+    from npu_bridge_compat.tf2.distribute import npu_distributed_keras_optimizer_wrapper
+
+    method = "apply" if tf_keras_is_keras_3() else "apply_gradients"
+    optimizer = tf.keras.optimizers.SGD(0.1)
+    before = changes.mark()
+    with changes.undone_after():
+        assert npu_distributed_keras_optimizer_wrapper(optimizer) is optimizer
+        patched = getattr(optimizer, method)
+        assert npu_distributed_keras_optimizer_wrapper(optimizer) is optimizer and getattr(optimizer, method) is patched
+        [change] = changes.in_force()[before:]
+        assert change.target == f"<user's SGD>.{method}" and changes.is_replaced(optimizer, method)
+        weights = tf.Variable([1.0])
+        optimizer.apply_gradients([(tf.constant([2.0]), weights)])
+        np.testing.assert_allclose(weights.numpy(), [0.8])
+    assert method not in vars(optimizer) and changes.mark() == before
