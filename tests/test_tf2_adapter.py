@@ -483,7 +483,6 @@ def test_gelu_in_a_functional_model_and_loss_scaling_in_compile():
     NpuLossScaleOptimizer (wrapped for several ranks) trains through compile / fit."""
     import tensorflow as tf
 
-    from npu_bridge_compat import changes
     from npu_bridge_compat.tf2.distribute import npu_distributed_keras_optimizer_wrapper
     from npu_bridge_compat.tf2.kernels import gelu
     from npu_bridge_compat.tf2.loss_scale import NpuLossScaleOptimizer
@@ -495,10 +494,9 @@ def test_gelu_in_a_functional_model_and_loss_scaling_in_compile():
     hidden = dense(features).numpy()
     gelu_output = tf.keras.Model(inputs, gelu(dense(inputs)))(features).numpy()
     np.testing.assert_allclose(gelu_output, hidden / (1 + np.exp(-1.702 * hidden)), rtol=1e-5, atol=1e-6)
-    with changes.undone_after():  # the wrapper's patch of the optimizer
-        optimizer = npu_distributed_keras_optimizer_wrapper(NpuLossScaleOptimizer(tf.keras.optimizers.SGD(0.05)))
-        model.compile(optimizer=optimizer, loss="mse")
-        history = model.fit(features, features[:, :1], batch_size=8, epochs=3, verbose=0)
+    optimizer = npu_distributed_keras_optimizer_wrapper(NpuLossScaleOptimizer(tf.keras.optimizers.SGD(0.05)))
+    model.compile(optimizer=optimizer, loss="mse")
+    history = model.fit(features, features[:, :1], batch_size=8, epochs=3, verbose=0)
     assert history.history["loss"][-1] < history.history["loss"][0]
     assert bool(optimizer.last_step_finite.numpy())
 
