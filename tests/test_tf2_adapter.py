@@ -596,3 +596,15 @@ def test_the_keras_wrapper_patches_an_optimizer_once_through_the_registry():
         optimizer.apply_gradients([(tf.constant([2.0]), weights)])
         np.testing.assert_allclose(weights.numpy(), [0.8])
     assert method not in vars(optimizer) and not changes.in_force(owner="npu_device.distribute")
+
+
+def test_gen_npu_ops_serves_the_fused_kernels_the_ports_npu_ops_call():
+    """The ports' npu_ops.py copies call these by their generated names (BertLarge's LAMB, BERT's Adam, LARS)."""
+    from npu_bridge_compat.fused import nn, optimizers
+    from npu_bridge_compat.legacy.npu_device import gen_npu_ops
+
+    assert gen_npu_ops.lamb_apply_optimizer_assign is optimizers.lamb_apply_optimizer_assign
+    assert gen_npu_ops.lamb_apply_weight_assign is optimizers.lamb_apply_weight_assign
+    assert gen_npu_ops.adam_apply_one_assign is optimizers.adam_apply_one_assign
+    assert gen_npu_ops.adam_apply_one_with_decay_assign is optimizers.adam_apply_one_with_decay_assign
+    assert gen_npu_ops.lars_v2 is optimizers.LARSV2 and gen_npu_ops.drop_out_gen_mask_v3 is nn.drop_out_gen_mask_v3
