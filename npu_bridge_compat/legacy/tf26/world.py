@@ -9,12 +9,15 @@ the same lookup without running user code.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import importlib.abc
 import importlib.machinery
 import sys
+import threading
 import types
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,23 +59,37 @@ def source(path: str) -> str:
 
 
 _ABSENT = object()
-# TF 2.6 paths being looked up: on TensorFlow 2.15 a counterpart can have the TF 2.6 path's own name
-# (keras.utils is both), and looking it up must find today's module, not come back to the finder.
-_looking_up: set[str] = set()
+
+
+class _LookingUp(threading.local):
+    """The module paths this thread is looking up: on TensorFlow 2.15 a counterpart can have the TF 2.6 path's
+    own name (keras.utils is both), and looking it up must find today's module, not come back to the finder."""
+
+    def __init__(self) -> None:
+        self.paths: set[str] = set()
+
+    @contextlib.contextmanager
+    def todays_only(self, path: str) -> Iterator[None]:
+        self.paths.add(path)
+        try:
+            yield
+        finally:
+            self.paths.discard(path)
+
+
+_looking_up = _LookingUp()
 
 
 @functools.cache
 def resolve(dotted: str) -> Any:
     """The object a dotted path names: a module, or attributes of the longest importable one; ImportError when
     there is none."""
-    _looking_up.add(dotted)  # today's module of that name, never the one this world serves
     try:
-        return importlib.import_module(dotted)
+        with _looking_up.todays_only(dotted):  # today's module of that name, never the one this world serves
+            return importlib.import_module(dotted)
     except ModuleNotFoundError as error:
         if error.name is not None and not dotted.startswith(error.name):
             raise  # a dependency of that module is missing, not the path itself
-    finally:
-        _looking_up.discard(dotted)
     parent, _, name = dotted.rpartition(".")
     value = todays_attribute(resolve(parent), name) if parent else _ABSENT
     if value is _ABSENT:
@@ -102,11 +119,8 @@ def _tree(path: str) -> bool:
 def module_spec(path: str) -> Module | None:
     """The table entry of a TF 2.6 module path, or one derived from Keras' move or its parent's sources; None
     for a path the world does not serve (then it is today's module, or nothing)."""
-    _looking_up.add(path)
-    try:
+    with _looking_up.todays_only(path):
         return _module_spec(path)
-    finally:
-        _looking_up.discard(path)
 
 
 def _module_spec(path: str) -> Module | None:
@@ -122,9 +136,10 @@ def _module_spec(path: str) -> Module | None:
     if spec is not None:
         if spec.gone:
             return Module(gone=spec.gone)
-        children = tuple(f"{s}.{name}" for s in spec.sources if _importable(source(f"{s}.{name}")))
-        if children:
-            return Module(sources=children[:1] if spec.is_alias or len(children) == 1 else children)
+        # the first source's child: TF 2.6's module, later sources' children are other modules of that name
+        child = next((f"{s}.{name}" for s in spec.sources if _importable(source(f"{s}.{name}"))), None)
+        if child is not None:
+            return Module(sources=(child,))
     if path.startswith("keras."):
         rest = path[len("keras.") :]
         for candidate in (f"{KERAS}.{rest}", f"{KERAS}.src.{rest}"):
@@ -243,13 +258,10 @@ class Tf26Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """Serves the TF 2.6 module paths this line lacks (and, from TensorFlow 2.16, `keras` as tf_keras)."""
 
     def find_spec(self, fullname, path=None, target=None):
-        if not _tree(fullname) or fullname in _looking_up:
+        if not _tree(fullname) or fullname in _looking_up.paths:
             return None
-        _looking_up.add(fullname)
-        try:
+        with _looking_up.todays_only(fullname):
             return self._find(fullname, path)
-        finally:
-            _looking_up.discard(fullname)
 
     def _find(self, fullname, path):
         if tf_keras_module(fullname) is not None:  # the tf.keras module itself, not a second copy of its file
@@ -310,7 +322,8 @@ def filled_getattr(path: str, module: types.ModuleType):
 # --- name status (scan) ------------------------------------------------------------------------------------
 
 
-def _filled_key(module: types.ModuleType, dotted: str) -> str | None:
+def _filled_key(dotted: str) -> str | None:
+    """The FILLED entry of today's module `dotted` (its tf.keras and stale-copy names read as keras.<path>)."""
     if dotted in FILLED:
         return dotted
     for mirror in KERAS_MIRRORS:
@@ -344,13 +357,12 @@ def tf26_name_status(dotted: str) -> NameStatus:
 
 def _walk(path: str, spec: Module, rest: list[str]) -> NameStatus:
     detail = ", ".join(map(source, spec.sources)) or path
-    status = "works"
     for name in rest:
         found = lookup(spec, path, name)
         if found.module is None:
-            return NameStatus(found.status, found.detail) if status == "works" else NameStatus(status, detail)
+            return NameStatus(found.status, found.detail)
         path, spec, detail = found.module, module_spec(found.module), found.detail
-    return NameStatus(status, detail)
+    return NameStatus("works", detail)
 
 
 def _walk_real(path: str, rest: list[str]) -> NameStatus:
@@ -361,9 +373,9 @@ def _walk_real(path: str, rest: list[str]) -> NameStatus:
             break
         value = todays_attribute(obj, name)
         if value is _ABSENT:
-            key = _filled_key(obj, path)
+            key = _filled_key(path)
             if key is None:
-                return NameStatus("unknown", f"{path} has no {name} on this line, and TF 2.6's had none either")
+                return NameStatus("unknown", f"{path} has no {name} here, and the TF 2.6 world maps no such name")
             found = lookup(FILLED[key], key, name)
             if found.module is not None:
                 return _walk(found.module, module_spec(found.module), rest[index + 1 :])
