@@ -15,6 +15,7 @@ Importing this package changes nothing.
 from __future__ import annotations
 
 import importlib
+import inspect
 import sys
 import types
 
@@ -27,6 +28,7 @@ from npu_bridge_compat.legacy.tf26.world import (  # noqa: F401 - the public nam
     Tf26DifferenceWarning,
     Tf26Finder,
     filled_getattr,
+    fills_tf26_names,
     keras_is_aliased,
     keras_root,
     tf26_name_status,
@@ -40,6 +42,8 @@ def install_tf26_world() -> None:
     """Make TF 2.6's and Keras 2.6's names resolve for the rest of the process (idempotent; undone with
     `changes.undo(owner=OWNER)`). Call it before the program imports Keras (`run` does): from TensorFlow 2.16
     `import keras` is served as tf_keras only while Keras 3 is not loaded yet."""
+    if tf26_world_installed():
+        return
     import tensorflow as tf
 
     changes.add_import_finder(
@@ -97,8 +101,7 @@ def _fill_missing_names(apis: dict[str, types.ModuleType]) -> None:
         else:
             targets.append(importlib.import_module(key))
         for module in {id(m): m for m in targets}.values():
-            own = vars(module).get("__getattr__")
-            if own is not None and not changes.is_replaced(module, "__getattr__"):
+            if inspect.getattr_static(module, "__getattr__", None) is not None and not fills_tf26_names(module):
                 continue  # the module resolves names of its own
             changes.replace_attribute(
                 module,

@@ -14,6 +14,7 @@ import functools
 import importlib
 import importlib.abc
 import importlib.machinery
+import inspect
 import sys
 import threading
 import types
@@ -99,9 +100,14 @@ def resolve(dotted: str) -> Any:
 
 def todays_attribute(obj: Any, name: str) -> Any:
     """`obj.name` as this line has it, without the names this world fills in (`_ABSENT` when there is none)."""
-    if isinstance(obj, types.ModuleType) and getattr(vars(obj).get("__getattr__"), "fills_tf26_names", False):
-        return vars(obj).get(name, _ABSENT)
+    if isinstance(obj, types.ModuleType) and fills_tf26_names(obj):
+        return inspect.getattr_static(obj, name, _ABSENT)  # what the module holds, never its __getattr__'s answer
     return getattr(obj, name, _ABSENT)
+
+
+def fills_tf26_names(module: types.ModuleType) -> bool:
+    """Whether `module`'s `__getattr__` is the one this world gave it (filled_getattr)."""
+    return getattr(inspect.getattr_static(module, "__getattr__", None), "fills_tf26_names", False)
 
 
 def _importable(dotted: str) -> bool:
