@@ -248,9 +248,12 @@ def loss_scale_optimizer_class(inner_optimizer) -> type:
     import tensorflow as tf
 
     public = tf.keras.mixed_precision.LossScaleOptimizer
-    if tf_keras_is_keras_3() or isinstance(inner_optimizer, tf.keras.optimizers.legacy.Optimizer):
+    if tf_keras_is_keras_3():
         return public
-    return sys.modules[public.__module__].LossScaleOptimizerV3
+    classes = sys.modules[public.__module__]  # the public name is a dispatching base that cannot be subclassed
+    if isinstance(inner_optimizer, tf.keras.optimizers.legacy.Optimizer):
+        return classes.LossScaleOptimizer
+    return classes.LossScaleOptimizerV3
 
 
 def is_keras_symbolic(value) -> bool:
