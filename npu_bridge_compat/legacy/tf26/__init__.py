@@ -20,7 +20,9 @@ import sys
 import types
 
 from npu_bridge_compat import changes
+from npu_bridge_compat.compat import tf_keras_is_keras_3
 from npu_bridge_compat.compat.tf_slim import restore_names_tf_slim_uses
+from npu_bridge_compat.errors import warn
 from npu_bridge_compat.legacy.tf26.table import FILLED, LEGACY_OPTIMIZERS
 from npu_bridge_compat.legacy.tf26.world import (  # noqa: F401 - the public names of the TF 2.6 world
     NameStatus,
@@ -46,6 +48,14 @@ def install_tf26_world() -> None:
         return
     import tensorflow as tf
 
+    restore_names_tf_slim_uses(owner=OWNER)
+    if tf_keras_is_keras_3():  # the user chose Keras 3 (TF_USE_LEGACY_KERAS=0): Keras 2.6's names cannot map onto it
+        warn(
+            "tf.keras is Keras 3 here, so TF 2.6 / Keras 2.6 names (keras.utils.control_flow_util, "
+            "tf.keras.optimizers as OptimizerV2, ...) are not mapped; TF_USE_LEGACY_KERAS=1 with tf_keras maps them.",
+            Tf26DifferenceWarning,
+        )
+        return
     changes.add_import_finder(
         _finder, owner=OWNER, reason="TF 2.6 / Keras 2.6 module paths resolve to their counterparts on this line"
     )
@@ -76,7 +86,6 @@ def install_tf26_world() -> None:
                 reason="TF 2.6's Keras optimizers were the OptimizerV2 classes (today's optimizers.legacy), which "
                 "ported optimizers subclass",
             )
-    restore_names_tf_slim_uses(owner=OWNER)
 
 
 def _keras_module(path: str) -> types.ModuleType:
