@@ -217,6 +217,10 @@ def run_script(arguments: argparse.Namespace) -> int:
         return EXIT_INVALID
     if arguments.tf1:
         install_tf1_imports()
+    else:  # a TF2 program: written for the TF2 adapter's TensorFlow 2.6 and its Keras
+        from npu_bridge_compat.legacy.tf26 import install_tf26_world
+
+        install_tf26_world()
     if not arguments.show_deprecations:  # (TensorFlow's messages are never printed twice: see logs.py)
         quiet_library_deprecations()
     if arguments.changes:

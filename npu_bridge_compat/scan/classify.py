@@ -12,6 +12,7 @@ from npu_bridge_compat.scan.configs import ConfigChecker, Place
 from npu_bridge_compat.scan.reader import ADAPTER_ROOTS, Call, FileFacts
 from npu_bridge_compat.scan.report import Category, Finding, Outcome, ScriptReport, Severity
 from npu_bridge_compat.scan.tf1 import classify_tf1_name, in_tf1_namespace
+from npu_bridge_compat.scan.tf26 import classify_tf26_name
 
 
 class Classifier:
@@ -60,6 +61,8 @@ class Classifier:
             dotted = imported.module if imported.name in (None, "*") else f"{imported.module}.{imported.name}"
             if top in ADAPTER_ROOTS:
                 found.adapter(dotted, imported.line, used=False, star=imported.name == "*")
+            elif top == "keras" and imported.name != "*":
+                found.keras(dotted, imported.line)
             elif top == "tensorflow":
                 found.tensorflow([dotted], imported.line)
             elif (
@@ -89,6 +92,8 @@ class Classifier:
             adapter = [name for name in dotted if name.split(".")[0] in ADAPTER_ROOTS]
             if tensorflow and len(tensorflow) == len(dotted):
                 found.tensorflow(tensorflow, line)
+            elif dotted and all(name.split(".")[0] == "keras" for name in dotted):
+                found.keras(dotted[0], line)
             elif adapter:
                 found.adapter(adapter[0], line, used=True, certain=certain)
 
@@ -123,6 +128,7 @@ class _NameFindings:
     def __init__(self) -> None:
         self._adapter: dict[str, tuple[int, names.Resolved, bool, bool]] = {}  # name -> (line, resolved, used, star)
         self._tensorflow: dict[str, int] = {}
+        self._tf26: dict[str, tuple[int, tuple[str, Severity, str]]] = {}  # name -> (line, its classification)
 
     def adapter(self, dotted: str, line: int, used: bool, star: bool = False, certain: bool = True) -> None:
         """An adapter name; an uncertain one (a later star import may shadow it) is reported only if it exists."""
@@ -145,13 +151,26 @@ class _NameFindings:
         if any(not in_tf1_namespace(name) and names.tensorflow_has(name) for name in candidates):
             return
         name = candidates[0]
-        self._tensorflow[name] = min(line, self._tensorflow.get(name, line))
+        if not self.keras(name, line):
+            self._tensorflow[name] = min(line, self._tensorflow.get(name, line))
+
+    def keras(self, dotted: str, line: int) -> bool:
+        """A `keras.` or `tensorflow.` name that TF 2.6 had and this line lacks as it is (the TF 2.6 world maps
+        it); whether it is one."""
+        classified = classify_tf26_name(dotted)
+        if classified is None:
+            return False
+        seen = self._tf26.get(dotted)
+        self._tf26[dotted] = (min(line, seen[0]) if seen else line, classified)
+        return True
 
     def findings(self) -> list[Finding]:
         findings = [self._adapter_finding(key, *seen) for key, seen in self._adapter.items()]
         for name, line in self._tensorflow.items():
             outcome, severity, detail = classify_tf1_name(name)
             findings.append(Finding(line, Category.TENSORFLOW, name, outcome, severity, detail))
+        for name, (line, (outcome, severity, detail)) in self._tf26.items():
+            findings.append(Finding(line, Category.TF26, name, outcome, severity, detail))
         return findings
 
     @staticmethod

@@ -31,6 +31,7 @@ class Category(enum.StrEnum):
     OPTION = "NPU option"
     ARGUMENT = "argument"  # a keyword of NPURunConfig or a holder that is not an NPU option
     TENSORFLOW = "TF 1.15 name"
+    TF26 = "TF 2.6 name"  # TensorFlow 2.6 / Keras 2.6 names that `run` maps for TF2 programs
     PACKAGE = "package"
     SYNTAX = "syntax"
 

@@ -17,6 +17,7 @@ import sys
 
 from npu_bridge_compat import changes
 from npu_bridge_compat.compat.keras import repair_tf1_layers_normalization
+from npu_bridge_compat.compat.tf_slim import restore_names_tf_slim_uses
 from npu_bridge_compat.errors import NpuConfigError
 from npu_bridge_compat.legacy.tf1.world import (  # noqa: F401 - the public names of the TF 1.15 world
     PUBLIC_ROOTS,
@@ -59,3 +60,4 @@ def install_tf1_world() -> None:
         label="tensorflow.compat.v1",
     )
     repair_tf1_layers_normalization()
+    restore_names_tf_slim_uses(owner=OWNER)

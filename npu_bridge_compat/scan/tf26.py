@@ -1,0 +1,28 @@
+"""TensorFlow 2.6 / Keras 2.6 names: what a name that ported TF2 programs import, and this line moved or
+removed, becomes under `run` (`keras.utils.control_flow_util`, `tensorflow.python.keras.layers.LSTM`,
+`tf.keras.mixed_precision.experimental`).
+
+Answered by `npu_bridge_compat.legacy.tf26.tf26_name_status`, from the table that serves them at run time.
+"""
+
+from __future__ import annotations
+
+from npu_bridge_compat.legacy.tf26 import tf26_name_status
+from npu_bridge_compat.scan.report import Severity
+
+# status -> (the finding's outcome, its severity)
+_OUTCOMES = {
+    "works": ("works under run", Severity.READY),
+    "differs": ("differs under run", Severity.WARNING),
+    "missing": ("missing under run", Severity.BLOCKED),
+}
+
+
+def classify_tf26_name(dotted: str) -> tuple[str, Severity, str] | None:
+    """(outcome, severity, detail) of a TF 2.6 name this line lacks; None for a name this line has as it is, or
+    one the TF 2.6 world does not map."""
+    status = tf26_name_status(dotted)
+    if status.status not in _OUTCOMES:
+        return None
+    outcome, severity = _OUTCOMES[status.status]
+    return outcome, severity, status.detail
