@@ -8,7 +8,10 @@ checks and host-kept ops.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import sys
+from collections.abc import Iterator
 
 import tensorflow.compat.v1 as tf_v1  # the module scripts see as tf.compat.v1, and as tf under `run --tf1`
 
@@ -20,6 +23,12 @@ from npu_bridge_compat.options import npu_optimizer_entries
 from npu_bridge_compat.session import NPUSession, host_session_config
 
 OWNER = "npu_bridge.npu_init"
+
+
+@contextlib.contextmanager
+def _forgotten_when_undone(module: str) -> Iterator[None]:
+    yield
+    sys.modules.pop(module, None)
 
 
 def decorator_tf_session(init):
@@ -35,10 +44,18 @@ def decorator_tf_session(init):
     return translated_init
 
 
-def patch_sessions() -> None:
-    """Install the session translation (idempotent, through the changes registry)."""
+def patch_sessions(imported_by: str) -> None:
+    """Install the session translation (idempotent, through the changes registry), as importing the module
+    `imported_by` (npu_init) does; undoing it forgets that module too, so that importing it again installs it
+    again."""
     if changes.is_replaced(tf_v1, "Session"):
         return
+    changes.enter(
+        _forgotten_when_undone(imported_by),
+        f"sys.modules[{imported_by!r}]",
+        owner=OWNER,
+        reason="the module whose import patches the sessions; imported again once they are restored",
+    )
     for session_class in tf1_session_classes():
         changes.replace_attribute(
             session_class,

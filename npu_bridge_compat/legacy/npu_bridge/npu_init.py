@@ -101,4 +101,4 @@ experimental_options = {
 }
 
 
-patch_sessions()
+patch_sessions(imported_by=__name__)
