@@ -51,6 +51,7 @@ def test_a_tf26_program_gets_keras_2_and_its_moved_modules(tf26_port):
     assert report["one_hot"] == [[0.0, 1.0, 0.0]]
     assert report["lstm"] and report["in_scope"] and report["trackable"]
     assert report["strategy"] == "_DefaultDistributionStrategy"
+    assert report["converted"] == [1.5]  # ops.convert_to_tensor_v2_with_dispatch, moved out of ops in 2.13
 
 
 def test_ported_dropout_patch_and_optimizer_v2_subclass_train(tf26_port):

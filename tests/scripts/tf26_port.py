@@ -16,6 +16,7 @@ from keras.layers import core
 from keras.optimizer_v2 import optimizer_v2
 from keras.utils import control_flow_util, np_utils
 from tensorflow.python.distribute import distribution_strategy_context
+from tensorflow.python.framework.ops import convert_to_tensor_v2_with_dispatch
 from tensorflow.python.keras.layers import LSTM
 from tensorflow.python.keras.utils import CustomObjectScope, multi_gpu_model
 from tensorflow.python.training.tracking import tracking
@@ -92,6 +93,7 @@ print(
             "lstm": LSTM is tf.keras.layers.LSTM,
             "in_scope": in_scope,
             "strategy": type(distribution_strategy_context.get_strategy()).__name__,
+            "converted": convert_to_tensor_v2_with_dispatch([1.5]).numpy().tolist(),
             "trackable": issubclass(tracking.AutoTrackable, tf.Module.__mro__[1]),
             "no_counterpart": no_counterpart,
         }

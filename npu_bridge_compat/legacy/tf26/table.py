@@ -167,6 +167,14 @@ FILLED: dict[str, Module] = {
         sources=(f"{KERAS}.utils", f"{KERAS}.src.utils"), missing={"multi_gpu_model": MULTI_GPU}
     ),
     "tensorflow.python.ops.rnn_cell_impl": Module(names={"_Linear": f"{TF1_RNN}.Linear"}),
+    # TensorFlow 2.13 moved the conversion functions out of ops (BertLarge's dropout and metrics import it there)
+    "tensorflow.python.framework.ops": Module(
+        names={
+            "convert_to_tensor_v2_with_dispatch": (
+                "tensorflow.python.framework.tensor_conversion.convert_to_tensor_v2_with_dispatch"
+            )
+        }
+    ),
 }
 
 # TF 2.6's tf.keras.optimizers were the OptimizerV2 classes, today's tf.keras.optimizers.legacy: ported optimizers
