@@ -25,7 +25,8 @@ ADAPTER = "npu_bridge_compat.legacy.npu_bridge"  # the adapter's module tree (it
 
 @dataclass(frozen=True)
 class Module:
-    """One TF 1.15 module and where its names live on TensorFlow 2.15."""
+    """One module of the TensorFlow a program was written for (TF 1.15 here, TF 2.6 in the TF 2.6 world's table)
+    and where its names live on this line."""
 
     sources: tuple[str, ...] = ()
     names: Mapping[str, str] = field(default_factory=dict)
@@ -33,6 +34,11 @@ class Module:
     missing: Mapping[str, str] = field(default_factory=dict)
     gone: str = ""  # the whole module has no counterpart: why
     note: str = ""  # the counterpart in words, when its sources do not say it
+
+    @property
+    def is_alias(self) -> bool:
+        """Served as its one source itself rather than as a module of its own (the TF 2.6 world)."""
+        return len(self.sources) == 1 and not (self.names or self.differs or self.missing or self.gone)
 
 
 TPU_ONLY = "it runs only on a TPU"

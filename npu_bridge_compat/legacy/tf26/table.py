@@ -18,29 +18,12 @@ module's entry here (the module's `__getattr__`, as PEP 562 defines it).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from npu_bridge_compat.legacy.tf1.table import Module
 
 KERAS = "{keras}"  # Keras 2 on this line: keras (TensorFlow 2.15) or tf_keras (2.16 and later)
 HERE = "npu_bridge_compat.legacy.tf26.mixed_precision"
 KERAS_UTILS = "npu_bridge_compat.legacy.tf26.keras_utils"
 TF1_RNN = "npu_bridge_compat.legacy.tf1.contrib.rnn"
-
-
-@dataclass(frozen=True)
-class Module:
-    """One TF 2.6 module and where its names live on this line."""
-
-    sources: tuple[str, ...] = ()
-    names: Mapping[str, str] = field(default_factory=dict)
-    differs: Mapping[str, str] = field(default_factory=dict)
-    missing: Mapping[str, str] = field(default_factory=dict)
-    gone: str = ""  # the whole module has no counterpart: why
-
-    @property
-    def is_alias(self) -> bool:
-        """Served as its one source itself rather than as a module of its own."""
-        return len(self.sources) == 1 and not (self.names or self.differs or self.missing or self.gone)
 
 
 MULTI_GPU = "removed in TensorFlow 2.4; tf.distribute.MirroredStrategy replaces it"
