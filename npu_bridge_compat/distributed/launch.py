@@ -98,17 +98,27 @@ def host_index(hosts: Sequence[str], given: int | None) -> int:
     return own[0]
 
 
+def unshare_refusal(flags: Sequence[str], what: str) -> str | None:
+    """Why util-linux's `unshare` cannot make the namespaces `flags` ask for (`what`, in words) here; None when
+    it can (it is tried once with `true`)."""
+    unshare = shutil.which("unshare")
+    if unshare is None:
+        return "util-linux's unshare is not installed"
+    probe = subprocess.run([unshare, *flags, "true"], capture_output=True, text=True)
+    if probe.returncode != 0:
+        return f"this system refuses {what} ({probe.stderr.strip() or probe.returncode})"
+    return None
+
+
 def in_private_network(command: Sequence[str]) -> str | None:
     """Run `command` (this launch, again) in a network namespace whose only interface is loopback: replaces
     this process and does not return. Returns why it could not, when the system refuses such namespaces."""
     if os.environ.get(PRIVATE_NETWORK_VARIABLE):
         return None  # already inside
+    refused = unshare_refusal(_UNSHARE, "a user network namespace")
+    if refused:
+        return refused
     unshare = shutil.which("unshare")
-    if unshare is None:
-        return "util-linux's unshare is not installed"
-    probe = subprocess.run([unshare, *_UNSHARE, "true"], capture_output=True, text=True)
-    if probe.returncode != 0:
-        return f"this system refuses a user network namespace ({probe.stderr.strip() or probe.returncode})"
     changes.set_environment(
         PRIVATE_NETWORK_VARIABLE, "1", owner="launch", reason="the launch started again in its own network namespace"
     )

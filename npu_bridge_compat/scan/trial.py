@@ -38,6 +38,7 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import NamedTuple
 
+from npu_bridge_compat.distributed.launch import unshare_refusal
 from npu_bridge_compat.legacy import ALIASED_PACKAGES
 from npu_bridge_compat.scan.reader import FileFacts, read_file
 from npu_bridge_compat.scan.scanner import SourceFile, default_workers, python_files, scan
@@ -288,13 +289,7 @@ def tree_modules(paths: Sequence[str]) -> dict[str, frozenset[str]]:
 
 def namespace_refusal() -> str | None:
     """Why the trials cannot have namespaces of their own here; None when they can."""
-    unshare = shutil.which("unshare")
-    if unshare is None:
-        return "util-linux's unshare is not installed"
-    probe = subprocess.run([unshare, *NAMESPACES, "true"], capture_output=True, text=True)
-    if probe.returncode != 0:
-        return f"this system refuses user namespaces ({probe.stderr.strip() or probe.returncode})"
-    return None
+    return unshare_refusal(NAMESPACES, "user namespaces")
 
 
 def end_marked_processes(marker: str) -> int:
