@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 from tensorflow.core.protobuf import config_pb2
 
+from npu_bridge_compat.distributed.launch import free_port_block
 from npu_bridge_compat.options import OPTIONS, Kind
+
+PORTS_PER_WORKER = 1000
 
 
 def npu_config(*entries: dict[str, Any], optimizers: tuple[str, ...] = ()) -> config_pb2.ConfigProto:
@@ -128,3 +132,10 @@ def keras_executed_dtypes(fit) -> dict[str, str]:
     finally:
         context.disable_run_metadata()
     return node_dtypes(graph for function in metadata.function_graphs for graph in function.partition_graphs)
+
+
+def loopback_port_block(count: int) -> int:
+    """The first of `count` consecutive free loopback ports, searched in this pytest worker's own range: ranks
+    bind their ports seconds after the probe, and another worker probing meanwhile must not pick the same ones."""
+    worker = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw"))
+    return free_port_block(count, start=29600 + PORTS_PER_WORKER * worker)

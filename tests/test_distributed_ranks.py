@@ -15,9 +15,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import loopback_port_block
 from test_distributed import LOOPBACK_PREFIXES, listening_addresses, tcp_sockets
 
-from npu_bridge_compat.distributed.launch import free_port_block
 from npu_bridge_compat.plan.platform import detect_host
 
 HERE = Path(__file__).parent
@@ -159,7 +159,7 @@ def test_estimator_door_per_rank_shell_loop_with_rank_table(processes, tmp_path,
         RANK_SIZE=2,
         SHARED=shared,
         RANK_TABLE_FILE=HERE / "data" / "rank_table_2p.json",
-        NPU_BRIDGE_COMPAT_PORT=free_port_block(2),
+        NPU_BRIDGE_COMPAT_PORT=loopback_port_block(2),
     )
     finish(shell, log)
     output = "\n".join((tmp_path / f"rank_{i}.log").read_text() for i in range(2))
@@ -190,7 +190,7 @@ def test_keras_door_under_launch(processes, tmp_path):
 
 @pytest.mark.parametrize("victim", [1, 0])  # rank 0 also hosts the coordination service
 def test_a_killed_rank_ends_the_others_naming_it(processes, tmp_path, victim):
-    port = free_port_block(2)
+    port = loopback_port_block(2)
     logs = [tmp_path / f"rank_{rank}.log" for rank in range(2)]
     ranks = [
         start(

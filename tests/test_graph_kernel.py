@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tensorflow as tf
-from helpers import npu_config
+from helpers import loopback_port_block, npu_config
 
 from npu_bridge_compat import (
     NpuOptionTypeError,
@@ -415,9 +415,7 @@ def test_run_graph_kernel_fuses_an_unmodified_script_and_plain_run_does_not():
 
 
 def test_launch_graph_kernel_fuses_in_every_rank():
-    from npu_bridge_compat.distributed.launch import free_port_block
-
-    port = str(free_port_block(2, start=31000))
+    port = str(loopback_port_block(2))
     reports = script_reports("launch", "-n", "2", "--graph-kernel", NPU_BRIDGE_COMPAT_PORT=port)
     assert [report["rank"] for report in reports] == [0, 1]
     assert all(report["clusters"] >= 1 for report in reports)

@@ -8,6 +8,7 @@ import sys
 
 import numpy as np
 import pytest
+from helpers import loopback_port_block
 from test_distributed_ranks import (
     ENVIRONMENT,
     SCRIPTS,
@@ -24,7 +25,7 @@ from npu_bridge_compat.plan.features import MixedPrecision, ProfilerTrace, Tenso
 from npu_bridge_compat.tf2 import options as tf2_options
 from npu_bridge_compat.tf2.device import plan_options
 
-BASE_PORT = 30300  # this module's ranks; other modules use other blocks
+BASE_PORT = 30300  # this module's launches (in launch's own network namespace where the system allows one)
 # `run` gives scripts Keras 2 (tf_keras from TensorFlow 2.16); TF_USE_LEGACY_KERAS=0 keeps Keras 3 there.
 KERAS = [
     pytest.param({}, id="keras2"),
@@ -212,7 +213,7 @@ def test_overflow_on_one_rank_skips_the_step_on_every_rank(processes, tmp_path, 
 def test_a_lost_rank_ends_a_tf2_job(processes, tmp_path):
     """The last rank dies before step 2; the other, waiting for it in a collective, is told which rank was
     lost."""
-    port = BASE_PORT + 20
+    port = loopback_port_block(2)  # ranks on the host's network, not launch's own
     logs = [tmp_path / f"rank{rank}.log" for rank in range(2)]
     ranks = [
         start(
