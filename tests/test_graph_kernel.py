@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -428,6 +429,39 @@ def test_explain_shows_the_plan(capsys):
     out = capsys.readouterr().out
     assert "enable_graph_kernel=True" in out and "GraphKernelFusion(mode='auto')" in out
     assert "--tf_xla_ops_to_cluster=FUSIBLE" in out
+
+
+def test_a_program_that_imported_tensorflow_first_still_fuses_through_its_session_config():
+    """Planning detects the host by listing TensorFlow's devices, which makes TensorFlow read XLA's flags: the
+    fusion flags must be in place before that, or the session silently runs unfused."""
+    program = textwrap.dedent(
+        """
+        import tensorflow as tf
+        from npu_bridge_compat.runtime.fusion import observed_fusion
+        from npu_bridge_compat.session import NPUSession, npu_config_proto
+
+        config = tf.compat.v1.ConfigProto()
+        custom_op = config.graph_options.rewrite_options.custom_optimizers.add()
+        custom_op.name = "NpuOptimizer"
+        custom_op.parameter_map["enable_graph_kernel"].b = True
+        graph = tf.Graph()
+        with graph.as_default():
+            x = tf.compat.v1.placeholder(tf.float32, [1000])
+            y = tf.nn.gelu(x * 2.0 + 1.0) * 3.0
+        with NPUSession(graph=graph, config=npu_config_proto(config)) as session:
+            session.run(y, {x: [0.5] * 1000})
+        print("clusters", sum(summary.clusters for summary in observed_fusion()))
+        """
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", program],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={name: value for name, value in os.environ.items() if name != "TF_XLA_FLAGS"},
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "clusters 1" in result.stdout, result.stdout + result.stderr[-2000:]
 
 
 def test_the_report_warns_when_tensorflow_ran_before_the_flags_could_be_set():

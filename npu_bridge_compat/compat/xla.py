@@ -66,10 +66,13 @@ def fusion_flags_problem() -> str | None:
 
 
 def _tensorflow_read_flags() -> bool:
-    """Whether TensorFlow may already have parsed TF_XLA_FLAGS: its eager context has started (a session that
-    ran before is not seen)."""
+    """Whether TensorFlow may already have parsed TF_XLA_FLAGS: its eager context has started, or it has listed
+    the physical devices (`tf.config.list_physical_devices`: XLA's device factories read the flags); a session
+    that ran before is not seen."""
     context = sys.modules.get("tensorflow.python.eager.context")
     if context is None:
         return False
     eager = getattr(context, "_context", None)
-    return eager is not None and getattr(eager, "_context_handle", None) is not None
+    if eager is None:
+        return False
+    return getattr(eager, "_context_handle", None) is not None or getattr(eager, "_physical_devices", None) is not None

@@ -15,7 +15,7 @@ from typing import Any
 from npu_bridge_compat.options.readers import NPU_OPTIMIZER, npu_optimizer_entries
 from npu_bridge_compat.options.spec import Effect
 from npu_bridge_compat.options.table import OPTIONS
-from npu_bridge_compat.plan.compilation import plan_compilation
+from npu_bridge_compat.plan.compilation import may_fuse, plan_compilation
 from npu_bridge_compat.plan.contribution import Contribution
 from npu_bridge_compat.plan.debugging import plan_debugging
 from npu_bridge_compat.plan.features import (
@@ -107,7 +107,12 @@ def build_plan(options, host: HostFacts | None = None, config=None, recompute: s
     """Plan `options` for `host` (this host by default). `config`, the ConfigProto the options came from, lets
     the report say what the host copy removes from it. `recompute` is GraphMemoryOptimizeConfig's mode, which the
     adapter hands the graph rather than the session."""
-    host = host or detect_host()
+    if host is None:
+        if may_fuse(options):
+            from npu_bridge_compat.compat.xla import reserve_fusion_flags
+
+            reserve_fusion_flags()  # before detect_host lists the devices, which makes TensorFlow read XLA's flags
+        host = detect_host()
     merged = Contribution()
     for part in [planner(options, host) for planner in PLANNERS] + [plan_recompute(recompute)]:
         merged.features.extend(part.features)
