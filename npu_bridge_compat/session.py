@@ -75,6 +75,8 @@ class NPUSession(tf.compat.v1.Session):
         self._loops = LoopServer(self.graph, self._probes_for)
         self._units = units_for(self.npu_plan)
         self._hooked = session_running_hooks(_PlainRuns(self), self._units) if self._units else None
+        # A fusion unit alone may let a decided run skip the hook driver (FusionUnit.settled).
+        self._fusion_alone = self._units[0] if len(self._units) == 1 and hasattr(self._units[0], "settled") else None
         for unit in self._units:
             unit.after_create_session(self, None)
 
@@ -103,7 +105,13 @@ class NPUSession(tf.compat.v1.Session):
         if self._graph.version != self._graph_version_checked:
             self._prepare_new_ops()
         if self._hooked is not None:
-            return self._hooked.run(fetches, feed_dict, options, run_metadata)
+            settled = None
+            if self._fusion_alone is not None and not self._loops.serves_any:
+                settled = self._fusion_alone.settled(fetches, feed_dict)
+            if settled is None:
+                return self._hooked.run(fetches, feed_dict, options, run_metadata)
+            with settled:
+                return super().run(fetches, feed_dict, options, run_metadata)
         if not self._loops.serves_any:  # the common case, kept short: a plain run
             return super().run(fetches, feed_dict, options, run_metadata)
         return self._plain_run(fetches, feed_dict, options, run_metadata)

@@ -11,13 +11,14 @@ from npu_bridge_compat import build_plan, options_from_kwargs
 from npu_bridge_compat.compat.eager import function_run_metadata
 from npu_bridge_compat.plan.features import GraphKernelFusion
 from npu_bridge_compat.runtime.fusion import FusionTrial, fusion_decisions, observed_fusion
+from npu_bridge_compat.runtime.units import FusionUnit
 from npu_bridge_compat.session import NPUSession
 from npu_bridge_compat.tf2.functions import with_units
 
 MS = 1e-3
 FUSED, UNFUSED = True, False
-# warm-up of each form (fused first), then pairs in alternating order: F U, U F, F U
-TRIAL_ORDER = [FUSED, UNFUSED, FUSED, UNFUSED, UNFUSED, FUSED, FUSED, UNFUSED]
+# warm-up of each form (fused first), then pairs in alternating order: F U, U F, F U, U F, F U, U F
+TRIAL_ORDER = [FUSED, UNFUSED] + [FUSED, UNFUSED, UNFUSED, FUSED] * 3
 
 
 def run_trial(fused_times, unfused_times, warm_up=(50 * MS, 10 * MS)):
@@ -43,22 +44,31 @@ def test_a_clear_winner_is_kept_after_two_timed_pairs_and_warm_ups_do_not_count(
     assert forms == TRIAL_ORDER[:6] and not decision.fused
 
 
-def test_a_close_race_takes_three_pairs_and_the_lower_median_wins():
-    forms, decision = run_trial([1.0 * MS, 1.3 * MS, 0.9 * MS], [1.1 * MS, 1.2 * MS, 1.25 * MS])
-    assert forms == TRIAL_ORDER and decision.fused  # medians 1.0 vs 1.2
-    _, decision = run_trial([1.2 * MS, 1.0 * MS, 1.3 * MS], [1.0 * MS, 1.25 * MS, 1.1 * MS])
-    assert not decision.fused  # medians 1.2 vs 1.1
-    forms, decision = run_trial([1 * MS, 1 * MS, 1 * MS], [1.4 * MS, 1.4 * MS, 1.4 * MS])
-    assert forms == TRIAL_ORDER and decision.fused  # 1.4x: not clear enough to stop after two pairs
+def test_fusion_that_pays_in_every_pair_is_kept_after_three_pairs():
+    forms, decision = run_trial([1 * MS] * 3, [1.4 * MS] * 3)  # 1.4x: not clear enough to stop after two pairs
+    assert forms == TRIAL_ORDER[:8] and decision.fused
 
 
-def test_a_tie_keeps_the_unfused_form():
-    _, decision = run_trial([1 * MS, 1 * MS, 1 * MS], [1 * MS, 1 * MS, 1 * MS])
+def test_fusion_that_never_pays_three_percent_is_dropped_after_three_pairs():
+    forms, decision = run_trial([1 * MS] * 3, [1.02 * MS, 0.9 * MS, 1.01 * MS])
+    assert forms == TRIAL_ORDER[:8] and not decision.fused
+    _, decision = run_trial([1 * MS] * 3, [1 * MS] * 3)  # a tie keeps the unfused form
     assert not decision.fused
 
 
+def test_a_close_race_takes_six_pairs_and_the_median_ratio_decides():
+    # ratios (unfused / fused) 1.1, 0.92, 1.39, 1.1, 0.95, 1.2: median 1.1
+    fused, unfused = [1.0, 1.3, 0.9, 1.0, 1.0, 1.0], [1.1, 1.2, 1.25, 1.1, 0.95, 1.2]
+    forms, decision = run_trial([t * MS for t in fused], [t * MS for t in unfused])
+    assert forms == TRIAL_ORDER and decision.fused and decision.speedup == pytest.approx(1.1)
+    # ratios 1.1, 0.92, 1.04, 0.9, 0.95, 1.02: median 0.985, fusion does not pay
+    fused, unfused = [1.0, 1.3, 1.0, 1.0, 1.0, 1.0], [1.1, 1.2, 1.04, 0.9, 0.95, 1.02]
+    forms, decision = run_trial([t * MS for t in fused], [t * MS for t in unfused])
+    assert forms == TRIAL_ORDER and not decision.fused
+
+
 def test_one_slow_run_of_a_noisy_machine_does_not_decide():
-    _, decision = run_trial([1 * MS, 9 * MS, 1 * MS], [2 * MS, 2 * MS, 2 * MS])
+    _, decision = run_trial([1 * MS, 9 * MS, 1 * MS, 1 * MS, 1 * MS, 1 * MS], [2 * MS] * 6)
     assert decision.fused and decision.speedup == pytest.approx(2.0)
 
 
@@ -75,7 +85,7 @@ def test_the_decision_says_the_form_and_the_times_measured():
     _, decision = run_trial([1 * MS, 1 * MS], [2 * MS, 2 * MS])
     assert str(decision) == (
         "graph-kernel fusion for f: fused form kept, 1 ms fused vs 2 ms unfused per run (2.00x; medians of 2 timed "
-        "runs of each form after a warm-up run of each)"
+        "pairs after a warm-up run of each form)"
     )
 
 
@@ -115,8 +125,11 @@ def winner_times(fused_wins):
 
 
 @pytest.mark.parametrize("fused_wins", [True, False], ids=["fused faster", "unfused faster"])
-def test_a_session_signature_runs_both_forms_then_the_faster(given_times, fused_wins):
+def test_a_session_signature_runs_both_forms_then_the_faster(given_times, fused_wins, monkeypatch):
     given_times(*winner_times(fused_wins))
+    hooked = []  # runs that went through the hook driver
+    before_run = FusionUnit.before_run
+    monkeypatch.setattr(FusionUnit, "before_run", lambda self, context: hooked.append(1) or before_run(self, context))
     before = len(fusion_decisions())
     graph, t = chain_graph()
     clustered = []
@@ -131,6 +144,7 @@ def test_a_session_signature_runs_both_forms_then_the_faster(given_times, fused_
     decided = [d for d in fusion_decisions()[before:] if d.where == f"session run of {t['train'].name}"]
     assert [d.fused for d in decided] == [fused_wins]
     assert clustered == TRIAL_ORDER[:6] + [fused_wins] * 4
+    assert len(hooked) == 1 + 6  # the init run and the trial's; decided runs go straight to the session
 
 
 @pytest.mark.parametrize("fused_wins", [True, False], ids=["fused faster", "unfused faster"])

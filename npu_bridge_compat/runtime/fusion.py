@@ -148,27 +148,40 @@ class FusionDecision:
 
     @property
     def speedup(self) -> float:
-        """The fused form's speed over the unfused one's (median times)."""
-        return statistics.median(self.unfused_seconds) / statistics.median(self.fused_seconds)
+        """The fused form's speed over the unfused one's: the median of the pairs' ratios (a pair's two runs saw
+        the machine in the same state)."""
+        return statistics.median(paired_ratios(self.fused_seconds, self.unfused_seconds))
 
     def __str__(self) -> str:
         fused, unfused = statistics.median(self.fused_seconds), statistics.median(self.unfused_seconds)
         return (
             f"graph-kernel fusion for {self.where}: {'fused' if self.fused else 'unfused'} form kept, "
             f"{fused * 1e3:.3g} ms fused vs {unfused * 1e3:.3g} ms unfused per run ({self.speedup:.2f}x; medians "
-            f"of {len(self.fused_seconds)} timed runs of each form after a warm-up run of each)"
+            f"of {len(self.fused_seconds)} timed pairs after a warm-up run of each form)"
         )
+
+
+def paired_ratios(fused_seconds, unfused_seconds) -> list[float]:
+    """Unfused over fused time, pair by pair."""
+    return [unfused / fused for fused, unfused in zip(fused_seconds, unfused_seconds)]
 
 
 class FusionTrial:
     """The first runs of one function and input shapes, until they decide its form: a warm-up run of each form
-    (fused first), then timed pairs, fused first in odd pairs and unfused first in even ones. After two pairs the
-    form whose runs were all faster than all the other's by `CLEAR_MARGIN` wins; otherwise three pairs are
-    timed and the lower median wins (a tie keeps the unfused form). At most 8 runs; each one is a real run."""
+    (fused first), then timed pairs, fused first in odd pairs and unfused first in even ones, compared pair by pair
+    (both runs of a pair see the machine in the same state).
+    - After two pairs, a form whose runs were all faster than all the other's by `CLEAR_MARGIN` wins.
+    - From three pairs, the fused form wins if it was faster by `PAYS` in every pair, the unfused form if the
+      fused one never was: fusion is kept only where it pays more than a run's noise.
+    - Otherwise, at `MOST_PAIRS`, the median ratio decides (fused only if it pays `PAYS`).
+    A close race takes more pairs, but costs little by being close: the trial's cost is the slower form's extra
+    time, at most `MOST_PAIRS` times the difference. Each run is a real run."""
 
     CLEAR_MARGIN = 1.5
+    PAYS = 0.03
     EARLY_PAIRS = 2
-    MOST_PAIRS = 3
+    FEWEST_PAIRS = 3
+    MOST_PAIRS = 6
 
     def __init__(self, where: str) -> None:
         self.where = where
@@ -196,19 +209,32 @@ class FusionTrial:
             return None
         self._times[fused].append(seconds)
         fused_times, unfused_times = self._times[True], self._times[False]
-        pairs = min(len(fused_times), len(unfused_times))
-        if len(fused_times) != len(unfused_times) or pairs < self.EARLY_PAIRS:
+        pairs = len(fused_times)
+        if len(unfused_times) != pairs or pairs < self.EARLY_PAIRS:
             return None
-        if max(fused_times) * self.CLEAR_MARGIN <= min(unfused_times):
-            keep = True
-        elif max(unfused_times) * self.CLEAR_MARGIN <= min(fused_times):
-            keep = False
-        elif pairs >= self.MOST_PAIRS:
-            keep = statistics.median(fused_times) < statistics.median(unfused_times)
-        else:
+        keep = self._verdict(fused_times, unfused_times)
+        if keep is None:
             return None
         self.decision = FusionDecision(self.where, keep, tuple(fused_times), tuple(unfused_times))
         return self.decision
+
+    def _verdict(self, fused_times: list[float], unfused_times: list[float]) -> bool | None:
+        """Whether the fused form wins after these pairs; None: time another pair."""
+        if max(fused_times) * self.CLEAR_MARGIN <= min(unfused_times):
+            return True
+        if max(unfused_times) * self.CLEAR_MARGIN <= min(fused_times):
+            return False
+        pairs = len(fused_times)
+        if pairs < self.FEWEST_PAIRS:
+            return None
+        ratios = paired_ratios(fused_times, unfused_times)
+        if min(ratios) >= 1 + self.PAYS:
+            return True
+        if max(ratios) < 1 + self.PAYS:
+            return False
+        if pairs >= self.MOST_PAIRS:
+            return statistics.median(ratios) >= 1 + self.PAYS
+        return None
 
 
 class FusionChooser:
@@ -224,6 +250,11 @@ class FusionChooser:
             if trial is None:
                 trial = self._trials[key] = FusionTrial(where)
             return trial
+
+    def decided(self, key: Hashable) -> FusionTrial | None:
+        """The trial of `key` once it has decided, else None."""
+        trial = self._trials.get(key)
+        return trial if trial is not None and trial.decision is not None else None
 
     def run(self, key: Hashable, where: str, run: Callable[[bool], Result]) -> Result:
         """`run(fused)` in the form the function's trial asks for (or keeps), timed while the trial lasts."""

@@ -251,10 +251,28 @@ class FusionUnit(tf.compat.v1.train.SessionRunHook):
         self._reported: set[tuple] = set()
         self._markers: dict[bool, Any] = {}
         self._current: tuple | None = None
+        self._built_plain: set[tuple] = set()  # decided signatures whose plain form the session has built
 
     def begin(self) -> None:
         if self._measured:
             self._markers = {fused: tf.no_op(name=f"npu_graph_kernel_{form}") for fused, form in _FORMS.items()}
+
+    def settled(self, fetches, feed_dict) -> contextlib.AbstractContextManager | None:
+        """Where this run's signature has a decided form (mode auto), the context to run it in straight through
+        the session, outside the hook driver, whose work per run costs as much as a small fused step gains: its
+        plain signature (without the form's marker) is built in the kept form on its first run. None while
+        undecided: the run goes through the hooks."""
+        if not self._measured:
+            return None
+        names = tuple(op.name for op in fetched_operations(fetches))
+        signature = (names, _feed_names(feed_dict or {}))
+        trial = self._chooser.decided((signature, _feed_shapes(feed_dict or {})))
+        if trial is None:
+            return None
+        if signature in self._built_plain:
+            return contextlib.nullcontext()
+        self._built_plain.add(signature)
+        return _building_signatures(trial.decision.fused)
 
     def before_run(self, run_context):
         graph, names, _, _ = _run_of(run_context)
@@ -262,7 +280,7 @@ class FusionUnit(tf.compat.v1.train.SessionRunHook):
         if not names:
             return None
         feeds = run_context.original_args.feed_dict or {}
-        signature = (names, tuple(sorted(getattr(key, "name", str(key)) for key in feeds)))
+        signature = (names, _feed_names(feeds))
         if signature not in self._signatures:
             if len(self._signatures) >= self.MOST_SIGNATURES:
                 return None  # undecided, so unfused in mode auto
@@ -300,6 +318,19 @@ class FusionUnit(tf.compat.v1.train.SessionRunHook):
 
 
 _FORMS = {True: "fused", False: "unfused"}
+
+
+@contextlib.contextmanager
+def _building_signatures(fused: bool):
+    build_signatures_fused(fused)
+    try:
+        yield
+    finally:
+        restore_signature_building()
+
+
+def _feed_names(feeds) -> tuple:
+    return tuple(sorted(getattr(key, "name", str(key)) for key in feeds))
 
 
 def _feed_shapes(feeds) -> tuple:
