@@ -16,21 +16,32 @@ took beyond the kept form's, as a share of 100 runs.
 - a session training step dominated by MatMul (2 dense blocks, 256 x 1024 x 1024).
 Every workload: >= 0.97x (fusion must never make a program slower).
 
+Each session workload runs in a fresh Python (`--one=INDEX`), fused and unfused alike: on a 2-core AMD EPYC the
+same 1M-element mul + add step took 0.35-0.43 ms in a process's first session and 1.6-2.6 ms in later ones, as the
+heap that earlier sessions left decides where the step's buffers land, which would swamp what fusion changes.
+
     python benchmarks/graph_kernel.py [--rounds=5] [--threads=1|0]   (0: TensorFlow's default thread counts)
 """
 
+import dataclasses
+import json
 import os
 import statistics
+import subprocess
 import sys
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+from npu_bridge_compat import reserve_fusion_flags  # noqa: E402
+
+reserve_fusion_flags()  # as `run` does: the Keras models are built before their NPUCallback asks for fusion
+
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from npu_bridge_compat.keras import NPUCallback  # noqa: E402  (sets XLA's fusion flags before TensorFlow runs)
-from npu_bridge_compat.runtime.fusion import fusion_decisions  # noqa: E402
+from npu_bridge_compat.keras import NPUCallback  # noqa: E402
+from npu_bridge_compat.runtime.fusion import FusionDecision, fusion_decisions  # noqa: E402
 from npu_bridge_compat.session import NPUSession, npu_config_proto  # noqa: E402
 
 ELEMENTS = (1024, 1024)  # 1M floats
@@ -188,33 +199,77 @@ def gelu_chain(t):
     return (t - mean) * tf.math.rsqrt(variance + 1e-5)
 
 
+def workloads(threads: int) -> dict:
+    """name -> (run(fused) -> (first runs s, steady run s[, checksum]), whether it runs in a fresh Python)."""
+    return {
+        "MindSpore example 1: mul + add (1M)": (
+            lambda fused: element_wise_session(mindspore_mul_add, fused, threads),
+            True,
+        ),
+        "MindSpore example 2: mul, custom sub*mul, pow (1M)": (
+            lambda fused: element_wise_session(mindspore_custom_op, fused, threads),
+            True,
+        ),
+        "GELU + normalisation (1M)": (lambda fused: element_wise_session(gelu_normalisation, fused, threads), True),
+        "the chain: all three in one graph (1M)": (
+            lambda fused: element_wise_session(all_three, fused, threads),
+            True,
+        ),
+        "Keras fit, element-wise-heavy model (4096 wide)": (element_wise_keras, False),
+        "the same with scale layers + LayerNormalization": (lambda fused: element_wise_keras(fused, True, 30), False),
+        "held out: Keras 4096 wide, scale, 3x (GELU, LayerNorm), batch 256": (
+            lambda fused: held_out_keras(fused, 30),
+            False,
+        ),
+        "MatMul-heavy training step (256x1024x1024, session)": (
+            lambda fused: matmul_step_session(fused, threads),
+            True,
+        ),
+    }
+
+
+def in_fresh_python(index: int, fused: bool, threads: int) -> tuple[tuple, FusionDecision | None]:
+    """Workload `index` run once by a new interpreter: (its result, its step's decision)."""
+    command = [sys.executable, __file__, f"--one={index}", f"--fused={int(fused)}", f"--threads={threads}"]
+    output = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    found = json.loads(next(line for line in output.splitlines() if line.startswith("{")))
+    decision = found["decision"]
+    return tuple(found["result"]), FusionDecision(**decision) if decision else None
+
+
+def run_one(argv: list[str], threads: int) -> None:
+    """`--one=INDEX --fused=0|1`: run one workload once and print its result and decision as JSON."""
+    index = int(next(a.split("=")[1] for a in argv if a.startswith("--one=")))
+    fused = next(a.split("=")[1] for a in argv if a.startswith("--fused=")) == "1"
+    run, _ = list(workloads(threads).values())[index]
+    result = [float(value) for value in run(fused)]
+    decision = _main_decision(fusion_decisions())
+    print(json.dumps({"result": result, "decision": dataclasses.asdict(decision) if decision else None}))
+
+
 def main(argv: list[str]) -> None:
     rounds = int(next((a.split("=")[1] for a in argv if a.startswith("--rounds=")), 5))
     threads = int(next((a.split("=")[1] for a in argv if a.startswith("--threads=")), 1))
     if threads:
         tf.config.threading.set_intra_op_parallelism_threads(threads)
         tf.config.threading.set_inter_op_parallelism_threads(threads)
-    workloads = {
-        "MindSpore example 1: mul + add (1M)": lambda fused: element_wise_session(mindspore_mul_add, fused, threads),
-        "MindSpore example 2: mul, custom sub*mul, pow (1M)": lambda fused: element_wise_session(
-            mindspore_custom_op, fused, threads
-        ),
-        "GELU + normalisation (1M)": lambda fused: element_wise_session(gelu_normalisation, fused, threads),
-        "the chain: all three in one graph (1M)": lambda fused: element_wise_session(all_three, fused, threads),
-        "Keras fit, element-wise-heavy model (4096 wide)": element_wise_keras,
-        "the same with scale layers + LayerNormalization": lambda fused: element_wise_keras(fused, True, steps=30),
-        "held out: Keras 4096 wide, scale, 3x (GELU, LayerNorm), batch 256": lambda fused: held_out_keras(fused, 30),
-        "MatMul-heavy training step (256x1024x1024, session)": lambda fused: matmul_step_session(fused, threads),
-    }
-    results = {name: {True: [], False: []} for name in workloads}
-    decisions = {name: [] for name in workloads}
+    if any(a.startswith("--one=") for a in argv):
+        return run_one(argv, threads)
+    chosen = workloads(threads)
+    results = {name: {True: [], False: []} for name in chosen}
+    decisions = {name: [] for name in chosen}
     for _ in range(rounds):  # interleaved: fused and unfused see the same machine state
-        for name, run in workloads.items():
+        for index, (name, (run, fresh)) in enumerate(chosen.items()):
             for fused in (True, False):
-                before = len(fusion_decisions())
-                results[name][fused].append(run(fused))
+                if fresh:
+                    result, decision = in_fresh_python(index, fused, threads)
+                else:
+                    before = len(fusion_decisions())
+                    result = run(fused)
+                    decision = _main_decision(fusion_decisions()[before:])
+                results[name][fused].append(result)
                 if fused:
-                    decisions[name].append(_main_decision(fusion_decisions()[before:]))
+                    decisions[name].append(decision)
     print(f"TensorFlow {tf.__version__}, {threads or 'default'} thread(s), {rounds} rounds; medians")
     print(
         f"{'workload':<66} {'off ms':>8} {'auto ms':>8} {'auto/off':>8}  {'kept (rounds)':<16} {'trial F/U':>9} "

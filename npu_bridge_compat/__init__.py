@@ -12,6 +12,7 @@ process is made by the door or command that needs it, through one registry (`npu
 `python -m npu_bridge_compat explain --changes`, undoable).
 """
 
+from npu_bridge_compat.compat.xla import reserve_fusion_flags
 from npu_bridge_compat.errors import NpuConfigError, NpuOptionTypeError, NpuOptionValueError
 from npu_bridge_compat.options import (
     OPTIONS,
@@ -32,4 +33,5 @@ __all__ = [
     "build_plan",
     "options_from_config_proto",
     "options_from_kwargs",
+    "reserve_fusion_flags",
 ]

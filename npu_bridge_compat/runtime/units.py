@@ -21,7 +21,11 @@ import tensorflow as tf
 
 from npu_bridge_compat import changes
 from npu_bridge_compat.compat.graph import building_in_finalized, is_function_graph, is_stateful, is_while_body_graph
-from npu_bridge_compat.compat.session_jit import build_signatures_fused, restore_signature_building
+from npu_bridge_compat.compat.session_jit import (
+    build_signatures_fused,
+    restore_signature_building,
+    signatures_build_unfused,
+)
 from npu_bridge_compat.compat.sessions import session_config_of
 from npu_bridge_compat.plan.features import GraphKernelFusion, HostRegions, NumericChecks, ProfilerTrace, TensorDump
 from npu_bridge_compat.runtime.dump import TensorDumper
@@ -251,28 +255,25 @@ class FusionUnit(tf.compat.v1.train.SessionRunHook):
         self._reported: set[tuple] = set()
         self._markers: dict[bool, Any] = {}
         self._current: tuple | None = None
-        self._built_plain: set[tuple] = set()  # decided signatures whose plain form the session has built
 
     def begin(self) -> None:
         if self._measured:
             self._markers = {fused: tf.no_op(name=f"npu_graph_kernel_{form}") for fused, form in _FORMS.items()}
 
-    def settled(self, fetches, feed_dict) -> contextlib.AbstractContextManager | None:
-        """Where this run's signature has a decided form (mode auto), the context to run it in straight through
-        the session, outside the hook driver, whose work per run costs as much as a small fused step gains: its
-        plain signature (without the form's marker) is built in the kept form on its first run. None while
-        undecided: the run goes through the hooks."""
+    def settled(self, fetches, feed_dict) -> tuple | None:
+        """Where this run's signature has a decided form (mode auto), the extra targets to run `fetches` with
+        straight through the session, outside the hook driver (whose work per run costs as much as a small fused
+        step gains): none for the unfused form (the plain signature is built unfused), the fused form's marker
+        (its executors, which the trial measured). None while undecided: the run goes through the hooks."""
         if not self._measured:
             return None
         names = tuple(op.name for op in fetched_operations(fetches))
-        signature = (names, _feed_names(feed_dict or {}))
-        trial = self._chooser.decided((signature, _feed_shapes(feed_dict or {})))
+        trial = self._chooser.decided(((names, _feed_names(feed_dict or {})), _feed_shapes(feed_dict or {})))
         if trial is None:
             return None
-        if signature in self._built_plain:
-            return contextlib.nullcontext()
-        self._built_plain.add(signature)
-        return _building_signatures(trial.decision.fused)
+        if not trial.decision.fused and signatures_build_unfused():
+            return ()
+        return (self._markers[trial.decision.fused],)
 
     def before_run(self, run_context):
         graph, names, _, _ = _run_of(run_context)
@@ -318,15 +319,6 @@ class FusionUnit(tf.compat.v1.train.SessionRunHook):
 
 
 _FORMS = {True: "fused", False: "unfused"}
-
-
-@contextlib.contextmanager
-def _building_signatures(fused: bool):
-    build_signatures_fused(fused)
-    try:
-        yield
-    finally:
-        restore_signature_building()
 
 
 def _feed_names(feeds) -> tuple:
