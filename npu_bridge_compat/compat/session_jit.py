@@ -26,15 +26,5 @@ def build_signatures_fused(fused: bool) -> None:
 
 def restore_signature_building() -> None:
     """Back to the process's own setting: TF_XLA_FLAGS' --tf_xla_auto_jit where the user set it, else DEFAULT."""
-    pywrap_tf_session.TF_SetXlaAutoJitMode(_process_auto_jit() or "0")
-
-
-def signatures_build_unfused() -> bool:
-    """Whether, outside the fused form's runs, sessions configured with DEFAULT build new signatures unfused (the
-    user set no --tf_xla_auto_jit in TF_XLA_FLAGS)."""
-    return _process_auto_jit() is None
-
-
-def _process_auto_jit() -> str | None:
     chosen = [flag for flag in os.environ.get("TF_XLA_FLAGS", "").split() if flag.startswith("--tf_xla_auto_jit=")]
-    return chosen[-1].split("=", 1)[1] if chosen else None
+    pywrap_tf_session.TF_SetXlaAutoJitMode(chosen[-1].split("=", 1)[1] if chosen else "0")

@@ -21,11 +21,7 @@ import tensorflow as tf
 
 from npu_bridge_compat import changes
 from npu_bridge_compat.compat.graph import building_in_finalized, is_function_graph, is_stateful, is_while_body_graph
-from npu_bridge_compat.compat.session_jit import (
-    build_signatures_fused,
-    restore_signature_building,
-    signatures_build_unfused,
-)
+from npu_bridge_compat.compat.session_jit import build_signatures_fused, restore_signature_building
 from npu_bridge_compat.compat.sessions import session_config_of
 from npu_bridge_compat.plan.features import GraphKernelFusion, HostRegions, NumericChecks, ProfilerTrace, TensorDump
 from npu_bridge_compat.runtime.dump import TensorDumper
@@ -260,20 +256,16 @@ class FusionUnit(tf.compat.v1.train.SessionRunHook):
         if self._measured:
             self._markers = {fused: tf.no_op(name=f"npu_graph_kernel_{form}") for fused, form in _FORMS.items()}
 
-    def settled(self, fetches, feed_dict) -> tuple | None:
-        """Where this run's signature has a decided form (mode auto), the extra targets to run `fetches` with
-        straight through the session, outside the hook driver (whose work per run costs as much as a small fused
-        step gains): none for the unfused form (the plain signature is built unfused), the fused form's marker
-        (its executors, which the trial measured). None while undecided: the run goes through the hooks."""
+    def settled(self, fetches, feed_dict) -> Any | None:
+        """Where this run's signature has a decided form (mode auto), the kept form's marker: the session runs
+        `fetches` with it straight through, outside the hook driver (whose work per run costs as much as a small
+        fused step gains), on the executors the trial measured (a new plain signature would be a third build,
+        its buffers placed anew). None while undecided: the run goes through the hooks."""
         if not self._measured:
             return None
         names = tuple(op.name for op in fetched_operations(fetches))
         trial = self._chooser.decided(((names, _feed_names(feed_dict or {})), _feed_shapes(feed_dict or {})))
-        if trial is None:
-            return None
-        if not trial.decision.fused and signatures_build_unfused():
-            return ()
-        return (self._markers[trial.decision.fused],)
+        return None if trial is None else self._markers[trial.decision.fused]
 
     def before_run(self, run_context):
         graph, names, _, _ = _run_of(run_context)
