@@ -105,12 +105,14 @@ class NPUSession(tf.compat.v1.Session):
         if self._graph.version != self._graph_version_checked:
             self._prepare_new_ops()
         if self._hooked is not None:
-            marker = None
+            targets = None
             if self._fusion_alone is not None and not self._loops.serves_any:
-                marker = self._fusion_alone.settled(fetches, feed_dict)
-            if marker is None:
+                targets = self._fusion_alone.settled(fetches, feed_dict)
+            if targets is None:
                 return self._hooked.run(fetches, feed_dict, options, run_metadata)
-            return super().run((fetches, marker), feed_dict, options, run_metadata)[0]
+            if not targets:
+                return super().run(fetches, feed_dict, options, run_metadata)
+            return super().run((fetches, *targets), feed_dict, options, run_metadata)[0]
         if not self._loops.serves_any:  # the common case, kept short: a plain run
             return super().run(fetches, feed_dict, options, run_metadata)
         return self._plain_run(fetches, feed_dict, options, run_metadata)

@@ -237,10 +237,11 @@ class ProfilerUnit(tf.compat.v1.train.SessionRunHook):
 class FusionUnit(tf.compat.v1.train.SessionRunHook):
     """Graph-kernel fusion around session runs, per run signature (the fetches, the feeds and their shapes; the
     first MOST_SIGNATURES). In mode auto (runtime/fusion.py) a signature's first runs try its fused and unfused
-    forms and keep the faster. Each form runs with its own extra target (a NoOp made in `begin`), so the session
-    builds them as two signatures, and XLA's auto-clustering flag says the form while a run lasts, so that the
-    session builds it fused or not (compat/session_jit.py). After the first fused run of a signature, the clusters
-    its executed graphs hold and the op types they absorbed are reported."""
+    forms and keep the faster. The fused form runs with an extra target (a NoOp made in `begin`), so the session
+    builds the two forms as two signatures (the unfused one is the run as asked), and XLA's auto-clustering flag
+    says the form while a run lasts, so that the session builds it fused or not (compat/session_jit.py). After the
+    first fused run of a signature, the clusters its executed graphs hold and the op types they absorbed are
+    reported."""
 
     MOST_SIGNATURES = 8
 
@@ -249,23 +250,25 @@ class FusionUnit(tf.compat.v1.train.SessionRunHook):
         self._chooser = FusionChooser()
         self._signatures: set[tuple] = set()
         self._reported: set[tuple] = set()
-        self._markers: dict[bool, Any] = {}
+        self._fused_marker: Any = None
         self._current: tuple | None = None
 
     def begin(self) -> None:
         if self._measured:
-            self._markers = {fused: tf.no_op(name=f"npu_graph_kernel_{form}") for fused, form in _FORMS.items()}
+            self._fused_marker = tf.no_op(name="npu_graph_kernel_fused")
 
-    def settled(self, fetches, feed_dict) -> Any | None:
-        """Where this run's signature has a decided form (mode auto), the kept form's marker: the session runs
-        `fetches` with it straight through, outside the hook driver (whose work per run costs as much as a small
-        fused step gains), on the executors the trial measured (a new plain signature would be a third build,
-        its buffers placed anew). None while undecided: the run goes through the hooks."""
+    def settled(self, fetches, feed_dict) -> tuple | None:
+        """Where this run's signature has a decided form (mode auto), the extra targets of the kept form (the
+        fused form's marker, or none): the session runs `fetches` with them straight through, outside the hook
+        driver (whose work per run costs as much as a small fused step gains), on the executors the trial
+        measured. None while undecided: the run goes through the hooks."""
         if not self._measured:
             return None
         names = tuple(op.name for op in fetched_operations(fetches))
         trial = self._chooser.decided(((names, _feed_names(feed_dict or {})), _feed_shapes(feed_dict or {})))
-        return None if trial is None else self._markers[trial.decision.fused]
+        if trial is None:
+            return None
+        return (self._fused_marker,) if trial.decision.fused else ()
 
     def before_run(self, run_context):
         graph, names, _, _ = _run_of(run_context)
@@ -282,7 +285,7 @@ class FusionUnit(tf.compat.v1.train.SessionRunHook):
         if self._measured:
             trial = self._chooser.trial((signature, _feed_shapes(feeds)), f"session run of {_described(names)}")
             fused = trial.next_form()
-            fetch = self._markers[fused]
+            fetch = self._fused_marker if fused else None
             build_signatures_fused(fused)
         report = fused and signature not in self._reported
         if report:
@@ -308,9 +311,6 @@ class FusionUnit(tf.compat.v1.train.SessionRunHook):
             summary = summarize(names[0], run_values.run_metadata.partition_graphs, nodes)
             if summary.clusters:
                 record(summary)
-
-
-_FORMS = {True: "fused", False: "unfused"}
 
 
 def _feed_names(feeds) -> tuple:
