@@ -40,8 +40,15 @@ def test_a_clear_winner_is_kept_after_two_timed_pairs_and_warm_ups_do_not_count(
     forms, decision = run_trial([1 * MS, 1.1 * MS], [2 * MS, 2.1 * MS], warm_up=(900 * MS, 1 * MS))
     assert forms == TRIAL_ORDER[:6] and decision.fused
     assert decision.fused_seconds == (1 * MS, 1.1 * MS) and decision.unfused_seconds == (2 * MS, 2.1 * MS)
-    forms, decision = run_trial([3 * MS, 3 * MS], [1 * MS, 1.2 * MS])
+    forms, decision = run_trial([2.5 * MS, 2.5 * MS], [1 * MS, 1.2 * MS])
     assert forms == TRIAL_ORDER[:6] and not decision.fused
+
+
+def test_a_threefold_winner_is_kept_after_one_pair():
+    forms, decision = run_trial([1 * MS], [3.5 * MS])
+    assert forms == TRIAL_ORDER[:4] and decision.fused and decision.unfused_seconds == (3.5 * MS,)
+    forms, decision = run_trial([4 * MS], [1 * MS])
+    assert forms == TRIAL_ORDER[:4] and not decision.fused
 
 
 def test_fusion_that_pays_in_every_pair_is_kept_after_three_pairs():

@@ -170,16 +170,18 @@ class FusionTrial:
     """The first runs of one function and input shapes, until they decide its form: a warm-up run of each form
     (fused first), then timed pairs, fused first in odd pairs and unfused first in even ones, compared pair by pair
     (both runs of a pair see the machine in the same state).
-    - After two pairs, a form whose runs were all faster than all the other's by `CLEAR_MARGIN` wins.
+    - After one pair, a form `VERY_CLEAR_MARGIN` faster wins (each further run of the slow form would cost
+      several runs' time); after two pairs, a form whose runs were all faster than all the other's by
+      `CLEAR_MARGIN`.
     - From three pairs, the fused form wins if it was faster by `PAYS` in every pair, the unfused form if the
       fused one never was: fusion is kept only where it pays more than a run's noise.
     - Otherwise, at `MOST_PAIRS`, the median ratio decides (fused only if it pays `PAYS`).
     A close race takes more pairs, but costs little by being close: the trial's cost is the slower form's extra
     time, at most `MOST_PAIRS` times the difference. Each run is a real run."""
 
+    VERY_CLEAR_MARGIN = 3.0
     CLEAR_MARGIN = 1.5
     PAYS = 0.03
-    EARLY_PAIRS = 2
     FEWEST_PAIRS = 3
     MOST_PAIRS = 6
 
@@ -210,7 +212,7 @@ class FusionTrial:
         self._times[fused].append(seconds)
         fused_times, unfused_times = self._times[True], self._times[False]
         pairs = len(fused_times)
-        if len(unfused_times) != pairs or pairs < self.EARLY_PAIRS:
+        if len(unfused_times) != pairs:
             return None
         keep = self._verdict(fused_times, unfused_times)
         if keep is None:
@@ -220,11 +222,12 @@ class FusionTrial:
 
     def _verdict(self, fused_times: list[float], unfused_times: list[float]) -> bool | None:
         """Whether the fused form wins after these pairs; None: time another pair."""
-        if max(fused_times) * self.CLEAR_MARGIN <= min(unfused_times):
-            return True
-        if max(unfused_times) * self.CLEAR_MARGIN <= min(fused_times):
-            return False
         pairs = len(fused_times)
+        margin = self.VERY_CLEAR_MARGIN if pairs == 1 else self.CLEAR_MARGIN
+        if max(fused_times) * margin <= min(unfused_times):
+            return True
+        if max(unfused_times) * margin <= min(fused_times):
+            return False
         if pairs < self.FEWEST_PAIRS:
             return None
         ratios = paired_ratios(fused_times, unfused_times)
