@@ -91,8 +91,8 @@ def test_after_the_decision_the_form_stays_and_runs_are_not_taken():
 def test_the_decision_says_the_form_and_the_times_measured():
     _, decision = run_trial([1 * MS, 1 * MS], [2 * MS, 2 * MS])
     assert str(decision) == (
-        "graph-kernel fusion for f: fused form kept, 1 ms fused vs 2 ms unfused per run (2.00x; medians of 2 timed "
-        "pairs after a warm-up run of each form)"
+        "graph-kernel fusion for f: fused form kept, 1 ms fused vs 2 ms unfused per run (medians of 2 timed pairs "
+        "after a warm-up run of each form; 2.00x, the pairs' median ratio)"
     )
 
 

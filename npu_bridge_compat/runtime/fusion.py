@@ -156,8 +156,9 @@ class FusionDecision:
         fused, unfused = statistics.median(self.fused_seconds), statistics.median(self.unfused_seconds)
         return (
             f"graph-kernel fusion for {self.where}: {'fused' if self.fused else 'unfused'} form kept, "
-            f"{fused * 1e3:.3g} ms fused vs {unfused * 1e3:.3g} ms unfused per run ({self.speedup:.2f}x; medians "
-            f"of {len(self.fused_seconds)} timed pairs after a warm-up run of each form)"
+            f"{fused * 1e3:.3g} ms fused vs {unfused * 1e3:.3g} ms unfused per run (medians of "
+            f"{len(self.fused_seconds)} timed pairs after a warm-up run of each form; {self.speedup:.2f}x, the pairs' "
+            "median ratio)"
         )
 
 
