@@ -34,7 +34,7 @@ from npu_bridge_compat.plan.features import BatchNormWorkaround
 from npu_bridge_compat.runtime.doors import RUN_UNITS, SESSION_SETTINGS, Door, enter_plan
 from npu_bridge_compat.runtime.loop import LoopServer
 from npu_bridge_compat.runtime.probes import StepProbes
-from npu_bridge_compat.runtime.units import units_for
+from npu_bridge_compat.runtime.units import FusionUnit, units_for
 
 SESSION_DOOR = Door("NPUSession", (*RUN_UNITS, *SESSION_SETTINGS))
 V3_BATCH_NORM_OPS = frozenset({"FusedBatchNormV3", "FusedBatchNormGradV3"})
@@ -76,7 +76,8 @@ class NPUSession(tf.compat.v1.Session):
         self._units = units_for(self.npu_plan)
         self._hooked = session_running_hooks(_PlainRuns(self), self._units) if self._units else None
         # A fusion unit alone may let a decided run skip the hook driver (FusionUnit.settled).
-        self._fusion_alone = self._units[0] if len(self._units) == 1 and hasattr(self._units[0], "settled") else None
+        alone = self._units[0] if len(self._units) == 1 else None
+        self._fusion_alone = alone if isinstance(alone, FusionUnit) else None
         for unit in self._units:
             unit.after_create_session(self, None)
 

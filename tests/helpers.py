@@ -8,6 +8,7 @@ from typing import Any
 
 from tensorflow.core.protobuf import config_pb2
 
+from npu_bridge_compat.distributed.cluster import DEFAULT_BASE_PORT
 from npu_bridge_compat.distributed.launch import free_port_block
 from npu_bridge_compat.options import OPTIONS, Kind
 
@@ -138,4 +139,4 @@ def loopback_port_block(count: int) -> int:
     """The first of `count` consecutive free loopback ports, searched in this pytest worker's own range: ranks
     bind their ports seconds after the probe, and another worker probing meanwhile must not pick the same ones."""
     worker = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw"))
-    return free_port_block(count, start=29600 + PORTS_PER_WORKER * worker)
+    return free_port_block(count, start=DEFAULT_BASE_PORT + PORTS_PER_WORKER * worker)

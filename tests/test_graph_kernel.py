@@ -431,6 +431,19 @@ def test_explain_shows_the_plan(capsys):
     assert "--tf_xla_ops_to_cluster=FUSIBLE" in out
 
 
+def run_without_xla_flags(program: str) -> subprocess.CompletedProcess:
+    """`program` in a new Python whose environment has no TF_XLA_FLAGS (the package must set them itself)."""
+    result = subprocess.run(
+        [sys.executable, "-c", program],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={name: value for name, value in os.environ.items() if name != "TF_XLA_FLAGS"},
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    return result
+
+
 def test_a_program_that_imported_tensorflow_first_still_fuses_through_its_session_config():
     """Planning detects the host by listing TensorFlow's devices, which makes TensorFlow read XLA's flags: the
     fusion flags must be in place before that, or the session silently runs unfused."""
@@ -453,14 +466,7 @@ def test_a_program_that_imported_tensorflow_first_still_fuses_through_its_sessio
         print("clusters", sum(summary.clusters for summary in observed_fusion()))
         """
     )
-    result = subprocess.run(
-        [sys.executable, "-c", program],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={name: value for name, value in os.environ.items() if name != "TF_XLA_FLAGS"},
-    )
-    assert result.returncode == 0, result.stderr[-2000:]
+    result = run_without_xla_flags(program)
     assert "clusters 1" in result.stdout, result.stdout + result.stderr[-2000:]
 
 
@@ -470,12 +476,5 @@ def test_the_report_warns_when_tensorflow_ran_before_the_flags_could_be_set():
         "from npu_bridge_compat import build_plan, options_from_kwargs\n"
         "print(build_plan(options_from_kwargs(enable_graph_kernel=True)).report)\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", program],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={name: value for name, value in os.environ.items() if name != "TF_XLA_FLAGS"},
-    )
-    assert result.returncode == 0, result.stderr[-2000:]
+    result = run_without_xla_flags(program)
     assert "TensorFlow started before graph-kernel fusion was asked for" in result.stdout

@@ -265,7 +265,7 @@ class FusionUnit(tf.compat.v1.train.SessionRunHook):
         if not self._measured:
             return None
         names = tuple(op.name for op in fetched_operations(fetches))
-        trial = self._chooser.decided(((names, _feed_names(feed_dict or {})), _feed_shapes(feed_dict or {})))
+        trial = self._chooser.decided(_trial_key((names, _feed_names(feed_dict or {})), feed_dict or {}))
         if trial is None:
             return None
         return (self._fused_marker,) if trial.decision.fused else ()
@@ -283,7 +283,7 @@ class FusionUnit(tf.compat.v1.train.SessionRunHook):
             self._signatures.add(signature)
         fused, trial, fetch = True, None, None
         if self._measured:
-            trial = self._chooser.trial((signature, _feed_shapes(feeds)), f"session run of {_described(names)}")
+            trial = self._chooser.trial(_trial_key(signature, feeds), f"session run of {_described(names)}")
             fused = trial.next_form()
             fetch = self._fused_marker if fused else None
             build_signatures_fused(fused)
@@ -315,6 +315,11 @@ class FusionUnit(tf.compat.v1.train.SessionRunHook):
 
 def _feed_names(feeds) -> tuple:
     return tuple(sorted(getattr(key, "name", str(key)) for key in feeds))
+
+
+def _trial_key(signature: tuple, feeds) -> tuple:
+    """What a trial decides for: the run signature and the shapes fed (XLA compiles per shape)."""
+    return signature, _feed_shapes(feeds)
 
 
 def _feed_shapes(feeds) -> tuple:
