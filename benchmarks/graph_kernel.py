@@ -45,7 +45,7 @@ from npu_bridge_compat.runtime.fusion import FusionDecision, fusion_decisions  #
 from npu_bridge_compat.session import NPUSession, npu_config_proto  # noqa: E402
 
 ELEMENTS = (1024, 1024)  # 1M floats
-FIRST_RUNS = 16  # a trial takes at most 14 runs (the warm-ups included); the first runs are timed apart
+FIRST_RUNS = 24  # a trial takes at most 22 runs (the warm-ups included); the first runs are timed apart
 
 
 def session_config(fused: bool, threads: int):
@@ -142,7 +142,7 @@ class FeatureScale(tf.keras.layers.Layer):
 def element_wise_keras(fused: bool, layers: bool = False, steps: int = 100):
     """(first fit s, mean step s) of Keras fit with NPUCallback(iterations_per_loop=10): a 4096-wide batch of
     64 through three GELUs and a normalisation in one Lambda (or, with `layers`, through per-feature scales and
-    Keras' LayerNormalization layer), then Dense(1). The first fit's 16 calls of 10 steps hold the trial."""
+    Keras' LayerNormalization layer), then Dense(1). The first fit's FIRST_RUNS calls of 10 steps hold the trial."""
     tf.keras.utils.set_random_seed(0)
     inputs = tf.keras.Input([4096])
     if layers:
@@ -158,7 +158,8 @@ def element_wise_keras(fused: bool, layers: bool = False, steps: int = 100):
 
 def held_out_keras(fused: bool, steps: int = 100):
     """(first fit s, mean step s) of Keras fit, one step per call: 4096 features through a learned scale, then
-    GELU and LayerNormalization three times, then Dense(10); batch 256. The first fit's 16 steps hold the trial."""
+    GELU and LayerNormalization three times, then Dense(10); batch 256. The first fit's FIRST_RUNS steps hold the
+    trial."""
     tf.keras.utils.set_random_seed(0)
     inputs = tf.keras.Input([4096])
     h = LearnedScale()(inputs)
@@ -175,7 +176,7 @@ def keras_fit_times(model, batch_size: int, outputs: int, fused: bool, steps: in
     dataset = tf.data.Dataset.from_tensors(batch).repeat()  # the input pipeline costs the same either way
     callback = NPUCallback(enable_graph_kernel=fused, iterations_per_loop=iterations)
     start = time.perf_counter()
-    model.fit(dataset, steps_per_epoch=16 * iterations, epochs=1, verbose=0, callbacks=[callback])
+    model.fit(dataset, steps_per_epoch=FIRST_RUNS * iterations, epochs=1, verbose=0, callbacks=[callback])
     first = time.perf_counter() - start
     start = time.perf_counter()
     model.fit(dataset, steps_per_epoch=steps, epochs=1, verbose=0, callbacks=[callback])

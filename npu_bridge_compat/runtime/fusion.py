@@ -7,6 +7,12 @@ signature, a Keras or TF2 function) run its fused and its unfused form in turn a
 timed runs in pairs of alternating order, so both forms see the machine in the same state. The decision is
 logged once per function with the times measured.
 
+A run's time also holds what the memory allocator did in it. In a process's first dozen or so runs, glibc's
+malloc still moves large buffers between its heap and the system (its mmap and trim thresholds adjust as blocks
+are freed), and a run that maps fresh memory pays a page fault per 4 KiB page: on a 2-core AMD EPYC a 1M-float
+mul + add step took 0.7-1 ms, and 5-6 ms in the runs that faulted its 4 MiB output in, fused or not. A pair with
+one such run and one without compares the allocator, not the forms, so it is not compared (`FusionTrial.FRESH_PAGES`).
+
 What fused: how many clusters XLA formed in the executed graphs and which op types they absorbed, logged once per
 graph after its first fused run (the host's counterpart of MindSpore's graph-kernel dump).
 
@@ -25,6 +31,11 @@ import threading
 import time
 from collections.abc import Callable, Hashable
 from typing import TypeVar
+
+try:
+    import resource
+except ImportError:  # not on Windows: runs are compared without their page faults
+    resource = None
 
 from npu_bridge_compat.compat.graph import op_type_is_stateful
 from npu_bridge_compat.logs import log_line
@@ -143,8 +154,9 @@ def observed_fusion() -> tuple[FusionSummary, ...]:
 class FusionDecision:
     where: str  # the function (and input shapes) decided
     fused: bool  # the form kept
-    fused_seconds: tuple[float, ...]  # the timed runs of each form, in the order they ran
+    fused_seconds: tuple[float, ...]  # the compared pairs' runs of each form, settled pairs first
     unfused_seconds: tuple[float, ...]
+    uncompared_pairs: int = 0  # timed pairs left out: one of their runs faulted fresh memory in, the other not
 
     @property
     def speedup(self) -> float:
@@ -154,11 +166,16 @@ class FusionDecision:
 
     def __str__(self) -> str:
         fused, unfused = statistics.median(self.fused_seconds), statistics.median(self.unfused_seconds)
+        left_out = (
+            f", {self.uncompared_pairs} more left out as one of their runs faulted fresh memory in"
+            if self.uncompared_pairs
+            else ""
+        )
         return (
             f"graph-kernel fusion for {self.where}: {'fused' if self.fused else 'unfused'} form kept, "
             f"{fused * 1e3:.3g} ms fused vs {unfused * 1e3:.3g} ms unfused per run (medians of "
-            f"{len(self.fused_seconds)} timed pairs after a warm-up run of each form; {self.speedup:.2f}x, the pairs' "
-            "median ratio)"
+            f"{len(self.fused_seconds)} timed pairs after a warm-up run of each form{left_out}; {self.speedup:.2f}x, "
+            "the pairs' median ratio)"
         )
 
 
@@ -169,75 +186,96 @@ def paired_ratios(fused_seconds, unfused_seconds) -> list[float]:
 
 class FusionTrial:
     """The first runs of one function and input shapes, until they decide its form: a warm-up run of each form
-    (fused first), then timed pairs, fused first in odd pairs and unfused first in even ones, compared pair by pair
-    (both runs of a pair see the machine in the same state).
+    (unfused first, see below), then timed pairs, fused first in odd pairs and unfused first in even ones, compared
+    pair by pair (both runs of a pair see the machine in the same state). A run is fresh if it faulted
+    `FRESH_PAGES` or more pages of memory in; a pair with one fresh run is not compared, a pair with two is
+    compared for clear margins only (the faults add to both runs alike, diluting their ratio).
     - After one pair, a form `VERY_CLEAR_MARGIN` faster wins (each further run of the slow form would cost
       several runs' time); after two pairs, a form whose runs were all faster than all the other's by
       `CLEAR_MARGIN`.
-    - From three pairs, the fused form wins if it was faster by `PAYS` in every pair, the unfused form if the
-      fused one never was: fusion is kept only where it pays more than a run's noise.
-    - Otherwise, at `MOST_PAIRS`, the median ratio decides (fused only if it pays `PAYS`).
+    - From three pairs without fresh runs, the fused form wins if it was faster by `PAYS` in every one, the
+      unfused form if the fused one never was: fusion is kept only where it pays more than a run's noise.
+    - Otherwise, at `MOST_PAIRS` such pairs or `MOST_TIMED_PAIRS` timed ones, their median ratio decides (of the
+      compared pairs if there is none, of all if none was compared): fused only if it pays `PAYS`.
     A close race takes more pairs, but costs little by being close: the trial's cost is the slower form's extra
-    time, at most `MOST_PAIRS` times the difference. Each run is a real run."""
+    time, at most `MOST_TIMED_PAIRS` times the difference. Each run is a real run.
+
+    The unfused form, the run as asked, runs first, so that the program's buffers are first allocated as they are
+    without fusion: XLA's compilation allocates and frees large blocks, which moves glibc's thresholds, and a
+    1M-float mul + add step whose buffers were first allocated after it ran 0.85-0.95 ms for good, against 0.5-0.7
+    ms in a process that never fused (2-core AMD EPYC, TensorFlow 2.21)."""
 
     VERY_CLEAR_MARGIN = 3.0
     CLEAR_MARGIN = 1.5
     PAYS = 0.03
     FEWEST_PAIRS = 3
     MOST_PAIRS = 6
+    MOST_TIMED_PAIRS = 10
+    FRESH_PAGES = 256  # 1 MiB in 4 KiB pages: the allocator got memory from the system during the run
 
     def __init__(self, where: str) -> None:
         self.where = where
         self.decision: FusionDecision | None = None
         self._warmed: set[bool] = set()
-        self._times: dict[bool, list[float]] = {True: [], False: []}
+        self._pending: dict[bool, tuple[float, bool]] = {}  # the current pair's runs: seconds, fresh
+        self._settled: list[tuple[float, float]] = []  # (fused, unfused) seconds of pairs without fresh runs
+        self._fresh: list[tuple[float, float]] = []  # of pairs whose two runs were fresh
+        self._uncompared: list[tuple[float, float]] = []  # of pairs with one fresh run
 
     def next_form(self) -> bool:
         """Whether the next run is to be the fused form (once decided, the form kept)."""
         if self.decision is not None:
             return self.decision.fused
-        for fused in (True, False):
+        for fused in (False, True):  # unfused first: see above
             if fused not in self._warmed:
                 return fused
-        pair, position = divmod(len(self._times[True]) + len(self._times[False]), 2)
-        fused_first = pair % 2 == 0
-        return fused_first if position == 0 else not fused_first
+        fused_first = self._timed_pairs() % 2 == 0
+        return fused_first if not self._pending else not fused_first
 
-    def ran(self, fused: bool, seconds: float) -> FusionDecision | None:
-        """Take a run's time (a warm-up's is not kept); the decision, when this run made it."""
+    def _timed_pairs(self) -> int:
+        return len(self._settled) + len(self._fresh) + len(self._uncompared)
+
+    def ran(self, fused: bool, seconds: float, fresh_pages: int = 0) -> FusionDecision | None:
+        """Take a run's time and the pages of fresh memory it faulted in (a warm-up's are not kept); the
+        decision, when this run made it."""
         if self.decision is not None:
             return None
         if fused not in self._warmed:
             self._warmed.add(fused)
             return None
-        self._times[fused].append(seconds)
-        fused_times, unfused_times = self._times[True], self._times[False]
-        pairs = len(fused_times)
-        if len(unfused_times) != pairs:
+        self._pending[fused] = (seconds, fresh_pages >= self.FRESH_PAGES)
+        if len(self._pending) < 2:
             return None
-        keep = self._verdict(fused_times, unfused_times)
+        (fused_time, fused_fresh), (unfused_time, unfused_fresh) = self._pending[True], self._pending[False]
+        self._pending = {}
+        kind = self._uncompared if fused_fresh != unfused_fresh else self._fresh if fused_fresh else self._settled
+        kind.append((fused_time, unfused_time))
+        keep = self._verdict()
         if keep is None:
             return None
-        self.decision = FusionDecision(self.where, keep, tuple(fused_times), tuple(unfused_times))
+        fused_times, unfused_times = zip(*(self._settled + self._fresh or self._uncompared))
+        self.decision = FusionDecision(self.where, keep, fused_times, unfused_times, len(self._uncompared))
         return self.decision
 
-    def _verdict(self, fused_times: list[float], unfused_times: list[float]) -> bool | None:
-        """Whether the fused form wins after these pairs; None: time another pair."""
-        pairs = len(fused_times)
-        margin = self.VERY_CLEAR_MARGIN if pairs == 1 else self.CLEAR_MARGIN
-        if max(fused_times) * margin <= min(unfused_times):
-            return True
-        if max(unfused_times) * margin <= min(fused_times):
-            return False
-        if pairs < self.FEWEST_PAIRS:
-            return None
-        ratios = paired_ratios(fused_times, unfused_times)
-        if min(ratios) >= 1 + self.PAYS:
-            return True
-        if max(ratios) < 1 + self.PAYS:
-            return False
-        if pairs >= self.MOST_PAIRS:
-            return statistics.median(ratios) >= 1 + self.PAYS
+    def _verdict(self) -> bool | None:
+        """Whether the fused form wins after the pairs so far; None: time another pair."""
+        compared = self._settled + self._fresh
+        if compared:
+            fused_times, unfused_times = zip(*compared)
+            margin = self.VERY_CLEAR_MARGIN if len(compared) == 1 else self.CLEAR_MARGIN
+            if max(fused_times) * margin <= min(unfused_times):
+                return True
+            if max(unfused_times) * margin <= min(fused_times):
+                return False
+        if len(self._settled) >= self.FEWEST_PAIRS:
+            ratios = paired_ratios(*zip(*self._settled))
+            if min(ratios) >= 1 + self.PAYS:
+                return True
+            if max(ratios) < 1 + self.PAYS:
+                return False
+        if len(self._settled) >= self.MOST_PAIRS or self._timed_pairs() >= self.MOST_TIMED_PAIRS:
+            deciding = self._settled or compared or self._uncompared
+            return statistics.median(paired_ratios(*zip(*deciding))) >= 1 + self.PAYS
         return None
 
 
@@ -266,15 +304,27 @@ class FusionChooser:
         fused = trial.next_form()
         if trial.decision is not None:
             return run(fused)
-        start = time.perf_counter()
+        started = run_started()
         result = run(fused)
-        run_finished(trial, fused, time.perf_counter() - start)
+        run_finished(trial, fused, started)
         return result
 
 
-def run_finished(trial: FusionTrial, fused: bool, seconds: float) -> None:
-    """Give the trial a run's time; a decision it makes is kept (`fusion_decisions`) and logged."""
-    decision = trial.ran(fused, seconds)
+def run_started() -> tuple[float, int]:
+    """What `run_finished` measures a run from: the clock and the process's page faults so far."""
+    return time.perf_counter(), _pages_faulted()
+
+
+def _pages_faulted() -> int:
+    """The pages the process has faulted in so far (minor faults: memory mapped fresh, no disk read), or 0."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt if resource is not None else 0
+
+
+def run_finished(trial: FusionTrial, fused: bool, started: tuple[float, int]) -> None:
+    """Give the trial the time and page faults of a run that began at `started`; a decision it makes is kept
+    (`fusion_decisions`) and logged."""
+    start, pages = started
+    decision = trial.ran(fused, time.perf_counter() - start, _pages_faulted() - pages)
     if decision is not None:
         with _lock:
             _decided.append(decision)
