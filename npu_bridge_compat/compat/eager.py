@@ -40,6 +40,7 @@ def function_run_metadata(collected: list) -> Iterator[None]:
     `collected`. Checked on TensorFlow 2.15 and 2.21."""
     eager = context.context()
     eager.enable_run_metadata()
+    eager.export_run_metadata()  # drops what the process's earlier functions left there (another model's, say)
     try:
         yield
     finally:
