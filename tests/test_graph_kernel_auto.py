@@ -109,7 +109,7 @@ def test_a_trial_whose_runs_keep_faulting_fresh_memory_in_ends_after_ten_pairs()
     # ten decides
     forms, decision = run_trial([1 * MS] * 10, [1.2 * MS] * 10, fresh=((), range(10)))
     assert len(forms) == 2 + 2 * FusionTrial.MOST_TIMED_PAIRS and decision.fused
-    assert decision.uncompared_pairs == 10 and decision.speedup == pytest.approx(1.2)
+    assert len(decision.fused_seconds) == 10 and decision.speedup == pytest.approx(1.2)
 
 
 def test_after_the_decision_the_form_stays_and_runs_are_not_taken():

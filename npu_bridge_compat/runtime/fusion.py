@@ -34,7 +34,7 @@ from typing import TypeVar
 
 try:
     import resource
-except ImportError:  # not on Windows: runs are compared without their page faults
+except ImportError:  # Windows has no resource module: runs are compared without their page faults
     resource = None
 
 from npu_bridge_compat.compat.graph import op_type_is_stateful
@@ -154,7 +154,7 @@ def observed_fusion() -> tuple[FusionSummary, ...]:
 class FusionDecision:
     where: str  # the function (and input shapes) decided
     fused: bool  # the form kept
-    fused_seconds: tuple[float, ...]  # the compared pairs' runs of each form, settled pairs first
+    fused_seconds: tuple[float, ...]  # each form's runs in the pairs compared (all pairs, if none was)
     unfused_seconds: tuple[float, ...]
     uncompared_pairs: int = 0  # timed pairs left out: one of their runs faulted fresh memory in, the other not
 
@@ -253,8 +253,9 @@ class FusionTrial:
         keep = self._verdict()
         if keep is None:
             return None
-        fused_times, unfused_times = zip(*(self._settled + self._fresh or self._uncompared))
-        self.decision = FusionDecision(self.where, keep, fused_times, unfused_times, len(self._uncompared))
+        pairs = self._settled + self._fresh or self._uncompared
+        fused_times, unfused_times = zip(*pairs)
+        self.decision = FusionDecision(self.where, keep, fused_times, unfused_times, self._timed_pairs() - len(pairs))
         return self.decision
 
     def _verdict(self) -> bool | None:
