@@ -123,16 +123,12 @@ def node_dtypes(graphs) -> dict[str, str]:
 
 def keras_executed_dtypes(fit) -> dict[str, str]:
     """`node_dtypes` of the functions that `fit()` (a Keras call) executed."""
-    from tensorflow.python.eager import context
+    from npu_bridge_compat.compat.eager import function_run_metadata
 
-    context.enable_run_metadata()
-    context.export_run_metadata()  # drop what earlier functions of this process left there
-    try:
+    collected: list = []
+    with function_run_metadata(collected):
         fit()
-        metadata = context.export_run_metadata()
-    finally:
-        context.disable_run_metadata()
-    return node_dtypes(graph for function in metadata.function_graphs for graph in function.partition_graphs)
+    return node_dtypes(graph for function in collected[0].function_graphs for graph in function.partition_graphs)
 
 
 def loopback_port_block(count: int) -> int:
