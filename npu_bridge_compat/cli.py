@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from npu_bridge_compat import changes
+from npu_bridge_compat.changes import Owner
 from npu_bridge_compat.compat import is_repeated, select_keras_2
 from npu_bridge_compat.compat.xla import FUSION_FLAGS, reserve_fusion_flags
 from npu_bridge_compat.errors import NpuConfigError
@@ -189,9 +190,7 @@ def markdown_table() -> str:
 
 def ask_for_graph_kernel_fusion() -> None:
     """`--graph-kernel`: every door's plan in this process (and the ranks it starts) fuses (plan/platform.py)."""
-    changes.set_environment(
-        GRAPH_KERNEL_ENV, "1", owner="run / launch --graph-kernel", reason="graph-kernel fusion for every plan"
-    )
+    changes.set_environment(GRAPH_KERNEL_ENV, "1", owner=Owner.RUN, reason="graph-kernel fusion for every plan")
 
 
 def run_script(arguments: argparse.Namespace) -> int:
@@ -229,7 +228,7 @@ def run_script(arguments: argparse.Namespace) -> int:
         sys,
         "argv",
         [arguments.script, *arguments.script_arguments],
-        owner="run",
+        owner=Owner.RUN,
         reason="the script sees its own arguments, as under `python SCRIPT ARGS`",
     )
     sys.path.insert(0, os.path.dirname(script))

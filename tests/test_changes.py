@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from npu_bridge_compat import changes
+from npu_bridge_compat.changes import Owner
 from npu_bridge_compat.cli import main
 
 ROOT = Path(__file__).parent.parent
@@ -31,11 +32,11 @@ def test_attributes_are_replaced_once_and_restored_as_they_were():
 
     user_object = Derived()
     with changes.undone_after():
-        first = changes.replace_attribute(module, "function", "ours", owner="a door", reason="why")
-        assert changes.replace_attribute(module, "function", "ours", owner="a door", reason="why") is first
-        changes.replace_attribute(module, "added", 1, owner="a door", reason="why")
-        changes.replace_attribute(Derived, "method", lambda self: "ours", owner="a door", reason="why")
-        changes.replace_attribute(user_object, "method", lambda: "instance", owner="a door", reason="why")
+        first = changes.replace_attribute(module, "function", "ours", owner=Owner.ESTIMATOR_DOOR, reason="why")
+        assert changes.replace_attribute(module, "function", "ours", owner=Owner.ESTIMATOR_DOOR, reason="why") is first
+        changes.replace_attribute(module, "added", 1, owner=Owner.ESTIMATOR_DOOR, reason="why")
+        changes.replace_attribute(Derived, "method", lambda self: "ours", owner=Owner.ESTIMATOR_DOOR, reason="why")
+        changes.replace_attribute(user_object, "method", lambda: "instance", owner=Owner.ESTIMATOR_DOOR, reason="why")
         assert (module.function, module.added, Derived().method(), user_object.method()) == (
             "ours",
             1,
@@ -43,8 +44,10 @@ def test_attributes_are_replaced_once_and_restored_as_they_were():
             "instance",
         )
         assert changes.original(module, "function") == "original" and changes.is_replaced(Derived, "method")
-        with pytest.raises(RuntimeError, match="library.function was already replaced by a door; another asked"):
-            changes.replace_attribute(module, "function", "theirs", owner="another", reason="why")
+        with pytest.raises(
+            RuntimeError, match="library.function was already replaced by Estimator door; session door asked"
+        ):
+            changes.replace_attribute(module, "function", "theirs", owner=Owner.SESSION_DOOR, reason="why")
     assert module.function == "original" and not hasattr(module, "added")
     assert "method" not in Derived.__dict__ and Derived().method() == "base"  # inherited again, not copied
     assert "method" not in vars(user_object) and user_object.method() == "base"
@@ -69,8 +72,8 @@ def test_a_property_and_an_objects_class_are_set_back():
 
     model = Model()
     with changes.undone_after():
-        changes.replace_attribute(model, "jit_compile", False, owner="a call", reason="why")
-        changes.replace_attribute(model, "__class__", Checked, owner="a door", reason="why")
+        changes.replace_attribute(model, "jit_compile", False, owner=Owner.KERAS_CALL, reason="why")
+        changes.replace_attribute(model, "__class__", Checked, owner=Owner.ESTIMATOR_DOOR, reason="why")
         assert model.jit_compile is False and type(model) is Checked
     assert model.jit_compile is True and type(model) is Model
 
@@ -88,13 +91,13 @@ def test_environment_finders_and_contexts_are_undone_newest_first(monkeypatch):
         events.append("off")
 
     start = changes.mark()
-    changes.set_environment("NPU_BRIDGE_COMPAT_TEST_SET", "ours", owner="plan", reason="why")
-    changes.set_environment("NPU_BRIDGE_COMPAT_TEST_SET", "ours again", owner="plan", reason="why")
-    changes.set_environment("NPU_BRIDGE_COMPAT_TEST_NEW", "1", owner="run", reason="why")
-    changes.add_import_finder(finder, owner="a world", reason="why")
-    changes.add_import_finder(finder, owner="a world", reason="why")
-    changes.enter(switch(), "a switch", owner="plan", reason="why")
-    changes.enter(switch(), "a switch", owner="plan", reason="why")
+    changes.set_environment("NPU_BRIDGE_COMPAT_TEST_SET", "ours", owner=Owner.PLAN_ENVIRONMENT, reason="why")
+    changes.set_environment("NPU_BRIDGE_COMPAT_TEST_SET", "ours again", owner=Owner.PLAN_ENVIRONMENT, reason="why")
+    changes.set_environment("NPU_BRIDGE_COMPAT_TEST_NEW", "1", owner=Owner.RUN, reason="why")
+    changes.add_import_finder(finder, owner=Owner.TF1_WORLD, reason="why")
+    changes.add_import_finder(finder, owner=Owner.TF1_WORLD, reason="why")
+    changes.enter(switch(), "a switch", owner=Owner.PLAN_ENVIRONMENT, reason="why")
+    changes.enter(switch(), "a switch", owner=Owner.PLAN_ENVIRONMENT, reason="why")
     assert sys.meta_path[0] is finder and sys.meta_path.count(finder) == 1 and events == ["on"]
     assert [change.target for change in changes.in_force()[-4:]] == [
         "$NPU_BRIDGE_COMPAT_TEST_SET",
@@ -102,7 +105,7 @@ def test_environment_finders_and_contexts_are_undone_newest_first(monkeypatch):
         "sys.meta_path[SimpleNamespace]",
         "a switch",
     ]
-    assert [change.target for change in changes.undo(owner="run", since=start)] == ["$NPU_BRIDGE_COMPAT_TEST_NEW"]
+    assert [change.target for change in changes.undo(owner=Owner.RUN, since=start)] == ["$NPU_BRIDGE_COMPAT_TEST_NEW"]
     assert "NPU_BRIDGE_COMPAT_TEST_NEW" not in os.environ and os.environ["NPU_BRIDGE_COMPAT_TEST_SET"] == "ours again"
     changes.undo(since=start)
     assert os.environ["NPU_BRIDGE_COMPAT_TEST_SET"] == "user's" and finder not in sys.meta_path
@@ -111,10 +114,10 @@ def test_environment_finders_and_contexts_are_undone_newest_first(monkeypatch):
 
 def test_explain_changes_lists_what_is_in_force(capsys):
     with changes.undone_after():
-        changes.set_environment("NPU_BRIDGE_COMPAT_TEST_LISTED", "1", owner="run --graph-kernel", reason="fusion")
+        changes.set_environment("NPU_BRIDGE_COMPAT_TEST_LISTED", "1", owner=Owner.RUN, reason="fusion")
         assert main(["explain", "--changes"]) == 0
     out = capsys.readouterr().out
-    assert "  run --graph-kernel:\n    $NPU_BRIDGE_COMPAT_TEST_LISTED (environment): fusion" in out
+    assert "  run:\n    $NPU_BRIDGE_COMPAT_TEST_LISTED (environment): fusion" in out
 
 
 def test_every_door_lists_its_changes_and_undoing_restores_the_process(tmp_path):

@@ -19,6 +19,7 @@ from test_distributed_ranks import (
     start,
 )
 
+from npu_bridge_compat.changes import Owner
 from npu_bridge_compat.errors import NpuOptionTypeError, NpuOptionValueError
 from npu_bridge_compat.options.table import OPTIONS
 from npu_bridge_compat.plan.features import MixedPrecision, ProfilerTrace, TensorDump
@@ -591,12 +592,12 @@ def test_the_keras_wrapper_patches_an_optimizer_once_through_the_registry():
         assert npu_distributed_keras_optimizer_wrapper(optimizer) is optimizer
         patched = getattr(optimizer, method)
         assert npu_distributed_keras_optimizer_wrapper(optimizer) is optimizer and getattr(optimizer, method) is patched
-        [change] = changes.in_force(owner="npu_device.distribute")  # conftest starts each test clean
+        [change] = changes.in_force(owner=Owner.TF2_DISTRIBUTE)  # conftest starts each test clean
         assert change.target == f"<user's SGD>.{method}" and changes.is_replaced(optimizer, method)
         weights = tf.Variable([1.0])
         optimizer.apply_gradients([(tf.constant([2.0]), weights)])
         np.testing.assert_allclose(weights.numpy(), [0.8])
-    assert method not in vars(optimizer) and not changes.in_force(owner="npu_device.distribute")
+    assert method not in vars(optimizer) and not changes.in_force(owner=Owner.TF2_DISTRIBUTE)
 
 
 def test_gen_npu_ops_serves_the_fused_kernels_the_ports_npu_ops_call():

@@ -24,13 +24,14 @@ import datetime
 from collections.abc import Iterator
 
 from npu_bridge_compat import changes
+from npu_bridge_compat.changes import Owner
 
 # TF 1.15 emitted FusedBatchNormV3 only when forward-compatible with this date.
 V3_HORIZON = datetime.date(2019, 6, 6)
 # The horizon Ascend's documentation recommends for mixed compute.
 WORKAROUND_HORIZON = datetime.date(2019, 5, 1)
 
-OWNER = "mixed compute (FusedBatchNormV3 horizon)"
+OWNER = Owner.BATCH_NORM_HORIZON
 _requested_horizon: datetime.date | None = None  # the horizon of the innermost active context, if any
 
 

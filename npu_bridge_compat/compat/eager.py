@@ -12,6 +12,7 @@ import tensorflow as tf
 from tensorflow.python.eager import context
 
 from npu_bridge_compat import changes
+from npu_bridge_compat.changes import Owner
 
 
 @contextlib.contextmanager
@@ -99,7 +100,7 @@ def read_from_cluster(key: str, timeout_ms: int) -> str:
     return context.context().get_config_key_value(key, timeout_ms)
 
 
-def replace_function_decorator(make: Callable[[Callable], Callable], owner: str) -> None:
+def replace_function_decorator(make: Callable[[Callable], Callable], owner: Owner) -> None:
     """From now on `tf.function` is `make(original tf.function)`: functions decorated afterwards go through it
     (once; through the changes registry). TensorFlow has no hook for the functions a program traces, and the TF2
     adapter's as_default() replaces tf.function too. Checked on TensorFlow 2.15 and 2.21."""
@@ -113,7 +114,7 @@ def replace_function_decorator(make: Callable[[Callable], Callable], owner: str)
         )
 
 
-def checked_after_calls(function, check: Callable[[], None], owner: str):
+def checked_after_calls(function, check: Callable[[], None], owner: Owner):
     """`function`, a tf.function, made to run `check()` after each call from eager code. It stays a tf.function
     (Keras reads a decorated `call` method's signature through it; its methods are bound as TensorFlow binds
     them), so its class is swapped for a subclass, which the copies TensorFlow makes for bound methods keep.

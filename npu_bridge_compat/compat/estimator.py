@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from npu_bridge_compat import changes
+from npu_bridge_compat.changes import Owner
 from npu_bridge_compat.compat.versions import ESTIMATOR_TENSORFLOW, _stand_in, tensorflow_version, version_tuple
 
 
@@ -97,6 +98,6 @@ def call_when_estimators_are_built(hook: Callable[[Any], None]) -> None:
         estimator,
         "__init__",
         init,
-        owner="Estimator door",
+        owner=Owner.ESTIMATOR_DOOR,
         reason="a plain tf.estimator.Estimator given an NPURunConfig enters its plan when built",
     )

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from npu_bridge_compat import changes
+from npu_bridge_compat.changes import Owner
 from npu_bridge_compat.compat.versions import ESTIMATOR_TENSORFLOW, _stand_in, tensorflow_version, version_tuple
 from npu_bridge_compat.errors import NpuCompatWarning, TensorFlowVersionError, warn
 
@@ -74,7 +75,7 @@ def select_keras_2() -> None:
     changes.set_environment(
         LEGACY_KERAS_ENV,
         "1",
-        owner="Keras 2 for ported scripts",
+        owner=Owner.KERAS_2,
         reason="tf.keras is Keras 2 (tf_keras), which ported scripts are written for; read when TensorFlow is imported",
     )
 
@@ -168,7 +169,7 @@ def _steps_per_call(target, steps: int, label: str):
         target,
         "steps_per_execution",
         steps,
-        owner="Keras call under a plan",
+        owner=Owner.KERAS_CALL,
         reason="iterations_per_loop: N steps per train-function call, for this fit",
         label=label,
     )
@@ -198,7 +199,7 @@ def repair_tf1_layers_normalization() -> None:
         tf_layers_normalization,
         "normalization",
         tf1_keras_api("layers"),
-        owner="TF 1.15 world",
+        owner=Owner.TF1_WORLD,
         reason="TensorFlow loads it from a tf_keras path no release has; tf_slim's and contrib's batch_norm use it",
     )
 
@@ -206,7 +207,7 @@ def repair_tf1_layers_normalization() -> None:
 _added_callbacks: dict[type, Callable[[Any], Any]] = {}  # model class -> the callback its calls get
 
 
-def add_callback_to_model_calls(model_class: type, callback_for: Callable[[Any], Any], owner: str) -> None:
+def add_callback_to_model_calls(model_class: type, callback_for: Callable[[Any], Any], owner: Owner) -> None:
     """From now on every `fit`, `evaluate` and `predict` of `model_class` runs with `callback_for(model)` added to
     the call's callbacks (when it returns one), unless the call already carries a callback of that type. Keras has
     no process-wide callback list, so the methods are wrapped (once per class, through the changes registry);

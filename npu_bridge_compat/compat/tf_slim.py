@@ -8,6 +8,7 @@ import importlib
 from typing import Any
 
 from npu_bridge_compat import changes
+from npu_bridge_compat.changes import Owner
 
 # private module -> {name tf_slim reads there: the public TensorFlow name of the same object}
 _MOVED = {
@@ -30,7 +31,7 @@ def _public(tf: Any, dotted: str) -> Any:
     return value
 
 
-def restore_names_tf_slim_uses(owner: str) -> list[str]:
+def restore_names_tf_slim_uses(owner: Owner) -> list[str]:
     """Put back, through the change registry, the names tf_slim reads from TensorFlow's private modules where
     this TensorFlow lacks them (`ops.Tensor`, `control_flow_ops.cond`, ...); returns the ones restored."""
     import tensorflow as tf

@@ -19,6 +19,7 @@ import os
 import sys
 
 from npu_bridge_compat import changes
+from npu_bridge_compat.changes import Owner
 
 TF_XLA_FLAGS = "TF_XLA_FLAGS"
 FUSION_FLAGS = ("--tf_xla_cpu_global_jit", "--tf_xla_ops_to_cluster=FUSIBLE")
@@ -47,7 +48,7 @@ def reserve_fusion_flags() -> None:
     changes.set_environment(
         TF_XLA_FLAGS,
         " ".join(current + added),
-        owner="graph-kernel fusion",
+        owner=Owner.GRAPH_KERNEL_FUSION,
         reason="XLA auto-clustering of the fusible ops only (MatMul and Conv keep their library kernels), read by "
         "TensorFlow once; inert until a plan turns fusion on",
     )

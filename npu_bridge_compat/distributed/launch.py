@@ -37,6 +37,7 @@ from collections.abc import Sequence
 from typing import IO
 
 from npu_bridge_compat import changes
+from npu_bridge_compat.changes import Owner
 from npu_bridge_compat.distributed.cluster import DEFAULT_BASE_PORT, LOOPBACK, PORT_VARIABLE
 from npu_bridge_compat.distributed.ranks import EXIT_RANK_LOST, RankConfigError
 
@@ -120,7 +121,10 @@ def in_private_network(command: Sequence[str]) -> str | None:
         return refused
     unshare = shutil.which("unshare")
     changes.set_environment(
-        PRIVATE_NETWORK_VARIABLE, "1", owner="launch", reason="the launch started again in its own network namespace"
+        PRIVATE_NETWORK_VARIABLE,
+        "1",
+        owner=Owner.LAUNCH,
+        reason="the launch started again in its own network namespace",
     )
     os.execv(unshare, [unshare, *_UNSHARE, "--", *command])
     raise AssertionError("exec does not return")

@@ -17,6 +17,7 @@ import itertools
 import tensorflow as tf
 
 from npu_bridge_compat import changes
+from npu_bridge_compat.changes import Owner
 from npu_bridge_compat.distributed import collectives, ranks
 from npu_bridge_compat.distributed.collectives import CollectiveError
 from npu_bridge_compat.distributed.ranks import WORLD_GROUP
@@ -186,7 +187,7 @@ def npu_distributed_optimizer_wrapper(optimizer):
                 optimizer,
                 method,
                 averaging,
-                owner="distributed optimizer",
+                owner=Owner.DISTRIBUTED_OPTIMIZER,
                 reason="gradients averaged over the ranks before they are applied",
                 label=f"<{type(optimizer).__name__} optimizer>",
             )

@@ -38,6 +38,7 @@ import tensorflow as tf
 from tensorflow.core.protobuf import config_pb2, tensorflow_server_pb2
 
 from npu_bridge_compat import changes
+from npu_bridge_compat.changes import Owner
 from npu_bridge_compat.compat.eager import (
     cluster_task_states,
     context_config,
@@ -285,7 +286,7 @@ def _report_uncaught_errors(cluster: Cluster) -> None:
         sys,
         "excepthook",
         report,
-        owner="ranks",
+        owner=Owner.RANKS,
         reason="a rank that dies of an exception names itself and its peer, and tells the other ranks at once",
     )
 

@@ -15,6 +15,7 @@ import importlib.util
 import sys
 
 from npu_bridge_compat import changes
+from npu_bridge_compat.changes import Owner
 from npu_bridge_compat.compat.xla import reserve_fusion_flags
 from npu_bridge_compat.errors import NpuConfigError
 from npu_bridge_compat.legacy.tf1 import NameStatus, install_tf1_world, tf1_name_status  # noqa: F401
@@ -94,7 +95,7 @@ def install_aliases(tf1: bool = False) -> None:
             )
     changes.add_import_finder(
         _finder,
-        owner="npu_bridge aliases",
+        owner=Owner.ADAPTER_ALIASES,
         reason="npu_bridge.*, hccl.* and npu_device.* resolve to npu_bridge_compat",
         packages=ALIASED_PACKAGES,
     )

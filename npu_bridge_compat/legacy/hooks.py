@@ -5,6 +5,7 @@ from __future__ import annotations
 import tensorflow as tf
 
 from npu_bridge_compat import changes
+from npu_bridge_compat.changes import Owner
 
 v1 = tf.compat.v1
 
@@ -68,5 +69,5 @@ class TellMeStepOrLossHook(v1.train.SessionRunHook):
 
 def _export(variable: str, value) -> None:
     changes.set_environment(
-        variable, str(value), owner="TellMeStepOrLossHook", reason="the adapter's hook exports training progress"
+        variable, str(value), owner=Owner.ADAPTER_HOOKS, reason="the adapter's hook exports training progress"
     )

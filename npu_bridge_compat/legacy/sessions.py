@@ -16,13 +16,14 @@ from collections.abc import Iterator
 import tensorflow.compat.v1 as tf_v1  # the module scripts see as tf.compat.v1, and as tf under `run --tf1`
 
 from npu_bridge_compat import changes
+from npu_bridge_compat.changes import Owner
 from npu_bridge_compat.compat.batchnorm import install_horizon_gate
 from npu_bridge_compat.compat.sessions import tf1_session_classes
 from npu_bridge_compat.distributed.rank_doors import rank_session
 from npu_bridge_compat.options import npu_optimizer_entries
 from npu_bridge_compat.session import NPUSession, host_session_config
 
-OWNER = "npu_bridge.npu_init"
+OWNER = Owner.NPU_INIT
 
 
 @contextlib.contextmanager

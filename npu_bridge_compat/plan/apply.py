@@ -13,13 +13,14 @@ import threading
 from collections.abc import Iterator
 
 from npu_bridge_compat import changes
+from npu_bridge_compat.changes import Owner
 from npu_bridge_compat.errors import NpuOptionValueError
 from npu_bridge_compat.plan.features import AMP_ENV_PREFIX, ProcessSetting
 
 # Variables holding space-separated flags: ours are added to what the user already set.
 FLAG_VARIABLES = ("TF_XLA_FLAGS", "XLA_FLAGS")
 
-OWNER = "plan (environment)"
+OWNER = Owner.PLAN_ENVIRONMENT
 _lock = threading.Lock()
 # variable -> (value we set, source of the configuration, its change in the registry)
 _applied: dict[str, tuple[str, str, changes.Change]] = {}

@@ -17,6 +17,7 @@ import os
 from collections.abc import Callable, Iterator, Mapping
 
 from npu_bridge_compat import changes
+from npu_bridge_compat.changes import Owner
 from npu_bridge_compat.options.grammars import InOutPair
 
 AMP_ENV_PREFIX = "TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_"  # grappler reads its mixed-precision lists here
@@ -275,7 +276,7 @@ class OpDeterminism(ProcessSetting):
         changes.enter(
             _switched(tf.config.experimental.enable_op_determinism, disable_op_determinism),
             "TensorFlow op determinism",
-            owner="plan (deterministic)",
+            owner=Owner.PLAN_SETTINGS,
             reason="deterministic=1: every op deterministic, process-wide",
         )
 
@@ -294,7 +295,7 @@ class TensorFloat32(ProcessSetting):
         changes.enter(
             _switched(lambda: set_tf32(self.enabled), lambda: set_tf32(before)),
             "TensorFlow TF32 execution",
-            owner="plan (precision)",
+            owner=Owner.PLAN_SETTINGS,
             reason=f"TF32 matmuls and convolutions {'allowed' if self.enabled else 'forbidden'}, process-wide",
         )
 

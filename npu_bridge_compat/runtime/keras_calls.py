@@ -16,6 +16,7 @@ import contextlib
 import tensorflow as tf
 
 from npu_bridge_compat import changes
+from npu_bridge_compat.changes import Owner
 from npu_bridge_compat.compat import (
     keras_step_number,
     keras_steps_per_execution,
@@ -51,7 +52,7 @@ KERAS_CALL_FEATURES = (
     RewriteSetting,
     GraphKernelFusion,
 )
-OWNER = "Keras call under a plan"
+OWNER = Owner.KERAS_CALL
 
 
 class PlanCallback(tf.keras.callbacks.Callback):

@@ -27,6 +27,7 @@ from tensorflow.core.framework import graph_pb2
 from tensorflow.core.protobuf import config_pb2
 
 from npu_bridge_compat import changes
+from npu_bridge_compat.changes import Owner
 from npu_bridge_compat.compat.graph import (
     add_control_input,
     building_in_finalized,
@@ -339,7 +340,7 @@ class LoopServer:
             session,
             "run",
             run,
-            owner="N-step loop",
+            owner=Owner.STEP_LOOP,
             reason="fetches made with a looped train op are answered from the loop (last iteration's values)",
             label=f"<{type(session).__name__}>",
         )

@@ -30,6 +30,7 @@ import traceback
 from collections.abc import Sequence
 
 from npu_bridge_compat import changes
+from npu_bridge_compat.changes import Owner
 
 _MESSAGE_CHARS = 400  # the result travels through a pipe that is read once the script has ended: keep it small
 
@@ -162,7 +163,7 @@ def _start_script(request: dict) -> None:
     # TensorFlow's lazy Keras loaders read on each use): keep that
     for name, value in request["environment"].items():
         changes.set_environment(
-            name, value, owner="scan --try", reason="the trial's environment, as its script expects"
+            name, value, owner=Owner.SCAN_TRIAL, reason="the trial's environment, as its script expects"
         )
     os.chdir(request["folder"])
     known = {"isolation": isolation}

@@ -26,6 +26,7 @@ import threading
 import tensorflow as tf
 
 from npu_bridge_compat import changes
+from npu_bridge_compat.changes import Owner
 from npu_bridge_compat.compat.eager import (
     eager_context_started,
     function_calls_configured,
@@ -70,7 +71,7 @@ TF2_DOOR = Door(
     "A TF2 program has no session to carry session settings.",
 )
 LOOP_SIZE_VARIABLE = "NPU_LOOP_SIZE"
-OWNER = "TF2 door (npu_device)"
+OWNER = Owner.TF2_DOOR
 
 _lock = threading.Lock()
 _tree: tf2_options.OptionGroup | None = None

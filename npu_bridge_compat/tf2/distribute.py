@@ -18,6 +18,7 @@ from __future__ import annotations
 import tensorflow as tf
 
 from npu_bridge_compat import changes
+from npu_bridge_compat.changes import Owner
 from npu_bridge_compat.compat.keras import tf_keras_is_keras_3
 from npu_bridge_compat.distributed import collectives
 from npu_bridge_compat.distributed.optimizers import npu_allreduce
@@ -95,7 +96,7 @@ def npu_distributed_keras_optimizer_wrapper(
         optimizer,
         method,
         reduced,
-        owner="npu_device.distribute",
+        owner=Owner.TF2_DISTRIBUTE,
         reason="npu_distributed_keras_optimizer_wrapper: gradients reduced over the ranks before they are applied",
         label=f"<user's {type(optimizer).__name__}>",
     )

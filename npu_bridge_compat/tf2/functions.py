@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 
+from npu_bridge_compat.changes import Owner
 from npu_bridge_compat.compat.eager import calls_through, checked_after_calls, function_calls_configured, wrapping
 from npu_bridge_compat.errors import NpuCompatWarning, warn
 from npu_bridge_compat.plan import HostPlan
@@ -20,7 +21,7 @@ from npu_bridge_compat.runtime.fusion import FusionChooser, shape_key
 from npu_bridge_compat.runtime.probes import StepProbes
 from npu_bridge_compat.runtime.units import traced_with_units
 
-OWNER = "TF2 door (npu_device)"
+OWNER = Owner.TF2_DOOR
 _LIBRARIES = ("keras", "tf_keras", "tensorflow", "npu_bridge_compat")
 _checked: list[StepProbes] = []  # the numeric checks of every function made so far
 

@@ -16,6 +16,7 @@ import importlib.util
 import sys
 
 from npu_bridge_compat import changes
+from npu_bridge_compat.changes import Owner
 from npu_bridge_compat.compat.keras import repair_tf1_layers_normalization
 from npu_bridge_compat.compat.tf_slim import restore_names_tf_slim_uses
 from npu_bridge_compat.errors import NpuConfigError
@@ -29,7 +30,7 @@ from npu_bridge_compat.legacy.tf1.world import (  # noqa: F401 - the public name
     virtual_module,
 )
 
-OWNER = "TF 1.15 world (run --tf1)"
+OWNER = Owner.TF1_WORLD
 _finder = Tf1Finder()
 
 

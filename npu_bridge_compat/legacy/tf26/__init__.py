@@ -20,6 +20,7 @@ import sys
 import types
 
 from npu_bridge_compat import changes
+from npu_bridge_compat.changes import Owner
 from npu_bridge_compat.compat import tf_keras_is_keras_3
 from npu_bridge_compat.compat.tf_slim import restore_names_tf_slim_uses
 from npu_bridge_compat.errors import warn
@@ -36,7 +37,7 @@ from npu_bridge_compat.legacy.tf26.world import (  # noqa: F401 - the public nam
     tf26_name_status,
 )
 
-OWNER = "the TF 2.6 world"
+OWNER = Owner.TF26_WORLD
 _finder = Tf26Finder()
 
 
