@@ -12,7 +12,6 @@ scan      a porting report for files and folders, read without running them
 from __future__ import annotations
 
 import argparse
-import atexit
 import os
 import sys
 import warnings
@@ -21,9 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from npu_bridge_compat import changes
-from npu_bridge_compat.changes import Owner
-from npu_bridge_compat.compat import is_repeated, select_keras_2
-from npu_bridge_compat.compat.xla import FUSION_FLAGS, reserve_fusion_flags
+from npu_bridge_compat.compat import is_repeated
+from npu_bridge_compat.compat.xla import FUSION_FLAGS
 from npu_bridge_compat.errors import NpuConfigError
 from npu_bridge_compat.options import OPTIONS, Kind, options_from_kwargs
 from npu_bridge_compat.options.readers import config_proto_values
@@ -188,73 +186,36 @@ def markdown_table() -> str:
     return "\n".join(rows)
 
 
-def ask_for_graph_kernel_fusion() -> None:
-    """`--graph-kernel`: every door's plan in this process (and the ranks it starts) fuses (plan/platform.py)."""
-    changes.set_environment(GRAPH_KERNEL_ENV, "1", owner=Owner.RUN, reason="graph-kernel fusion for every plan")
-
-
 def run_script(arguments: argparse.Namespace) -> int:
-    """Run SCRIPT as `python SCRIPT ARGS` would, with the adapter's import paths aliased."""
-    import runpy
+    """Run SCRIPT as `python SCRIPT ARGS` would, with the adapter's import paths aliased (runner.py)."""
+    from npu_bridge_compat.runner import graph_kernel_request, run_program
 
-    from npu_bridge_compat.legacy import install_aliases, install_tf1_imports
-    from npu_bridge_compat.logs import quiet_library_deprecations
-    from npu_bridge_compat.scan.tf1 import tf1_hint
-
-    script = os.path.abspath(arguments.script)
-    if not os.path.isfile(script):
-        print(f"error: no such script: {arguments.script}", file=sys.stderr)
-        return EXIT_INVALID
-    select_keras_2()  # before the script (or the aliases) imports TensorFlow
-    if arguments.graph_kernel:
-        ask_for_graph_kernel_fusion()
-    reserve_fusion_flags()  # before the script starts TensorFlow, in case one of its configurations asks for fusion
     try:
-        install_aliases(tf1=arguments.tf1)
+        return run_program(
+            arguments.script,
+            arguments.script_arguments,
+            tf1=arguments.tf1,
+            graph_kernel=graph_kernel_request(arguments.graph_kernel),
+            show_deprecations=arguments.show_deprecations,
+            list_changes=arguments.changes,
+        )
     except NpuConfigError as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_INVALID
-    if arguments.tf1:
-        install_tf1_imports()
-    else:  # a TF2 program: written for the TF2 adapter's TensorFlow 2.6 and its Keras
-        from npu_bridge_compat.legacy.tf26 import install_tf26_world
-
-        install_tf26_world()
-    if not arguments.show_deprecations:  # (TensorFlow's messages are never printed twice: see logs.py)
-        quiet_library_deprecations()
-    if arguments.changes:
-        atexit.register(lambda: print(changes.describe(), file=sys.stderr))
-    changes.replace_attribute(
-        sys,
-        "argv",
-        [arguments.script, *arguments.script_arguments],
-        owner=Owner.RUN,
-        reason="the script sees its own arguments, as under `python SCRIPT ARGS`",
-    )
-    sys.path.insert(0, os.path.dirname(script))
-    try:
-        runpy.run_path(script, run_name="__main__")  # exceptions and SystemExit propagate as with `python SCRIPT`
-    except AttributeError as error:
-        hint = None if arguments.tf1 else tf1_hint(error)
-        if hint:  # a note is printed after the traceback
-            error.add_note(
-                f"npu_bridge_compat: {hint}. Run it as a TF 1.15 program: python -m npu_bridge_compat "
-                f"run --tf1 {arguments.script} (`scan` lists the files that need it)."
-            )
-        raise
-    return 0
 
 
 def launch_ranks(arguments: argparse.Namespace) -> int:
     """Start the ranks of SCRIPT on this host, each as `run` runs it."""
     from npu_bridge_compat.distributed.launch import in_private_network, launch
+    from npu_bridge_compat.runner import ask_for_graph_kernel_fusion, graph_kernel_request
 
     if not os.path.isfile(arguments.script):
         print(f"error: no such script: {arguments.script}", file=sys.stderr)
         return EXIT_INVALID
     hosts = [host.strip() for host in arguments.hosts.split(",") if host.strip()] if arguments.hosts else None
-    if arguments.graph_kernel:
-        ask_for_graph_kernel_fusion()  # the ranks inherit it
+    mode = graph_kernel_request(arguments.graph_kernel)
+    if mode is not None:
+        ask_for_graph_kernel_fusion(mode)  # the ranks inherit it
     if not hosts or len(hosts) == 1:  # one host: the ranks' servers reachable from nowhere else
         again = [sys.executable, "-m", "npu_bridge_compat", *arguments.command_line]
         refused = None if arguments.host_network else in_private_network(again)
@@ -376,7 +337,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="graph-kernel fusion (enable_graph_kernel) in every door the script uses, unless its options set "
         "enable_graph_kernel=False: XLA auto-clustering of element-wise chains, where each function's first runs "
         f"measure the fused and unfused forms and keep the faster ({GRAPH_KERNEL_ENV}=auto or 1 does the same; "
-        f"{GRAPH_KERNEL_ENV}=on always fuses, =off never)",
+        f"{GRAPH_KERNEL_ENV}=on always fuses, =off never; a mode set there wins over this flag)",
     )
     run_parser.add_argument(
         "--changes",

@@ -14,7 +14,7 @@ imports TensorFlow, has imported TensorFlow once for all trials; each trial has 
 own, with the scanned tree overlaid (its writes thrown away; read-only where the kernel refuses the overlay), and
 whatever the script forked ends with it. Elsewhere each trial is a fresh interpreter in a temporary copy of the
 tree, in the host's network, and what a script leaves behind is found by a marker in its environment and ended.
-Either way nothing of the tree is written to, and each script runs through `run`'s own code (`cli.main`).
+Either way nothing of the tree is written to, and each script runs through `run`'s own code (`runner.run_program`).
 """
 
 from __future__ import annotations

@@ -13,8 +13,8 @@ Two ways in:
 - one script per interpreter (`--result-fd`), where namespaces are refused: `trial.py` runs it in a copy of the
   tree.
 
-Either way the script runs through `cli.main(["run", ...])` in the process that catches what stopped it, so that
-its type, the module or name it lacked and where it was raised reach the report as data.
+Either way the script runs through `runner.run_program` (what `run` calls) in the process that catches what
+stopped it, so that its type, the module or name it lacked and where it was raised reach the report as data.
 """
 
 from __future__ import annotations
@@ -87,10 +87,17 @@ def run_and_report(
     `search_last`: folders searched for modules after the installed packages (the project's own packages)."""
     result: dict = dict(known or {})
     sys.path.extend(search_last)
+    tf1 = run_arguments[:1] == ["--tf1"]
+    script, *script_arguments = run_arguments[tf1:]
     try:
-        from npu_bridge_compat.cli import main as cli_main
+        from npu_bridge_compat.errors import NpuConfigError
+        from npu_bridge_compat.runner import run_program
 
-        result["exit"] = cli_main(["run", *run_arguments])
+        try:
+            result["exit"] = run_program(script, script_arguments, tf1=tf1)
+        except NpuConfigError as error:  # as `run` answers it
+            print(f"error: {error}", file=sys.stderr)
+            result["exit"] = 2
     except SystemExit as stop:
         result["exit"] = stop.code if isinstance(stop.code, int) or stop.code is None else 1
     except BaseException as error:  # noqa: BLE001 - whatever stopped the script is the finding
@@ -173,7 +180,7 @@ def _start_script(request: dict) -> None:
 def serve(preload: bool) -> int:
     """The warm starter: one forked trial per request line on stdin; with `preload`, TensorFlow and Keras are
     imported once, here, instead of in every trial."""
-    import npu_bridge_compat.cli  # noqa: F401 - what each trial runs
+    import npu_bridge_compat.runner  # noqa: F401 - what each trial runs
 
     if preload:
         from npu_bridge_compat.compat import select_keras_2

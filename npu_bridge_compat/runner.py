@@ -1,0 +1,105 @@
+"""Run an unmodified ported script as `python SCRIPT ARGS` would, in the world it was written for.
+
+`python -m npu_bridge_compat run` is this module's `run_program`; `scan --try`'s trials call it too, so that a
+trial starts a script exactly as `run` does. Every change it makes (the adapter's import paths, the TF 1.15 or
+TF 2.6 world, `sys.argv`, the script's folder on `sys.path`, the exit listing) goes through the registry.
+"""
+
+from __future__ import annotations
+
+import os
+import runpy
+import sys
+from collections.abc import Sequence
+
+from npu_bridge_compat import changes
+from npu_bridge_compat.changes import Owner
+from npu_bridge_compat.compat import select_keras_2
+from npu_bridge_compat.compat.xla import reserve_fusion_flags
+from npu_bridge_compat.errors import NpuConfigError
+from npu_bridge_compat.plan.platform import GRAPH_KERNEL_ENV, graph_kernel_mode
+
+
+class ScriptNotFound(NpuConfigError, FileNotFoundError):
+    """`run` was given a script that does not exist."""
+
+
+def ask_for_graph_kernel_fusion(mode: str) -> None:
+    """Every door's plan in this process (and the ranks it starts) fuses in `mode` (plan/platform.py)."""
+    changes.set_environment(GRAPH_KERNEL_ENV, mode, owner=Owner.RUN, reason="graph-kernel fusion for every plan")
+
+
+def graph_kernel_request(flag: bool) -> str | None:
+    """The fusion mode `--graph-kernel` asks for: the user's own NPU_BRIDGE_COMPAT_GRAPH_KERNEL when it is set
+    (what the user set wins, `on` included), else auto; None without the flag."""
+    if not flag:
+        return None
+    own = os.environ.get(GRAPH_KERNEL_ENV, "")
+    return graph_kernel_mode(own) if own.strip() else "auto"
+
+
+def run_program(
+    script: str,
+    script_arguments: Sequence[str] = (),
+    *,
+    tf1: bool = False,
+    graph_kernel: str | None = None,
+    show_deprecations: bool = False,
+    list_changes: bool = False,
+) -> int:
+    """Run `script` with `script_arguments` in this process; exceptions and SystemExit propagate as with
+    `python SCRIPT`. `tf1`: the program is a TF 1.15 one (else a TF2 one, written for TensorFlow 2.6).
+    `graph_kernel`: a fusion mode for every plan (off, auto, on: graph_kernel_request). Raises ScriptNotFound,
+    or an NpuConfigError for an adapter environment that the adapter would refuse, before the script starts."""
+    from npu_bridge_compat.legacy import install_aliases, install_tf1_imports
+    from npu_bridge_compat.logs import quiet_library_deprecations
+    from npu_bridge_compat.scan.tf1 import tf1_hint
+
+    path = os.path.abspath(script)
+    if not os.path.isfile(path):
+        raise ScriptNotFound(f"no such script: {script}")
+    select_keras_2()  # before the script (or the aliases) imports TensorFlow
+    if graph_kernel is not None:
+        ask_for_graph_kernel_fusion(graph_kernel)
+    reserve_fusion_flags()  # before the script starts TensorFlow, in case one of its configurations asks for fusion
+    install_aliases(tf1=tf1)
+    if tf1:
+        install_tf1_imports()
+    else:  # a TF2 program: written for the TF2 adapter's TensorFlow 2.6 and its Keras
+        from npu_bridge_compat.legacy.tf26 import install_tf26_world
+
+        install_tf26_world()
+    if not show_deprecations:  # (TensorFlow's messages are never printed twice: see logs.py)
+        quiet_library_deprecations()
+    if list_changes:
+        changes.add_exit_handler(
+            _print_changes,
+            owner=Owner.RUN,
+            reason="`run --changes`: list the changes when the script ends",
+            label="list the changes",
+        )
+    changes.replace_attribute(
+        sys,
+        "argv",
+        [script, *script_arguments],
+        owner=Owner.RUN,
+        reason="the script sees its own arguments, as under `python SCRIPT ARGS`",
+    )
+    changes.add_to_sys_path(
+        os.path.dirname(path), owner=Owner.RUN, reason="the script's folder comes first, as under `python SCRIPT`"
+    )
+    try:
+        runpy.run_path(path, run_name="__main__")
+    except AttributeError as error:
+        hint = None if tf1 else tf1_hint(error)
+        if hint:  # a note is printed after the traceback
+            error.add_note(
+                f"npu_bridge_compat: {hint}. Run it as a TF 1.15 program: python -m npu_bridge_compat "
+                f"run --tf1 {script} (`scan` lists the files that need it)."
+            )
+        raise
+    return 0
+
+
+def _print_changes() -> None:
+    print(changes.describe(), file=sys.stderr)
