@@ -147,6 +147,8 @@ def fills_names(module: types.ModuleType) -> bool:
 
 def todays_attribute(obj: Any, name: str) -> Any:
     """`obj.name` as today has it, without the names a world fills in (`ABSENT` when there is none)."""
+    if isinstance(obj, WorldModule):
+        return inspect.getattr_static(obj, name, ABSENT)  # a served module is no module of today's
     if isinstance(obj, types.ModuleType) and fills_names(obj):
         value = inspect.getattr_static(obj, name, ABSENT)  # what the module holds, never a world's answer
         if value is ABSENT:
