@@ -198,8 +198,10 @@ def submodule(module: Any, name: str) -> types.ModuleType | None:
         return value if _library(value) == _library(module) else None
     if not hasattr(module, "__path__"):
         return None
+    child = f"{module.__name__}.{name}"
     try:
-        return importlib.import_module(f"{module.__name__}.{name}")
+        with looking_up.todays_only(child):  # today's child module, never one a world would serve
+            return importlib.import_module(child)
     except ImportError:
         return None
 
@@ -607,4 +609,8 @@ class WorldFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         for name, module in self.created.items():
             if sys.modules.get(name) is module:
                 del sys.modules[name]
+            parent, _, child = name.rpartition(".")  # the import system bound it to its parent package too
+            if parent in sys.modules and inspect.getattr_static(sys.modules[parent], child, None) is module:
+                with contextlib.suppress(AttributeError, TypeError):
+                    delattr(sys.modules[parent], child)
         self.created.clear()
