@@ -109,10 +109,10 @@ def _keras_module(path: str) -> types.ModuleType:
 def _fill_missing_names(apis: dict[str, types.ModuleType]) -> None:
     """Give today's modules that lack TF 2.6 names (FILLED) a PEP 562 `__getattr__` that resolves them."""
     for key in FILLED:
-        if key == "keras":
-            continue  # its one name, __version__, is set above
         targets: list[types.ModuleType] = []
-        if key.startswith("keras."):
+        if key == "keras":  # the Keras 2 package itself: Keras 2.6's modules below it (keras.engine) by Keras' move
+            targets.append(importlib.import_module(keras_root()))
+        elif key.startswith("keras."):
             rest = key[len("keras.") :]
             targets.append(_keras_module(rest))
             for api in apis.values():

@@ -142,7 +142,9 @@ MODULES: dict[str, Module] = {
 # Modules that exist today without some of TF 2.6's names. `{api}` is the module itself (keras.backend, or the
 # tf.keras module it names); the table's sources are searched for what it lacks.
 FILLED: dict[str, Module] = {
-    "keras": Module(names={"__version__": f"{KERAS}.__version__"}),  # tf.keras.__version__ (set, not looked up)
+    # the Keras package: Keras 2.6's modules (`keras.engine`, read as an attribute) by Keras' move; __version__ is
+    # set on tf.keras by install_tf26_world, never looked up
+    "keras": Module(names={"__version__": f"{KERAS}.__version__"}),
     "keras.backend": Module(sources=("tensorflow.compat.v1.keras.backend", f"{KERAS}.src.backend")),
     "keras.layers": Module(sources=(f"{KERAS}.src.layers",)),
     "keras.utils": Module(sources=(f"{KERAS}.src.utils",), missing={"multi_gpu_model": MULTI_GPU}),
@@ -151,6 +153,9 @@ FILLED: dict[str, Module] = {
     "keras.preprocessing.image": Module(sources=(f"{KERAS}.src.preprocessing.image",)),
     "keras.mixed_precision": Module(names={"experimental": "keras.mixed_precision.experimental"}),
     "tensorflow.python.ops.rnn_cell_impl": Module(names={"_Linear": f"{TF1_RNN}.Linear"}),
+    # `from tensorflow.python import ops` gave TF 2.6 programs the framework's ops (ops.convert_to_tensor in
+    # keras-bert's RAdam); today that name is the ops package, which lacks them
+    "tensorflow.python.ops": Module(sources=("tensorflow.python.framework.ops",)),
     # TensorFlow 2.13 moved the conversion functions out of ops (BertLarge's dropout and metrics import it there)
     "tensorflow.python.framework.ops": Module(
         names={
