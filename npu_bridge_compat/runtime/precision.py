@@ -127,7 +127,7 @@ def probe_host(host: HostFacts, mixed: MixedPrecision, measure: Callable[[str], 
         entries[probe_key(host, mixed.grappler_pass)] = {"speedups": speedups}
         path.parent.mkdir(parents=True, exist_ok=True)
         written = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        written.write_text(json.dumps(entries, indent=1, sort_keys=True), encoding="utf-8")
+        written.write_text(json.dumps(entries, indent=1), encoding="utf-8")
         os.replace(written, path)  # whole, even with ranks probing at once
     return ProbeResult(mixed.dtype, speedups, str(path))
 
@@ -219,6 +219,18 @@ class PrecisionDecision:
     float32_seconds: tuple[float, ...]
     uncompared_pairs: int = 0
 
+    @classmethod
+    def of(cls, trial_decision, dtype: str) -> PrecisionDecision:
+        """The decision of a PrecisionTrial (a FusionDecision whose fused form is reduced precision)."""
+        return cls(
+            trial_decision.where,
+            dtype,
+            trial_decision.fused,
+            trial_decision.fused_seconds,
+            trial_decision.unfused_seconds,
+            trial_decision.uncompared_pairs,
+        )
+
     @property
     def speedup(self) -> float:
         """Reduced precision's speed over float32's: the median of the pairs' ratios."""
@@ -238,12 +250,21 @@ class PrecisionDecision:
 class PrecisionTrial(FusionTrial):
     """The first runs of one function and input shapes, until they decide between the reduced-precision form
     (FusionTrial's "fused" form: kept only where it pays PAYS) and float32. The reduced-precision form, the run
-    as asked, warms up first."""
+    as asked, warms up first. A run counts as fresh (FusionTrial.FRESH_PAGES) only where the pages it faulted in
+    could cost PAYS of its time: the steps mixed precision is for take milliseconds, and each form's casts and
+    buffers fault memory in as part of what it costs."""
+
+    SECONDS_PER_FRESH_PAGE = 5e-6  # a 4 KiB page faulted in, on a 2-core AMD EPYC VM (runtime/fusion.py's figures)
 
     def next_form(self) -> bool:
         if self.decision is None and not self._warmed:
             return True
         return super().next_form()
+
+    def ran(self, fused: bool, seconds: float, fresh_pages: int = 0):
+        if fresh_pages * self.SECONDS_PER_FRESH_PAGE < self.PAYS * seconds:
+            fresh_pages = 0
+        return super().ran(fused, seconds, fresh_pages)
 
 
 class PrecisionChooser:
@@ -284,14 +305,7 @@ class PrecisionChooser:
         decision = trial.ran(reduced, ended[0] - started[0], ended[1] - started[1])
         if decision is None:
             return
-        made = PrecisionDecision(
-            decision.where,
-            self.dtype,
-            decision.fused,
-            decision.fused_seconds,
-            decision.unfused_seconds,
-            decision.uncompared_pairs,
-        )
+        made = PrecisionDecision.of(decision, self.dtype)
         with _lock:
             _decided.append(made)
         log_line(str(made))

@@ -76,8 +76,12 @@ def speedup(build, grappler_pass: str) -> float:
 
 
 def main(arguments: list[str]) -> int:
-    if len(arguments) != 1:
-        print(__doc__, file=sys.stderr)
+    if len(arguments) != 1 or not arguments[0].startswith("auto_mixed_precision"):
+        print(
+            f"not a grappler mixed-precision pass: {' '.join(arguments)!r} (usage: python -m "
+            "npu_bridge_compat.runtime.precision_probe auto_mixed_precision_onednn_bfloat16)",
+            file=sys.stderr,
+        )
         return 2
     print(json.dumps({name: round(speedup(build, arguments[0]), 3) for name, build in WORKLOADS.items()}))
     return 0
