@@ -252,6 +252,34 @@ def test_keras_functions_run_both_forms_first_then_the_one_their_calls_chose(mea
     assert keras_fit(net, callback) == (BFLOAT16_LOSS if timings else pytest.approx(FLOAT32_LOSS))
 
 
+@pytest.mark.needs_estimator
+def test_an_estimators_training_runs_both_forms_first_then_the_one_its_runs_chose(measured_here, timings, tmp_path):
+    from npu_bridge_compat.estimator import NPUEstimator, NPURunConfig
+
+    losses = []
+
+    def model_fn(features, labels, mode):
+        weights = v1.get_variable("w", [16, 1], initializer=v1.ones_initializer())
+        loss = tf.reduce_mean(tf.square(tf.matmul(features, weights)))  # as keras_fit's: 256.0 in bfloat16
+        step = v1.train.get_or_create_global_step()
+        train = v1.train.GradientDescentOptimizer(0.0).minimize(loss, global_step=step)
+        record = v1.train.SessionRunHook()
+        record.before_run = lambda context: v1.train.SessionRunArgs(loss)
+        record.after_run = lambda context, values: losses.append(values.results)
+        return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train, training_hooks=[record])
+
+    def input_fn():
+        return tf.data.Dataset.from_tensors((np.full([8, 16], ROUNDED_AWAY, np.float32), 0.0)).repeat()
+
+    decided = len(precision_decisions())
+    config = NPURunConfig(model_dir=str(tmp_path), precision_mode="allow_mix_precision", save_checkpoints_steps=100)
+    NPUEstimator(model_fn, config=config).train(input_fn, max_steps=2 + 2 * FusionTrial.MOST_TIMED_PAIRS + 1)
+    assert losses[:2] == [BFLOAT16_LOSS, pytest.approx(FLOAT32_LOSS)]
+    [decision] = precision_decisions()[decided:]
+    assert decision.reduced is timings
+    assert losses[-1] == (BFLOAT16_LOSS if timings else pytest.approx(FLOAT32_LOSS))
+
+
 def test_a_tf2_programs_functions_run_both_forms_first_then_the_one_their_calls_chose(measured_here, timings):
     from npu_bridge_compat.compat.eager import function_calls_configured
     from npu_bridge_compat.runtime.doors import plan_for_door

@@ -366,6 +366,16 @@ def keras_policy_advice(policy: str, host: HostFacts) -> str | None:
     )
 
 
+def note_program_policy(host: HostFacts) -> None:
+    """`note_keras_policy` for the global Keras policy, where the program has loaded Keras (a TF2 program sets it
+    before or after opening the device, and builds its functions after)."""
+    if not any(name in sys.modules for name in ("keras", "tf_keras")):
+        return
+    import tensorflow as tf
+
+    note_keras_policy(tf.keras.mixed_precision.global_policy().name, host)
+
+
 def note_keras_policy(policy: str, host: HostFacts) -> None:
     """Say once per policy and host what `keras_policy_advice` says, if anything."""
     advice = keras_policy_advice(policy, host)

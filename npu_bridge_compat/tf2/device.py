@@ -52,6 +52,7 @@ from npu_bridge_compat.plan.features import (
 )
 from npu_bridge_compat.runtime.doors import Door, enter_plan, narrowed, plan_for_door
 from npu_bridge_compat.runtime.keras_calls import KERAS_CALL_FEATURES, PlanCallback
+from npu_bridge_compat.runtime.precision import note_program_policy
 from npu_bridge_compat.runtime.profiling import profiler_trace
 from npu_bridge_compat.tf2 import options as tf2_options
 from npu_bridge_compat.tf2.functions import with_units
@@ -251,6 +252,7 @@ class NpuDeviceHandle:
         traced steps (dumps, numeric checks, keep-dtype under mixed precision, the fusion report); None when the
         plan has none of it, since the process already holds the rest of the plan (its profiler trace too)."""
         _check_loop_size(model)
+        note_program_policy(self.npu_plan.host)
         built_in = (TensorDump, NumericChecks, MixedPrecision, GraphKernelFusion)  # fusion: its report of clusters
         if not any(isinstance(f, built_in) for f in self.npu_plan.features):
             return None

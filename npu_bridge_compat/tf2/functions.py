@@ -18,7 +18,7 @@ from npu_bridge_compat.plan import HostPlan
 from npu_bridge_compat.plan.features import GraphKernelFusion, MixedPrecision, PrecisionChoice, TensorDump
 from npu_bridge_compat.runtime.dump import new_run_directory
 from npu_bridge_compat.runtime.fusion import FusionChooser, shape_key
-from npu_bridge_compat.runtime.precision import PrecisionChooser
+from npu_bridge_compat.runtime.precision import PrecisionChooser, note_program_policy
 from npu_bridge_compat.runtime.probes import StepProbes
 from npu_bridge_compat.runtime.units import traced_with_units
 
@@ -49,6 +49,7 @@ def with_units(plan: HostPlan) -> Callable[[Callable], Callable]:
             module = getattr(func, "__module__", None) or ""
             if module.split(".")[0] in _LIBRARIES:
                 return original(func, *args, **kwargs)
+            note_program_policy(plan.host)  # its functions run under the program's own Keras policy, if any
             made = _functions_with_units(original, func, args, kwargs)
             fusion = plan.feature(GraphKernelFusion)
             if fusion is None or not fusion.measured or kwargs.get("jit_compile"):
