@@ -10,10 +10,12 @@ On a GPU the sizes are 4x wider and the batches 4x larger, so that the step is n
 Each setting's session is built once per model; settings whose host plans are the same (same session config,
 environment and features: the float32 ones on a CPU, say) run the same graph and are measured once, listed
 together. Each session first runs until its mixed-precision decision is made (auto: its first runs try both forms,
-runtime/precision.py), timed apart as "first runs"; then `--rounds` interleaved rounds of `--steps` steps each, the
-order rotated every round, and each setting's median step time against the float32 session's (no precision
-option). The row "forced" is allow_mix_precision with NPU_BRIDGE_COMPAT_REDUCED_PRECISION=on: the pass in every
-run, as before the decision was measured.
+runtime/precision.py), timed apart as "first runs"; then `--rounds` rounds of `--steps` steps of every session,
+interleaved step by step in an order rotated each step, and each setting's median (over the rounds) step time
+against the float32 session's (no precision option). The float32 modes (force_fp32, must_keep_origin_dtype,
+origin) run the float32 graph too on a CPU (their TF32 switch does nothing there): their ratio shows how far two
+sessions of one graph differ on this machine. The row "forced" is allow_mix_precision with
+NPU_BRIDGE_COMPAT_REDUCED_PRECISION=on: the pass in every run, as before the decision was measured.
 
     python benchmarks/precision.py [--rounds=5] [--steps=5] [--models=mlp,conv,gates]
 
@@ -170,12 +172,15 @@ def benchmark(model: str, rounds: int, steps: int, scale: int) -> list[tuple[lis
         group["first"], group["ran"] = first_runs(group["session"], group["train"])
     ordered = list(groups.values())
     for round_number in range(rounds):
-        shift = round_number % len(ordered)
-        for group in ordered[shift:] + ordered[:shift]:
-            start = time.perf_counter()
-            for _ in range(steps):
-                group["session"].run(group["train"])
-            group["times"].append((time.perf_counter() - start) / steps)
+        spent = [0.0] * len(ordered)
+        for step in range(steps):  # step by step, the order rotated: each round's load falls on every group alike
+            shift = (round_number * steps + step) % len(ordered)
+            for index in list(range(len(ordered)))[shift:] + list(range(len(ordered)))[:shift]:
+                start = time.perf_counter()
+                ordered[index]["session"].run(ordered[index]["train"])
+                spent[index] += time.perf_counter() - start
+        for group, seconds in zip(ordered, spent):
+            group["times"].append(seconds / steps)
     baseline = next(group for group in ordered if FLOAT32 in group["names"])
     rows = []
     for group in ordered:
