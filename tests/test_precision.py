@@ -95,6 +95,17 @@ def test_where_the_probe_finds_it_pays_the_program_runs_decide(cache_folder):
     assert "first runs" in how
 
 
+def test_a_probe_whose_result_cannot_be_kept_still_decides(monkeypatch, tmp_path):
+    blocked = tmp_path / "a file"
+    blocked.write_text("")
+    monkeypatch.setenv("NPU_BRIDGE_COMPAT_CACHE_DIR", str(blocked / "cache"))
+    resolved = resolve_precision(mixed_plan(CASCADE_LAKE), measure=lambda grappler_pass: SLOWER)
+    assert resolved.mixed_precision is None
+    assert "bfloat16 emulated (avx512f without avx512_bf16); measured now, not kept): float32 kept" in (
+        resolved.report.entry("precision_mode").how
+    )
+
+
 def test_a_failed_probe_keeps_float32_and_says_why():
     def failing(grappler_pass):
         raise ProbeError("the probe exited with status 1: boom")

@@ -76,7 +76,12 @@ class ProbeResult:
 
     dtype: str
     speedups: Mapping[str, float]  # "matmul", "conv"
-    cached_in: str  # the cache file
+    cached_in: str | None  # the cache file; None where it could not be written
+
+    @property
+    def measured(self) -> str:
+        """Where the figures come from, for the report."""
+        return f"measured once, kept in {self.cached_in}" if self.cached_in else "measured now, not kept"
 
     @property
     def pays(self) -> bool:
@@ -122,13 +127,17 @@ def probe_host(host: HostFacts, mixed: MixedPrecision, measure: Callable[[str], 
         f"{path}"
     )
     speedups = (measure or _measure_in_child)(mixed.grappler_pass)
-    with _lock:
-        entries = _read_cache(path)
-        entries[probe_key(host, mixed.grappler_pass)] = {"speedups": speedups}
-        path.parent.mkdir(parents=True, exist_ok=True)
-        written = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        written.write_text(json.dumps(entries, indent=1), encoding="utf-8")
-        os.replace(written, path)  # whole, even with ranks probing at once
+    try:
+        with _lock:
+            entries = _read_cache(path)
+            entries[probe_key(host, mixed.grappler_pass)] = {"speedups": speedups}
+            path.parent.mkdir(parents=True, exist_ok=True)
+            written = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+            written.write_text(json.dumps(entries, indent=1), encoding="utf-8")
+            os.replace(written, path)  # whole, even with ranks probing at once
+    except OSError as error:
+        log_line(f"the probe's result could not be kept in {path} ({error}); the next process measures again")
+        return ProbeResult(mixed.dtype, speedups, None)
     return ProbeResult(mixed.dtype, speedups, str(path))
 
 
@@ -161,7 +170,10 @@ def _measure_in_child(grappler_pass: str) -> dict:
         raise ProbeError(f"the probe took more than {PROBE_TIMEOUT_SECONDS} s") from None
     if finished.returncode != 0:
         raise ProbeError(f"the probe exited with status {finished.returncode}: {finished.stderr.strip()[-300:]}")
-    return json.loads(finished.stdout.strip().splitlines()[-1])
+    try:
+        return json.loads(finished.stdout.strip().splitlines()[-1])
+    except (IndexError, ValueError):
+        raise ProbeError(f"the probe printed no figures: {finished.stdout.strip()[-300:]!r}") from None
 
 
 def resolve_precision(plan: HostPlan, measure: Callable[[str], dict] | None = None) -> HostPlan:
@@ -174,18 +186,18 @@ def resolve_precision(plan: HostPlan, measure: Callable[[str], dict] | None = No
     host = plan.host
     try:
         result = probe_host(host, mixed, measure)
-    except (ProbeError, OSError, ValueError) as error:
+    except ProbeError as error:
         return _without_pass(plan, mixed, f"the probe of this CPU ({host.cpu_description}) failed ({error})")
     if not result.pays:
         return _without_pass(
             plan,
             mixed,
-            f"{result} on this CPU ({host.cpu_description}; measured once, kept in {result.cached_in})",
+            f"{result} on this CPU ({host.cpu_description}; {result.measured})",
         )
     entry = plan.report.entry(key)
     how = (
-        f"grappler {mixed.grappler_pass} where it pays: {result} on this CPU ({host.cpu_description}; measured once, "
-        f"kept in {result.cached_in}), and {MEASURED_HOW}"
+        f"grappler {mixed.grappler_pass} where it pays: {result} on this CPU ({host.cpu_description}; "
+        f"{result.measured}), and {MEASURED_HOW}"
     )
     features = tuple(
         dataclasses.replace(f, choice=PrecisionChoice.MEASURED) if f is mixed else f for f in plan.features
