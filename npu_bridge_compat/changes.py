@@ -44,6 +44,7 @@ class Owner(str, enum.Enum):
     KERAS_CALL = "Keras call under a plan"
     KERAS_2 = "Keras 2 for ported scripts"
     GRAPH_KERNEL_FUSION = "graph-kernel fusion"
+    PRECISION = "mixed precision (measured)"
     BATCH_NORM_HORIZON = "mixed compute (FusedBatchNormV3 horizon)"
     ESTIMATOR_DOOR = "Estimator door"
     ESTIMATOR_LIBRARY = "tf.estimator on the newest TensorFlow"
@@ -182,7 +183,7 @@ def original(target: Any, name: str) -> Any:
 
 def set_environment(name: str, value: str, *, owner: Owner, reason: str) -> Change:
     """Set environment variable `name`; undoing gives it back its earlier value (or removes it). Setting it again
-    to another value updates it and keeps the first original (plan/apply.py combines what plans ask of one
+    to another value updates it and keeps the first original (runtime/process.py combines what plans ask of one
     variable before it sets it)."""
     key = ("environment", name)
     _checked(owner)

@@ -106,7 +106,7 @@ def explain(arguments: argparse.Namespace) -> int:
         try:
             config = _read_config_file(arguments.config) if arguments.config else None
             if any("." in text.partition("=")[0] for text in arguments.assignments):
-                plan = _tree_plan(arguments.assignments, host)
+                plan = _measured_here(_tree_plan(arguments.assignments, host), arguments.host)
                 _print_warnings(caught)
                 print(plan.report)
                 print(settings_text(plan))
@@ -118,7 +118,7 @@ def explain(arguments: argparse.Namespace) -> int:
                 options = options_from_kwargs(values, source=source)
             else:
                 options = options_from_kwargs(assignments, source="the command line")
-            plan = build_plan(options, host, config=config)
+            plan = _measured_here(build_plan(options, host, config=config), arguments.host)
         except NpuConfigError as error:
             _print_warnings(caught)
             print(f"error: {error}", file=sys.stderr)
@@ -127,6 +127,16 @@ def explain(arguments: argparse.Namespace) -> int:
     print(plan.report)
     print(settings_text(plan))
     return 0
+
+
+def _measured_here(plan: HostPlan, kind: str | None) -> HostPlan:
+    """On this host's CPU, the plan as a door resolves it: what the probe of this CPU measured (measured now, in a
+    child process, if it never was)."""
+    if kind not in (None, "cpu"):
+        return plan
+    from npu_bridge_compat.runtime.precision import resolve_precision
+
+    return resolve_precision(plan)
 
 
 def _tree_plan(texts: list[str], host) -> HostPlan:
@@ -290,8 +300,10 @@ def try_paths(arguments: argparse.Namespace) -> int:
 
 
 HOST_HELP = (
-    "plan for another host than this one: a GPU host, this CPU, or a CPU with or without AVX-512 (which oneDNN's "
-    "bfloat16 kernels, and so mixed precision on a CPU, need)"
+    "plan for another host than this one, named by what it computes fast: this CPU; a CPU with native bfloat16 "
+    "(avx512_bf16 / amx_bf16), with native bfloat16 and float16 (avx512_fp16 / amx_fp16), with AVX-512 that only "
+    "emulates bfloat16, or without AVX-512; a GPU of compute capability 8.0 (gpu: float16 and bfloat16 tensor "
+    "cores), 7.0 (gpu-volta: float16 ones) or 6.1 (gpu-pascal: none)"
 )
 
 

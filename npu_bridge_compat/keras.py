@@ -20,8 +20,7 @@ from npu_bridge_compat.distributed import (  # noqa: F401 - the adapter's Keras 
     npu_keras_optimizer,
 )
 from npu_bridge_compat.options import NpuOptions, options_from_config_proto, options_from_kwargs
-from npu_bridge_compat.plan import build_plan
-from npu_bridge_compat.runtime.doors import Door, enter_plan
+from npu_bridge_compat.runtime.doors import Door, enter_plan, plan_for_door
 from npu_bridge_compat.runtime.keras_calls import KERAS_CALL_FEATURES, PlanCallback
 
 KERAS_DOOR = Door(
@@ -29,6 +28,7 @@ KERAS_DOOR = Door(
     KERAS_CALL_FEATURES,
     "Session settings cannot change once TensorFlow runs: set them with tf.config before anything "
     "runs, or use the session door.",
+    measures_precision=True,
 )
 
 
@@ -38,10 +38,10 @@ class NPUCallback(PlanCallback):
 
     def __init__(self, config=None, **options) -> None:
         if isinstance(config, NpuOptions):
-            plan = build_plan(config)
+            plan = plan_for_door(config)
         elif config is not None:
-            plan = build_plan(options_from_config_proto(config, source="NPUCallback(ConfigProto)"))
+            plan = plan_for_door(options_from_config_proto(config, source="NPUCallback(ConfigProto)"))
         else:
-            plan = build_plan(options_from_kwargs(options, source="NPUCallback"))
+            plan = plan_for_door(options_from_kwargs(options, source="NPUCallback"))
         super().__init__(plan)
         enter_plan(plan, KERAS_DOOR, process=False)  # the process-wide part applies while Keras runs

@@ -29,20 +29,19 @@ from npu_bridge_compat.distributed.rank_doors import rank_session
 from npu_bridge_compat.errors import NpuOptionValueError
 from npu_bridge_compat.options import options_from_config_proto
 from npu_bridge_compat.options.readers import NPU_OPTIMIZER
-from npu_bridge_compat.plan import build_plan
 from npu_bridge_compat.plan.features import BatchNormWorkaround
-from npu_bridge_compat.runtime.doors import RUN_UNITS, SESSION_SETTINGS, Door, enter_plan
+from npu_bridge_compat.runtime.doors import RUN_UNITS, SESSION_SETTINGS, Door, enter_plan, plan_for_door
 from npu_bridge_compat.runtime.loop import LoopServer
 from npu_bridge_compat.runtime.probes import StepProbes
 from npu_bridge_compat.runtime.units import FusionUnit, units_for
 
-SESSION_DOOR = Door("NPUSession", (*RUN_UNITS, *SESSION_SETTINGS))
+SESSION_DOOR = Door("NPUSession", (*RUN_UNITS, *SESSION_SETTINGS), measures_precision=True)
 V3_BATCH_NORM_OPS = frozenset({"FusedBatchNormV3", "FusedBatchNormGradV3"})
 
 
 def _plan_for(config, source: str, door: Door | None = None):
     options = options_from_config_proto(config or config_pb2.ConfigProto(), source=source)
-    plan = build_plan(options, config=config)
+    plan = plan_for_door(options, config=config)
     enter_plan(plan, door)
     return plan
 

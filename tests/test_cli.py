@@ -86,7 +86,7 @@ def test_seed_001_dump_and_profiling_examples(capsys, tmp_path):
             "variable_format_optimize": True,
         }
     )
-    code, out, err = explain(capsys, "--config", write_config(tmp_path, config), "--host", "cpu-avx512")
+    code, out, err = explain(capsys, "--config", write_config(tmp_path, config), "--host", "cpu-native-bfloat16")
     assert code == 0, err
     translated = section(out, "translated")
     assert f"op all tensors of steps 0|5|10 written as .npy files with an index under {tmp_path}" in translated

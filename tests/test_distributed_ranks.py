@@ -18,7 +18,7 @@ import pytest
 from helpers import loopback_port_block
 from test_distributed import LOOPBACK_PREFIXES, listening_addresses, tcp_sockets
 
-from npu_bridge_compat.plan.platform import detect_host
+from npu_bridge_compat.plan.platform import BFLOAT16_KERNELS, detect_host
 
 HERE = Path(__file__).parent
 SCRIPTS = HERE / "scripts"
@@ -273,7 +273,7 @@ def test_ranks_that_finish_apart_all_exit_cleanly(processes, tmp_path, mode, lat
 
 
 @pytest.mark.needs_estimator
-@pytest.mark.skipif(not detect_host().cpu_bfloat16, reason="bfloat16 on a CPU needs AVX-512")
+@pytest.mark.skipif(detect_host().cpu_bfloat16 not in BFLOAT16_KERNELS, reason="bfloat16 on a CPU needs AVX-512")
 def test_mixed_precision_trains_on_two_ranks_as_in_one_process(processes, tmp_path):
     """allow_mix_precision with Conv2D+BiasAdd+Relu under NPUEstimator (iterations_per_loop 2): the ranks run their
     convolutions in bfloat16 as one process does, and end with one process's weights on the global batch (the

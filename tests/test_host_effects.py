@@ -1,6 +1,9 @@
 """Host effects checked by what they produce: the dtypes grappler chose in the executed graph, process-wide
 settings, environment ownership."""
 
+import json
+import os
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -11,7 +14,8 @@ from npu_bridge_compat import NpuOptionValueError
 from npu_bridge_compat.compat import tf1_keras_api
 from npu_bridge_compat.options import options_from_kwargs
 from npu_bridge_compat.plan import HostFacts, build_plan, detect_host
-from npu_bridge_compat.plan.apply import restore_environment
+from npu_bridge_compat.plan.platform import BFLOAT16_KERNELS, Support
+from npu_bridge_compat.runtime.process import restore_environment
 from npu_bridge_compat.session import NPUSession
 
 v1 = tf.compat.v1
@@ -41,7 +45,7 @@ def executed_dtypes(config) -> dict[str, str]:
     return node_dtypes(metadata.partition_graphs)
 
 
-@pytest.mark.skipif(not detect_host().cpu_bfloat16, reason="bfloat16 on a CPU needs AVX-512")
+@pytest.mark.skipif(detect_host().cpu_bfloat16 not in BFLOAT16_KERNELS, reason="bfloat16 on a CPU needs AVX-512")
 def test_mixed_precision_runs_bfloat16_on_this_cpu():
     dtypes = executed_dtypes(config_with(precision_mode="allow_mix_precision"))
     assert dtypes["matmul"] == "bfloat16" and dtypes["relu"] == "bfloat16"
@@ -92,8 +96,85 @@ def test_deterministic_turns_on_op_determinism():
     assert tf_config.is_op_determinism_enabled()
 
 
+PLANNING_PROGRAM = """
+import json, os, sys
+before = dict(os.environ)
+import tensorflow as tf
+from tensorflow.python.eager import context
+from tensorflow.python.framework import config as tf_config
+from npu_bridge_compat import build_plan, changes, options_from_kwargs
+from npu_bridge_compat.plan import HostFacts
+from npu_bridge_compat.plan.platform import Support
+from npu_bridge_compat.runtime.doors import enter_plan
+
+mixlist, cache = sys.argv[1:]
+options = options_from_kwargs(
+    enable_graph_kernel=True, precision_mode="allow_mix_precision", modify_mixlist=mixlist, deterministic=1,
+    op_compiler_cache_dir=cache, aicore_num="2|2",
+)
+float32 = options_from_kwargs(precision_mode="must_keep_origin_dtype")
+plans = [
+    build_plan(chosen, HostFacts(tf.__version__, gpu_count, cpu_bfloat16=support))
+    for chosen in (options, float32) for gpu_count in (0, 1) for support in Support
+]
+def state():
+    return {
+        "environment unchanged": dict(os.environ) == before,
+        "devices listed": context.context()._physical_devices is not None,
+        "context started": context.context()._context_handle is not None,
+        "changes": [change.target for change in changes.in_force()],
+        "op determinism": tf_config.is_op_determinism_enabled(),
+        "tf32": tf.config.experimental.tensor_float_32_execution_enabled(),
+    }
+planned = state()
+enter_plan(plans[0])
+entered = state()
+changes.undo()
+print(json.dumps([planned, entered, state()]))
+"""
+
+
+def test_a_plan_for_given_host_facts_changes_nothing_and_entering_it_goes_through_the_registry(tmp_path):
+    """build_plan with host facts given (scan, explain --host) changes nothing: no environment variable, TensorFlow's
+    devices not listed, nothing in the registry; a door entering the plan applies it, through the registry."""
+    import subprocess
+    import sys
+
+    mixlist = tmp_path / "ops_info.json"
+    mixlist.write_text('{"black-list": {"to-add": ["Exp"]}}')
+    environment = {k: v for k, v in os.environ.items() if not k.startswith(("TF_XLA", "TF_AUTO_MIXED"))}
+    finished = subprocess.run(
+        [sys.executable, "-c", PLANNING_PROGRAM, str(mixlist), str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env=environment,
+        timeout=120,
+        check=False,
+    )
+    assert finished.returncode == 0, finished.stderr[-2000:]
+    planned, entered, undone = json.loads(finished.stdout.splitlines()[-1])
+    assert planned == {
+        "environment unchanged": True,
+        "devices listed": False,
+        "context started": False,
+        "changes": [],
+        "op determinism": False,
+        "tf32": True,
+    }
+    assert not entered["environment unchanged"] and entered["op determinism"]
+    assert {
+        "$TF_XLA_FLAGS",
+        "$TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_DENYLIST_ADD",
+        "$TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_ALLOWLIST_REMOVE",
+        "$TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_INFERLIST_REMOVE",
+        "$TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_CLEARLIST_REMOVE",
+        "TensorFlow op determinism",
+    } <= set(entered["changes"]), entered["changes"]
+    assert undone == planned
+
+
 def test_plan_without_avx512_never_claims_bfloat16():
-    no_avx512 = HostFacts("2.15.1", 0, cpu_bfloat16=False)
+    no_avx512 = HostFacts("2.15.1", 0, cpu_bfloat16=Support.NONE)
     plan = build_plan(options_from_kwargs(precision_mode="allow_mix_precision_bf16"), no_avx512)
     assert plan.mixed_precision is None
     assert "AVX-512" in plan.report.entry("precision_mode").how

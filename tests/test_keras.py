@@ -17,6 +17,7 @@ from npu_bridge_compat.estimator import NPURunConfig
 from npu_bridge_compat.keras import NPUCallback
 from npu_bridge_compat.legacy import keras_helpers
 from npu_bridge_compat.plan import detect_host
+from npu_bridge_compat.plan.platform import BFLOAT16_KERNELS
 
 FEATURES = np.random.RandomState(0).randn(320, 6).astype(np.float32)
 TARGETS = FEATURES[:, :1] * 0.5
@@ -278,7 +279,7 @@ def executed_dtypes(net, callback) -> dict[str, str]:
 
 
 @pytest.mark.needs_keras_2  # Keras 3 traces its step as a function its train function calls: see the next test
-@pytest.mark.skipif(not detect_host().cpu_bfloat16, reason="bfloat16 on a CPU needs AVX-512")
+@pytest.mark.skipif(detect_host().cpu_bfloat16 not in BFLOAT16_KERNELS, reason="bfloat16 on a CPU needs AVX-512")
 def test_keep_dtype_scope_keeps_its_ops_in_float32():
     inputs = tf.keras.Input([6])
     net = tf.keras.Model(inputs, tf.keras.layers.Dense(1, name="plain")(KeptMatMul()(inputs)))
@@ -294,7 +295,7 @@ def test_keep_dtype_scope_keeps_its_ops_in_float32():
 
 
 @pytest.mark.needs_keras_3
-@pytest.mark.skipif(not detect_host().cpu_bfloat16, reason="bfloat16 on a CPU needs AVX-512")
+@pytest.mark.skipif(detect_host().cpu_bfloat16 not in BFLOAT16_KERNELS, reason="bfloat16 on a CPU needs AVX-512")
 def test_keras_3_says_keep_dtype_scope_cannot_reach_its_nested_step():
     inputs = tf.keras.Input([6])
     net = tf.keras.Model(inputs, tf.keras.layers.Dense(1, name="plain")(KeptMatMul()(inputs)))

@@ -380,7 +380,7 @@ def test_keys_without_host_meaning_say_why(cpu_host):
 @pytest.mark.filterwarnings("ignore:NPU_BRIDGE_COMPAT_CPU_FLOAT16")
 def test_keep_tensors_dtypes_keeps_named_tensors_in_float32(monkeypatch):
     from npu_bridge_compat.plan import detect_host
-    from npu_bridge_compat.plan.apply import restore_environment
+    from npu_bridge_compat.runtime.process import restore_environment
 
     install_aliases()
     from npu_bridge.estimator.npu import util

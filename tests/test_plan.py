@@ -6,44 +6,160 @@ import pytest
 from helpers import npu_config
 from test_grammars import SEED_004_MIXLIST
 
-from npu_bridge_compat.errors import NpuCompatWarning, UnknownOpTypeWarning
+from npu_bridge_compat.errors import NpuCompatWarning, NpuOptionValueError, UnknownOpTypeWarning
+from npu_bridge_compat.keras import NPUCallback
 from npu_bridge_compat.options import Effect, options_from_config_proto, options_from_kwargs
-from npu_bridge_compat.plan import build_plan, log_once
+from npu_bridge_compat.plan import build_plan, detect_host, log_once
 from npu_bridge_compat.plan import features as f
+from npu_bridge_compat.plan.platform import Support, cpu_support, reduced_precision_mode
+from npu_bridge_compat.plan.precision import BFLOAT16_PASS
 from npu_bridge_compat.plan.report import IGNORED
 
 LISTS = "TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_"
 ON, OFF = 1, 2  # RewriterConfig.Toggle
+KEPT, MEASURED, PROBED = f.PrecisionChoice.KEPT, f.PrecisionChoice.MEASURED, f.PrecisionChoice.PROBED
 
 
 def plan(host, **values):
     return build_plan(options_from_kwargs(values), host)
 
 
-def test_mixed_float16_is_grappler_amp_on_a_gpu(gpu_host):
+def test_mixed_float16_is_grappler_amp_on_a_gpu_with_tensor_cores(gpu_host):
     result = plan(gpu_host, precision_mode="allow_mix_precision")
-    assert result.mixed_precision == f.MixedPrecision("auto_mixed_precision")
+    assert result.mixed_precision == f.MixedPrecision("auto_mixed_precision", dtype="float16", choice=KEPT)
     assert result.host_config().graph_options.rewrite_options.auto_mixed_precision == ON
     assert result.report.entry("precision_mode").effect == Effect.TRANSLATED.value
 
 
-def test_mixed_float16_becomes_bfloat16_on_a_cpu_unless_float16_emulation_is_asked(cpu_host):
-    result = plan(cpu_host, precision_mode_v2="mixed_float16")
-    assert result.mixed_precision == f.MixedPrecision("auto_mixed_precision_onednn_bfloat16")
+def test_a_gpu_without_float16_tensor_cores_keeps_float32_unless_forced(gpu_host):
+    pascal = dataclasses.replace(gpu_host, gpu_compute_capability=(6, 1))
+    result = plan(pascal, precision_mode="allow_mix_precision")
+    assert result.mixed_precision is None
+    assert result.host_config().graph_options.rewrite_options.auto_mixed_precision != ON
+    how = result.report.entry("precision_mode").how
+    assert "compute capability 6.1 has no float16 tensor cores" in how and "float32 kept" in how
+    assert "NPU_BRIDGE_COMPAT_REDUCED_PRECISION=on" in how
+    forced = plan(dataclasses.replace(pascal, reduced_precision="on"), precision_mode="allow_mix_precision")
+    assert forced.mixed_precision == f.MixedPrecision("auto_mixed_precision", dtype="float16", choice=KEPT)
+
+
+@pytest.mark.parametrize(
+    ("support", "choice"),
+    [(Support.NATIVE, MEASURED), (Support.EMULATED, PROBED), (Support.UNKNOWN, PROBED)],
+)
+def test_mixed_precision_on_a_cpu_is_bfloat16_decided_by_what_the_flags_tell(cpu_host, support, choice):
+    host = dataclasses.replace(cpu_host, cpu_bfloat16=support)
+    result = plan(host, precision_mode_v2="mixed_float16")
+    assert result.mixed_precision == f.MixedPrecision(BFLOAT16_PASS, choice=choice)
     entry = result.report.entry("precision_mode_v2")
     assert entry.effect == Effect.APPROXIMATED.value and "bfloat16 instead of float16" in entry.how
+    assert "where it pays" in entry.how and "first runs" in entry.how
+    assert ("probe" in entry.how) == (choice is PROBED)
+    assert "NPU_BRIDGE_COMPAT_REDUCED_PRECISION=on keeps it" in entry.how
+
+
+def test_a_cpu_without_avx512_runs_float32(cpu_host):
+    host = dataclasses.replace(cpu_host, cpu_bfloat16=Support.NONE, reduced_precision="on")
+    for mode in ("allow_mix_precision", "allow_mix_precision_bf16"):
+        result = plan(host, precision_mode=mode)
+        assert result.mixed_precision is None
+        assert "no AVX-512" in result.report.entry("precision_mode").how
+
+
+def test_float16_emulation_is_kept_when_asked(cpu_host):
     with pytest.warns(NpuCompatWarning, match="float16-emulation pass .* segmentation fault"):
         emulating = plan(dataclasses.replace(cpu_host, cpu_float16_emulation=True), precision_mode_v2="mixed_float16")
-    assert emulating.mixed_precision == f.MixedPrecision("auto_mixed_precision_cpu")
+    assert emulating.mixed_precision == f.MixedPrecision("auto_mixed_precision_cpu", dtype="float16", choice=KEPT)
+
+
+def test_reduced_precision_on_keeps_the_pass_and_off_turns_it_off(cpu_host):
+    emulating = dataclasses.replace(cpu_host, cpu_bfloat16=Support.EMULATED)
+    forced = plan(dataclasses.replace(emulating, reduced_precision="on"), precision_mode="allow_mix_precision")
+    assert forced.mixed_precision == f.MixedPrecision(BFLOAT16_PASS, choice=KEPT)
+    assert "kept: NPU_BRIDGE_COMPAT_REDUCED_PRECISION=on" in forced.report.entry("precision_mode").how
+    off = plan(dataclasses.replace(emulating, reduced_precision="off"), precision_mode="allow_mix_precision")
+    assert off.mixed_precision is None and dict(off.environment) == {}
+    assert off.report.entry("precision_mode").how == "float32 throughout: NPU_BRIDGE_COMPAT_REDUCED_PRECISION=off"
+
+
+@pytest.mark.parametrize(("value", "mode"), [("", "auto"), ("AUTO", "auto"), ("1", "on"), ("on", "on"), ("0", "off")])
+def test_the_reduced_precision_switch_takes_its_modes(value, mode):
+    assert reduced_precision_mode(value) == mode
+
+
+def test_an_unknown_reduced_precision_value_is_refused_with_the_allowed_ones(monkeypatch):
+    with pytest.raises(NpuOptionValueError, match=r"NPU_BRIDGE_COMPAT_REDUCED_PRECISION='fast'.*auto.*on.*off"):
+        reduced_precision_mode("fast")
+    monkeypatch.setenv("NPU_BRIDGE_COMPAT_REDUCED_PRECISION", "fast")
+    detect_host.cache_clear()
+    try:
+        with pytest.raises(NpuOptionValueError, match="NPU_BRIDGE_COMPAT_REDUCED_PRECISION='fast'"):
+            NPUCallback(precision_mode="allow_mix_precision")  # refused where the door plans, before training
+    finally:
+        monkeypatch.undo()
+        detect_host.cache_clear()
 
 
 def test_mixed_bfloat16(cpu_host, gpu_host):
     assert plan(cpu_host, precision_mode="allow_mix_precision_bf16").mixed_precision == f.MixedPrecision(
-        "auto_mixed_precision_onednn_bfloat16"
+        BFLOAT16_PASS, choice=MEASURED
+    )
+    assert (
+        plan(cpu_host, precision_mode="allow_mix_precision_bf16").report.entry("precision_mode").effect
+        == Effect.TRANSLATED.value
     )
     on_gpu = plan(gpu_host, precision_mode_v2="mixed_bfloat16")
     assert on_gpu.mixed_precision is None
-    assert on_gpu.report.entry("precision_mode_v2").effect == Effect.NO_EQUIVALENT.value
+    entry = on_gpu.report.entry("precision_mode_v2")
+    assert entry.effect == Effect.NO_EQUIVALENT.value and "'mixed_bfloat16' policy" in entry.how
+
+
+# --- host facts: what the CPU and the GPU compute fast --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("flags", "machine", "expected"),
+    [
+        ({"avx512f", "avx512_bf16"}, "x86_64", (Support.NATIVE, Support.NONE)),  # Cooper Lake, Zen 4
+        ({"avx512f", "amx_bf16", "avx512_fp16", "amx_fp16"}, "x86_64", (Support.NATIVE, Support.NATIVE)),  # Granite
+        ({"avx512f", "avx512bw", "avx512_vnni"}, "x86_64", (Support.EMULATED, Support.NONE)),  # Cascade Lake
+        ({"avx2", "fma"}, "x86_64", (Support.NONE, Support.NONE)),
+        (set(), "x86_64", (Support.UNKNOWN, Support.UNKNOWN)),  # no /proc/cpuinfo
+        ({"bf16", "sve"}, "aarch64", (Support.UNKNOWN, Support.UNKNOWN)),
+    ],
+)
+def test_the_cpu_flags_name_its_capabilities(flags, machine, expected):
+    assert cpu_support(flags, machine) == expected
+
+
+@pytest.mark.parametrize(
+    ("kind", "pass_and_choice"),
+    [
+        ("cpu-native-bfloat16", (BFLOAT16_PASS, MEASURED)),
+        ("cpu-native-float16", (BFLOAT16_PASS, MEASURED)),
+        ("cpu-emulated-bfloat16", (BFLOAT16_PASS, PROBED)),
+        ("cpu-without-avx512", None),
+        ("gpu", ("auto_mixed_precision", KEPT)),
+        ("gpu-volta", ("auto_mixed_precision", KEPT)),
+        ("gpu-pascal", None),
+    ],
+)
+def test_each_host_kind_plans_mixed_precision_by_its_capabilities(cpu_host, kind, pass_and_choice):
+    host = cpu_host.with_device(kind)
+    mixed = plan(host, precision_mode="allow_mix_precision").mixed_precision
+    assert (mixed.grappler_pass, mixed.choice) == pass_and_choice if pass_and_choice else mixed is None
+
+
+def test_host_kinds_are_facts_as_data(cpu_host):
+    emulated = cpu_host.with_device("cpu-emulated-bfloat16")
+    assert (emulated.cpu_bfloat16, emulated.cpu_flags, emulated.gpu_count) == (Support.EMULATED, ("avx512f",), 0)
+    assert emulated.cpu_description.endswith("bfloat16 emulated (avx512f without avx512_bf16)")
+    granite = cpu_host.with_device("cpu-native-float16")
+    assert "float16 native (avx512_fp16 amx_fp16)" in granite.cpu_description
+    assert cpu_host.with_device("gpu-pascal").gpu_compute_capability == (6, 1)
+    assert cpu_host.with_device("cpu") == dataclasses.replace(cpu_host, gpu_count=0)
+    with pytest.raises(ValueError, match="unknown host kind 'tpu'"):
+        cpu_host.with_device("tpu")
 
 
 @pytest.mark.parametrize("mode", ["force_fp32", "must_keep_origin_dtype"])
@@ -56,7 +172,7 @@ def test_float32_modes_keep_float32_and_turn_tf32_off(gpu_host, mode):
 def test_force_fp16_forces_amp_on_gpu_only(gpu_host, cpu_host):
     on_gpu = plan(gpu_host, precision_mode="force_fp16")
     assert on_gpu.environment[LISTS + "LEVEL"] == "UNSAFE_FORCE_ALL"
-    assert on_gpu.mixed_precision == f.MixedPrecision("auto_mixed_precision", force_all=True)
+    assert on_gpu.mixed_precision == f.MixedPrecision("auto_mixed_precision", force_all=True, dtype="float16")
     on_cpu = plan(cpu_host, precision_mode="force_fp16")
     assert on_cpu.report.entry("precision_mode").effect == Effect.NO_EQUIVALENT.value
     assert dict(on_cpu.environment) == {}

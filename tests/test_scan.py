@@ -21,7 +21,7 @@ from npu_bridge_compat.scan.progress import LARGE_TREE, ProgressBar
 
 HERE = Path(__file__).parent
 TREE = HERE / "data" / "scan_tree"
-CPU = HostFacts(tf_version="2.15.1", gpu_count=0, cpu_bfloat16=True)
+CPU = HostFacts(tf_version="2.15.1", gpu_count=0)  # native bfloat16
 READY, WARNING, BLOCKED = Severity.READY, Severity.WARNING, Severity.BLOCKED
 ADAPTER, OPTION, TF1, PACKAGE, SYNTAX = (
     Category.ADAPTER,
@@ -246,7 +246,7 @@ def test_json_schema(capsys):
 
 @LINE_2_15
 def test_text_lists_blocked_scripts_first_and_totals(capsys):
-    code, out, _ = scan_cli(capsys, "--host", "cpu-avx512", str(TREE))
+    code, out, _ = scan_cli(capsys, "--host", "cpu-native-bfloat16", str(TREE))
     assert code == 0
     headers = [line for line in out.splitlines() if line.startswith(("blocked ", "warning ", "ready "))]
     assert [line.split()[0] for line in headers] == ["blocked"] * 4 + ["warning"] * 2 + ["ready"] * 2
@@ -263,7 +263,7 @@ def test_text_lists_blocked_scripts_first_and_totals(capsys):
 @pytest.mark.parametrize(
     "paths, fail_on, host, code",
     [
-        (["session/train_session.py", "estimator/train_resnet.py"], "warning", "cpu-avx512", 0),
+        (["session/train_session.py", "estimator/train_resnet.py"], "warning", "cpu-native-bfloat16", 0),
         # Their mixed precision has no host equivalent without AVX-512: a warning.
         (["session/train_session.py", "estimator/train_resnet.py"], "warning", "cpu-without-avx512", 1),
         (["session/typo_key.py"], "blocked", "cpu", 0),

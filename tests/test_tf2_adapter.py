@@ -404,8 +404,9 @@ def test_a_custom_loop_gets_dumps_checks_and_mixed_precision(tmp_path, keras):
     """The step function the program decorates after as_default() carries the run-time units: dumps of the
     selected calls, numeric checks, and grappler's mixed precision on its traced graph."""
     from npu_bridge_compat.plan import detect_host
+    from npu_bridge_compat.plan.platform import BFLOAT16_KERNELS
 
-    mode = "allow_mix_precision" if detect_host().cpu_bfloat16 else "must_keep_origin_dtype"
+    mode = "allow_mix_precision" if detect_host().cpu_bfloat16 in BFLOAT16_KERNELS else "must_keep_origin_dtype"
     output = _run("tf2_custom_loop_port.py", tmp_path, mode, **keras)
     report = json.loads(next(line for line in output.splitlines() if line.startswith('{"losses"')))
     assert len(report["losses"]) == 4 and report["losses"][1] < report["losses"][0]
@@ -442,7 +443,7 @@ def test_scan_reports_global_options_assignments_with_their_plan(tmp_path):
 
     path = tmp_path / "train.py"
     path.write_text(TF2_SCRIPT)
-    host = HostFacts(tf_version="2.15.1", gpu_count=0, cpu_bfloat16=True)
+    host = HostFacts(tf_version="2.15.1", gpu_count=0)
     [script] = scan([str(path)], host=host).scripts
     options = {f.name: (f.line, f.outcome, f.severity) for f in script.findings if f.category is Category.OPTION}
     assert options["precision_mode"] == (6, Outcome.TRANSLATED, Severity.READY)  # by the table: dump_path is computed

@@ -18,3 +18,20 @@ def enable_v2_behavior_again() -> None:
 
     ops._default_graph_stack._global_default_graph = None
     tf.compat.v1.enable_v2_behavior()
+
+
+def op_determinism_enabled() -> bool:
+    """Whether `tf.config.experimental.enable_op_determinism()` is in force (no public reader)."""
+    from tensorflow.python.framework import config
+
+    return config.is_op_determinism_enabled()
+
+
+def set_op_determinism(enabled: bool) -> None:
+    """Turn op determinism on or off."""
+    import tensorflow as tf
+
+    if enabled:
+        tf.config.experimental.enable_op_determinism()
+    else:
+        disable_op_determinism()

@@ -25,6 +25,11 @@ TF_XLA_FLAGS = "TF_XLA_FLAGS"
 FUSION_FLAGS = ("--tf_xla_cpu_global_jit", "--tf_xla_ops_to_cluster=FUSIBLE")
 
 _state: dict[str, str | None] = {"missed": None}  # why the flags may not be in force, or None
+_MISSED = (
+    "TensorFlow started before graph-kernel fusion was asked for and has read its XLA flags; use "
+    "`python -m npu_bridge_compat run` (or `install_aliases()` before running TensorFlow), or set "
+    f"{TF_XLA_FLAGS}='{' '.join(FUSION_FLAGS)}'"
+)
 
 
 def _flag_name(flag: str) -> str:
@@ -39,11 +44,7 @@ def reserve_fusion_flags() -> None:
     if not added:
         return
     if _tensorflow_read_flags():
-        _state["missed"] = (
-            "TensorFlow started before graph-kernel fusion was asked for and has read its XLA flags; use "
-            "`python -m npu_bridge_compat run` (or `install_aliases()` before running TensorFlow), or set "
-            f"{TF_XLA_FLAGS}='{' '.join(FUSION_FLAGS)}'"
-        )
+        _state["missed"] = _MISSED
         return
     changes.set_environment(
         TF_XLA_FLAGS,
@@ -55,11 +56,14 @@ def reserve_fusion_flags() -> None:
 
 
 def fusion_flags_problem() -> str | None:
-    """Why auto-clustering would not be restricted to fusible ops on a CPU in this process, or None."""
+    """Why auto-clustering would not be restricted to fusible ops on a CPU in this process, or None (it only
+    reads: the environment and whether TensorFlow has read its flags)."""
     if _state["missed"]:
         return _state["missed"]
     flags = os.environ.get(TF_XLA_FLAGS, "").split()
     chosen = {_flag_name(flag): flag for flag in flags}
+    if any(_flag_name(flag) not in chosen for flag in FUSION_FLAGS) and _tensorflow_read_flags():
+        return _MISSED
     wrong = [flag for flag in FUSION_FLAGS if chosen.get(_flag_name(flag), flag) != flag]
     if wrong:
         return f"{TF_XLA_FLAGS} sets {', '.join(chosen[_flag_name(flag)] for flag in wrong)} (the user's choice wins)"

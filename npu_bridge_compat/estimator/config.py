@@ -19,8 +19,7 @@ from npu_bridge_compat.compat.estimator import call_when_estimators_are_built
 from npu_bridge_compat.errors import NpuOptionTypeError, NpuOptionValueError
 from npu_bridge_compat.options import OPTIONS, options_from_kwargs
 from npu_bridge_compat.options.readers import config_proto_values
-from npu_bridge_compat.plan import build_plan
-from npu_bridge_compat.runtime.doors import SESSION_SETTINGS, Door, enter_plan
+from npu_bridge_compat.runtime.doors import SESSION_SETTINGS, Door, enter_plan, plan_for_door
 
 # A plain tf.estimator.Estimator given an NPURunConfig applies only what its session config carries.
 PLAIN_ESTIMATOR = Door(
@@ -375,7 +374,7 @@ class NPURunConfig(estimator_class("RunConfig")):
         if session_config is not None:
             values = {**config_proto_values(session_config, source="NPURunConfig(session_config=...)"), **values}
         self.npu_options = options_from_kwargs(values, source="NPURunConfig")
-        self.npu_plan = build_plan(self.npu_options, config=session_config, recompute=self._recompute)
+        self.npu_plan = plan_for_door(self.npu_options, config=session_config, recompute=self._recompute)
 
     def replace(self, **kwargs) -> NPURunConfig:
         """RunConfig.replace; a new session_config is read and planned, and the Estimator gets its host copy."""

@@ -29,7 +29,7 @@ from npu_bridge_compat.runtime.doors import RUN_UNITS, SESSION_SETTINGS, Door, e
 from npu_bridge_compat.runtime.loop import loop_train_op
 from npu_bridge_compat.runtime.units import LoopServingUnit, units_for
 
-ESTIMATOR_DOOR = Door("NPUEstimator", (*RUN_UNITS, *SESSION_SETTINGS))
+ESTIMATOR_DOOR = Door("NPUEstimator", (*RUN_UNITS, *SESSION_SETTINGS), measures_precision=True)
 GRAPH_NAME = "train"  # the dumps' graph directory, as Ascend names the training graph
 
 ModeKeys = estimator_class("ModeKeys")

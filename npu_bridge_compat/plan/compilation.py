@@ -88,8 +88,9 @@ def _plan_inter_op_threads(options, result: Contribution) -> None:
 
 
 def may_fuse(options) -> bool:
-    """Whether a plan of `options` may turn graph-kernel fusion on (asked for by the options or the environment),
-    read before the host is detected: listing the devices makes TensorFlow read its XLA flags."""
+    """Whether a plan of `options` may turn graph-kernel fusion on (asked for by the options or the environment):
+    a door reserves XLA's fusion flags before it detects the host, since listing the devices makes TensorFlow
+    read them (runtime/doors.py)."""
     if options.is_set("enable_graph_kernel"):
         return bool(options.enable_graph_kernel)
     return graph_kernel_mode(os.environ.get(GRAPH_KERNEL_ENV, "")) != "off"
@@ -119,9 +120,7 @@ def _plan_graph_kernel(options, host: HostFacts, result: Contribution) -> None:
         else:
             result.notes.append(f"{by}: {why}")
         return
-    from npu_bridge_compat.compat.xla import fusion_flags_problem, reserve_fusion_flags
-
-    reserve_fusion_flags()  # a door is about to fuse: the flags must be in place before TensorFlow reads them
+    from npu_bridge_compat.compat.xla import fusion_flags_problem
 
     how = (
         f"XLA auto-clustering of fusible ops (element-wise, reductions, shapes) on the {host.device}: each chain "

@@ -1,23 +1,23 @@
 """The host plan's features: each one thing to do on this host, as a small typed value.
 
-A feature says what it is for and, where it is a setting, applies itself in one place:
-- `SessionSetting`: a field of the session's ConfigProto (`apply_to`). `RewriteSetting`s are grappler rewrite
-  options, which also reach the functions Keras traces.
-- `ProcessSetting`: a process-wide TensorFlow switch or environment variable (`apply` / `environment`).
+A feature is data: what to do, never done here. Settings say how they edit a configuration the door owns:
+- `SessionSetting`: a field of the session's ConfigProto (`apply_to`, editing the copy the door hands TensorFlow).
+  `RewriteSetting`s are grappler rewrite options, which also reach the functions Keras traces.
+- `ProcessSetting`: a process-wide TensorFlow switch or environment variable (`environment` names the
+  variables); the run-time core applies it when a door enters the plan (`runtime/process.py`), through the
+  changes registry.
 - `RunUnitFeature`: carried out around training runs by a run-time unit (`npu_bridge_compat.runtime`).
-Which doors carry out which kinds is declared by the doors (`runtime/doors.py`); a process setting changes the
-process only when a door applies it, through the changes registry.
+Which doors carry out which kinds is declared by the doors (`runtime/doors.py`). Building a plan changes nothing in
+the process.
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
+import enum
 import os
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Mapping
 
-from npu_bridge_compat import changes
-from npu_bridge_compat.changes import Owner
 from npu_bridge_compat.options.grammars import InOutPair
 
 AMP_ENV_PREFIX = "TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_"  # grappler reads its mixed-precision lists here
@@ -49,10 +49,7 @@ class RewriteSetting(SessionSetting):
 
 
 class ProcessSetting(Feature):
-    """A process-wide switch, applied once when a door enters the plan."""
-
-    def apply(self) -> None:
-        """Switch it on (environment-only settings have nothing more to do)."""
+    """A process-wide switch or environment variable, applied by the run-time core when a door enters the plan."""
 
 
 class RunUnitFeature(Feature):
@@ -122,7 +119,7 @@ class GraphKernelFusion(RunUnitFeature, SessionSetting):
     fuses every function; "auto" runs each function's first calls (a session's run signature, a Keras or TF2
     function) in both forms and keeps the faster (runtime/fusion.py), so a function not yet decided runs
     unfused. Sessions take it in their config, functions in their call config; a run-time unit measures and
-    reports."""
+    reports. The run-time core reserves XLA's process flags for it (compat/xla.py) when a door enters the plan."""
 
     mode: str = "auto"
 
@@ -151,17 +148,35 @@ class GraphKernelFusion(RunUnitFeature, SessionSetting):
 # --- session settings ---------------------------------------------------------------------------------------
 
 
+class PrecisionChoice(str, enum.Enum):
+    """Who decides whether a planned mixed-precision pass runs (`MixedPrecision.choice`)."""
+
+    KEPT = "kept"  # it runs: the host computes it fast (GPU tensor cores) or the user asked for it
+    MEASURED = "measured"  # each function's first runs try it and float32 and keep the faster (runtime/precision.py)
+    PROBED = "probed"  # the flags cannot tell: a host probe (once per CPU and TensorFlow version) first, then MEASURED
+
+    def __str__(self) -> str:
+        return self.value
+
+
 @dataclasses.dataclass(frozen=True)
 class MixedPrecision(RewriteSetting):
-    """A grappler mixed-precision pass (`grappler_pass`: its RewriterConfig field), its op-list edits
-    (`lists`: ALLOWLIST_ADD, DENYLIST_REMOVE, ... -> op types) and whether it converts every op it can."""
+    """A grappler mixed-precision pass (`grappler_pass`: its RewriterConfig field) computing in `dtype`, its
+    op-list edits (`lists`: ALLOWLIST_ADD, DENYLIST_REMOVE, ... -> op types), whether it converts every op it can,
+    and who decides whether it runs (`choice`: the run-time core resolves PROBED and MEASURED)."""
 
     grappler_pass: str
     lists: tuple[tuple[str, tuple[str, ...]], ...] = ()
     force_all: bool = False
+    dtype: str = "bfloat16"
+    choice: PrecisionChoice = PrecisionChoice.KEPT
 
     def rewrite(self, rewrite_options) -> None:
         setattr(rewrite_options, self.grappler_pass, _toggle(True))
+
+    def rewrite_form(self, rewrite_options, reduced: bool) -> None:
+        """The pass on (the reduced-precision form) or off (the float32 form), for one function call's config."""
+        setattr(rewrite_options, self.grappler_pass, _toggle(reduced))
 
     def environment(self) -> Mapping[str, str]:
         variables = {AMP_ENV_PREFIX + name: ",".join(ops) for name, ops in self.lists}
@@ -268,44 +283,12 @@ class OperationTimeout(SessionSetting):
 class OpDeterminism(ProcessSetting):
     """Make TensorFlow ops deterministic."""
 
-    def apply(self) -> None:
-        import tensorflow as tf
-
-        from npu_bridge_compat.compat.config import disable_op_determinism
-
-        changes.enter(
-            _switched(tf.config.experimental.enable_op_determinism, disable_op_determinism),
-            "TensorFlow op determinism",
-            owner=Owner.PLAN_SETTINGS,
-            reason="deterministic=1: every op deterministic, process-wide",
-        )
-
 
 @dataclasses.dataclass(frozen=True)
 class TensorFloat32(ProcessSetting):
     """Allow (True) or forbid (False) TF32 matmuls and convolutions on GPUs that have them."""
 
     enabled: bool
-
-    def apply(self) -> None:
-        import tensorflow as tf
-
-        set_tf32 = tf.config.experimental.enable_tensor_float_32_execution
-        before = tf.config.experimental.tensor_float_32_execution_enabled()
-        changes.enter(
-            _switched(lambda: set_tf32(self.enabled), lambda: set_tf32(before)),
-            "TensorFlow TF32 execution",
-            owner=Owner.PLAN_SETTINGS,
-            reason=f"TF32 matmuls and convolutions {'allowed' if self.enabled else 'forbidden'}, process-wide",
-        )
-
-
-@contextlib.contextmanager
-def _switched(on: Callable[[], None], off: Callable[[], None]) -> Iterator[None]:
-    """A process switch kept on until undone (changes.enter)."""
-    on()
-    yield
-    off()
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,8 +1,9 @@
 """The host plan: what to do on this host for a validated `NpuOptions`, as typed features, with its report.
 
 Each concern module contributes features (plan/features.py) and report lines; `build_plan` merges them, and
-fills in the report from the option table for every other option that was set. The doors apply a plan; nothing
-here changes the process.
+fills in the report from the option table for every other option that was set. A plan is data: the doors apply it
+through the run-time core (runtime/doors.py, runtime/process.py), which also resolves what the plan leaves to
+measurement (runtime/precision.py); nothing here changes the process.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 from npu_bridge_compat.options.readers import NPU_OPTIMIZER, npu_optimizer_entries
 from npu_bridge_compat.options.spec import Effect
 from npu_bridge_compat.options.table import OPTIONS
-from npu_bridge_compat.plan.compilation import may_fuse, plan_compilation
+from npu_bridge_compat.plan.compilation import plan_compilation
 from npu_bridge_compat.plan.contribution import Contribution
 from npu_bridge_compat.plan.debugging import plan_debugging
 from npu_bridge_compat.plan.features import (
@@ -58,6 +59,15 @@ class HostPlan:
         """Training steps per session run or train-function call (the StepLoop), 1 without a loop."""
         loop = self.feature(StepLoop)
         return loop.iterations if loop else 1
+
+    def with_entry(self, key: str, effect: str, how: str, notes: tuple[str, ...] = ()) -> HostPlan:
+        """The same plan with the report's entry for `key` saying `how` (what the run-time core resolved)."""
+        entries = tuple(
+            dataclasses.replace(entry, effect=effect, how=how) if entry.key == key else entry
+            for entry in self.report.entries
+        )
+        report = dataclasses.replace(self.report, entries=entries, notes=self.report.notes + notes)
+        return dataclasses.replace(self, report=report)
 
     @property
     def mixed_precision(self) -> MixedPrecision | None:
@@ -104,14 +114,11 @@ class HostPlan:
 
 
 def build_plan(options, host: HostFacts | None = None, config=None, recompute: str | None = None) -> HostPlan:
-    """Plan `options` for `host` (this host by default). `config`, the ConfigProto the options came from, lets
-    the report say what the host copy removes from it. `recompute` is GraphMemoryOptimizeConfig's mode, which the
-    adapter hands the graph rather than the session."""
+    """Plan `options` for `host` (this host's facts by default, detected: that lists TensorFlow's devices). `config`,
+    the ConfigProto the options came from, lets the report say what the host copy removes from it. `recompute` is
+    GraphMemoryOptimizeConfig's mode, which the adapter hands the graph rather than the session. Changes nothing in
+    the process."""
     if host is None:
-        if may_fuse(options):
-            from npu_bridge_compat.compat.xla import reserve_fusion_flags
-
-            reserve_fusion_flags()  # before detect_host lists the devices, which makes TensorFlow read XLA's flags
         host = detect_host()
     merged = Contribution()
     for part in [planner(options, host) for planner in PLANNERS] + [plan_recompute(recompute)]:

@@ -1,8 +1,11 @@
-"""What a door declares it carries out, and the one step by which every door enters a plan.
+"""What a door declares it carries out, how a door plans, and the one step by which every door enters a plan.
 
-A door (NPUEstimator, NPUSession, NPUCallback, NPURunConfig under a plain Estimator) names the feature kinds it
-applies. Entering a plan logs its report once, sets its environment and process-wide switches, and warns once per
-door and feature kind about each planned feature the door does not carry out, so nothing is dropped silently.
+A door (NPUEstimator, NPUSession, NPUCallback, NPURunConfig under a plain Estimator, npu_device) plans its options
+with `plan_for_door`: XLA's fusion flags reserved where the options may fuse (before the host's devices are
+listed, which makes TensorFlow read them), this host's facts, and what the plan leaves to a probe of this host
+resolved (runtime/precision.py). It names the feature kinds it applies. Entering a plan logs its report once,
+applies its process-wide part (runtime/process.py) and warns once per door and feature kind about each planned
+feature the door does not carry out, so nothing is dropped silently.
 """
 
 from __future__ import annotations
@@ -10,9 +13,11 @@ from __future__ import annotations
 import dataclasses
 
 from npu_bridge_compat.compat.batchnorm import install_horizon_gate
+from npu_bridge_compat.compat.xla import reserve_fusion_flags
 from npu_bridge_compat.errors import NpuCompatWarning, warn
-from npu_bridge_compat.plan import log_once
-from npu_bridge_compat.plan.apply import apply_environment, apply_process_settings
+from npu_bridge_compat.logs import log_line
+from npu_bridge_compat.plan import HostPlan, build_plan, log_once
+from npu_bridge_compat.plan.compilation import may_fuse
 from npu_bridge_compat.plan.features import (
     BatchNormWorkaround,
     GpuMemoryLimit,
@@ -23,6 +28,7 @@ from npu_bridge_compat.plan.features import (
     IntraOpThreads,
     NumericChecks,
     OperationTimeout,
+    PrecisionChoice,
     ProcessSetting,
     ProfilerTrace,
     RewriteSetting,
@@ -30,6 +36,8 @@ from npu_bridge_compat.plan.features import (
     TensorDump,
     VisibleDevice,
 )
+from npu_bridge_compat.runtime.precision import resolve_precision
+from npu_bridge_compat.runtime.process import apply_environment, apply_process_settings
 
 RUN_UNITS = (StepLoop, BatchNormWorkaround, HostRegions, ProfilerTrace, TensorDump, NumericChecks)
 SESSION_SETTINGS = (
@@ -49,12 +57,23 @@ class Door:
     name: str
     applies: tuple[type, ...]  # the feature kinds (or base kinds) it carries out
     hint: str = ""  # what to do about the others
+    measures_precision: bool = False  # its run-time units decide a MEASURED mixed precision per function
 
     def carries_out(self, feature) -> bool:
         return isinstance(feature, (ProcessSetting, *self.applies))
 
 
 _warned: set[tuple[str, tuple[str, ...]]] = set()
+_unmeasured: set[str] = set()
+
+
+def plan_for_door(options, config=None, recompute: str | None = None) -> HostPlan:
+    """The plan a door applies, for this host: XLA's fusion flags reserved first where the options may fuse (the
+    host's detection lists TensorFlow's devices, which makes it read them), and a PROBED mixed precision resolved
+    by the probe of this host (cached once measured)."""
+    if may_fuse(options):
+        reserve_fusion_flags()
+    return resolve_precision(build_plan(options, config=config, recompute=recompute))
 
 
 def unapplied(plan, door: Door) -> list:
@@ -78,6 +97,15 @@ def enter_plan(plan, door: Door | None = None, process: bool = True) -> None:
     if process:
         apply_environment(plan)
         apply_process_settings(plan)
+    mixed = plan.mixed_precision
+    if mixed is not None and mixed.choice is PrecisionChoice.MEASURED and not (door and door.measures_precision):
+        name = door.name if door else "host_session_config"
+        if name not in _unmeasured:
+            _unmeasured.add(name)
+            log_line(
+                f"{name} runs no run-time units, so {mixed.dtype} mixed precision runs without the check of each "
+                "function's first runs against float32; NPUSession and NPUEstimator make it"
+            )
     if door is None:
         return
     dropped = unapplied(plan, door)

@@ -27,18 +27,20 @@ from npu_bridge_compat.compat.batchnorm import batchnorm_workaround
 from npu_bridge_compat.compat.eager import function_calls_configured, function_run_metadata
 from npu_bridge_compat.errors import NpuCompatWarning, NpuOptionValueError, warn
 from npu_bridge_compat.plan import HostPlan
-from npu_bridge_compat.plan.apply import applied_environment, apply_process_settings
 from npu_bridge_compat.plan.features import (
     BatchNormWorkaround,
     GraphKernelFusion,
     NumericChecks,
+    PrecisionChoice,
     ProfilerTrace,
     RewriteSetting,
     StepLoop,
     TensorDump,
 )
 from npu_bridge_compat.runtime.fusion import FusionChooser, record, shape_key, summarize
+from npu_bridge_compat.runtime.precision import PrecisionChooser, note_keras_policy
 from npu_bridge_compat.runtime.probes import StepProbes
+from npu_bridge_compat.runtime.process import applied_environment, apply_process_settings
 from npu_bridge_compat.runtime.profiling import profiler_trace
 from npu_bridge_compat.runtime.units import traced_with_units
 
@@ -73,8 +75,11 @@ class PlanCallback(tf.keras.callbacks.Callback):
         return self.npu_plan.steps_per_run
 
     def _check_keras_policy(self) -> None:
+        """A program's own mixed-precision policy runs as it asks (with a word where this host has no fast path
+        for it), but not together with the NPU options' grappler mixed precision."""
+        policy = tf.keras.mixed_precision.global_policy().name
+        note_keras_policy(policy, self.npu_plan.host)
         if self.npu_plan.mixed_precision is not None:
-            policy = tf.keras.mixed_precision.global_policy().name
             if policy.startswith("mixed"):
                 raise NpuOptionValueError(
                     f"the Keras mixed-precision policy is '{policy}' and the NPU options ask for grappler mixed "
@@ -234,17 +239,13 @@ class _GuardedFunction:
         self._fusion = callback.npu_plan.feature(GraphKernelFusion)
         self._report_fusion = self._fusion is not None
         self._chooser = FusionChooser()
+        mixed = callback.npu_plan.mixed_precision
+        self._mixed = mixed if mixed is not None and mixed.choice is PrecisionChoice.MEASURED else None
+        self._precision = PrecisionChooser(mixed.dtype) if self._mixed is not None else None
 
     def __call__(self, *args, **kwargs):
         try:
-            if self._fusion is None:
-                result = self._function(*args, **kwargs)
-            elif self._fusion.measured:
-                result = self._chooser.run(
-                    shape_key((args, kwargs)), self._name, lambda fused: self._call_in_form(fused, args, kwargs)
-                )
-            else:
-                result = self._call_in_form(True, args, kwargs)
+            result = self._call(args, kwargs)
             if self._probes is not None and self._probes.failure is not None:
                 self._probes.raise_if_failed(self._probes.failure.numpy())
         except (StopIteration, tf.errors.OutOfRangeError):
@@ -254,9 +255,30 @@ class _GuardedFunction:
             raise
         return result
 
-    def _call_in_form(self, fused: bool, args, kwargs):
-        """A call of the function fused or unfused; the first fused one reports the clusters."""
-        with function_calls_configured(lambda config: self._fusion.apply_to_function_calls(config, fused)):
+    def _call(self, args, kwargs):
+        """The call in the form its trials ask for: mixed precision decided first (MEASURED), then fusion (auto),
+        each per input shapes; undecided, fusion's auto form is unfused."""
+        if self._fusion is None and self._precision is None:
+            return self._function(*args, **kwargs)
+        key = shape_key((args, kwargs))
+        reduced = self._precision.kept(key) if self._precision is not None else True
+        fused = self._fusion is not None and self._fusion.mode == "on"
+        if reduced is None:
+            return self._precision.run(key, self._name, lambda kept: self._call_in_form(fused, kept, args, kwargs))
+        if self._fusion is not None and self._fusion.measured:
+            return self._chooser.run(key, self._name, lambda form: self._call_in_form(form, reduced, args, kwargs))
+        return self._call_in_form(fused, reduced, args, kwargs)
+
+    def _configure(self, config, fused: bool, reduced: bool) -> None:
+        if self._fusion is not None:
+            self._fusion.apply_to_function_calls(config, fused)
+        if not reduced:
+            self._mixed.rewrite_form(config.graph_options.rewrite_options, reduced=False)
+
+    def _call_in_form(self, fused: bool, reduced: bool, args, kwargs):
+        """A call of the function fused or unfused, in reduced precision or float32; the first fused one reports
+        the clusters."""
+        with function_calls_configured(lambda config: self._configure(config, fused, reduced)):
             if fused and self._report_fusion:
                 self._report_fusion = False
                 return self._call_reporting_fusion(*args, **kwargs)

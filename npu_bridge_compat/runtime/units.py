@@ -22,7 +22,15 @@ from npu_bridge_compat import changes
 from npu_bridge_compat.compat.graph import building_in_finalized, is_function_graph, is_stateful, is_while_body_graph
 from npu_bridge_compat.compat.session_jit import build_signatures_fused, restore_signature_building
 from npu_bridge_compat.compat.sessions import session_config_of
-from npu_bridge_compat.plan.features import GraphKernelFusion, HostRegions, NumericChecks, ProfilerTrace, TensorDump
+from npu_bridge_compat.plan.features import (
+    GraphKernelFusion,
+    HostRegions,
+    MixedPrecision,
+    NumericChecks,
+    PrecisionChoice,
+    ProfilerTrace,
+    TensorDump,
+)
 from npu_bridge_compat.runtime.dump import TensorDumper
 from npu_bridge_compat.runtime.fusion import FusionChooser, record, run_finished, run_started, summarize
 from npu_bridge_compat.runtime.graph import (
@@ -36,6 +44,7 @@ from npu_bridge_compat.runtime.graph import (
 from npu_bridge_compat.runtime.host_regions import host_region_ops, keep_on_host
 from npu_bridge_compat.runtime.loop import LoopServer, looped_train_ops
 from npu_bridge_compat.runtime.numeric import numeric_check
+from npu_bridge_compat.runtime.precision import PrecisionChooser, converting_nothing
 from npu_bridge_compat.runtime.probes import StepProbes
 from npu_bridge_compat.runtime.profiling import profiler_trace
 
@@ -244,8 +253,9 @@ class FusionUnit(tf.compat.v1.train.SessionRunHook):
 
     MOST_SIGNATURES = 8
 
-    def __init__(self, fusion: GraphKernelFusion) -> None:
+    def __init__(self, fusion: GraphKernelFusion, precision: PrecisionUnit | None = None) -> None:
         self._measured = fusion.measured
+        self._precision = precision  # a signature's trial waits until its mixed precision is decided
         self._chooser = FusionChooser()
         self._signatures: set[tuple] = set()
         self._reported: set[tuple] = set()
@@ -288,7 +298,10 @@ class FusionUnit(tf.compat.v1.train.SessionRunHook):
             self._signatures.add(signature)
         fused, trial, fetch = True, None, None
         if self._measured:
-            trial = self._chooser.trial(_trial_key(signature, feeds), f"session run of {_described(names)}")
+            key = _trial_key(signature, feeds)
+            if self._precision is not None and not self._precision.decided(key):
+                return None  # unfused, as auto runs an undecided signature, and not timed
+            trial = self._chooser.trial(key, f"session run of {_described(names)}")
             fused = trial.next_form()
             fetch = self._fused_marker if fused else None
             build_signatures_fused(fused)
@@ -315,6 +328,72 @@ class FusionUnit(tf.compat.v1.train.SessionRunHook):
             summary = summarize(names[0], run_values.run_metadata.partition_graphs, nodes)
             if summary.clusters:
                 record(summary)
+
+
+class PrecisionUnit(tf.compat.v1.train.SessionRunHook):
+    """Mixed precision decided per run signature (MEASURED, runtime/precision.py): a signature's first runs
+    (the first MOST_SIGNATURES signatures) run its reduced-precision form, the run as asked (the session's config
+    turns the pass on), and its float32 form in turn, and keep the faster. The float32 form runs with an extra
+    target (a NoOp made in `begin`), so that the session builds it as a signature of its own, and while it runs
+    grappler's allow list leaves out every op type of the graph (`converting_nothing`), so that the pass converts
+    nothing in it."""
+
+    MOST_SIGNATURES = 8
+
+    def __init__(self, mixed: MixedPrecision) -> None:
+        self._chooser = PrecisionChooser(mixed.dtype)
+        self._signatures: set[tuple] = set()
+        self._float32_marker: Any = None
+        self._current: tuple | None = None  # (trial, form, start) of a timed run
+        self._float32_form: contextlib.ExitStack | None = None
+        self._op_types: tuple[int, set[str]] = (-1, set())  # (graph version, its op types)
+
+    def begin(self) -> None:
+        self._float32_marker = tf.no_op(name="npu_precision_float32_form")
+
+    def decided(self, key: tuple) -> bool:
+        """Whether the signature of `key` (`_trial_key`) has its form; signatures beyond the first
+        MOST_SIGNATURES keep reduced precision undecided."""
+        return self._chooser.kept(key) is not None or key[0] not in self._signatures
+
+    def before_run(self, run_context):
+        graph, names, _, _ = _run_of(run_context)
+        self._current = None
+        if not names:
+            return None
+        feeds = run_context.original_args.feed_dict or {}
+        signature = (names, _feed_names(feeds))
+        if signature not in self._signatures:
+            if len(self._signatures) >= self.MOST_SIGNATURES:
+                return None
+            self._signatures.add(signature)
+        key = _trial_key(signature, feeds)
+        trial = self._chooser.trial(key, f"session run of {_described(names)}")
+        reduced = trial.next_form()
+        if trial.decision is None:
+            self._current = (trial, reduced, run_started())
+        if reduced:
+            return None
+        # The float32 form: a graph it builds meanwhile (its own signature, the fused one's) converts nothing.
+        self._float32_form = contextlib.ExitStack()
+        if self._op_types[0] != graph.version:
+            self._op_types = (graph.version, _op_types(graph))
+        self._float32_form.enter_context(converting_nothing(self._op_types[1]))
+        return SessionRunArgs(self._float32_marker)
+
+    def after_run(self, run_context, run_values) -> None:
+        if self._float32_form is not None:
+            self._float32_form.close()
+            self._float32_form = None
+        if self._current is not None:
+            self._chooser.finished(*self._current)
+            self._current = None
+
+
+def _op_types(graph) -> set[str]:
+    """The op types of a graph and of the functions in its library."""
+    library = graph.as_graph_def().library.function
+    return {op.type for op in graph.get_operations()} | {node.op for f in library for node in f.node_def}
 
 
 def _feed_names(feeds) -> tuple:
@@ -362,16 +441,20 @@ class LoopServingUnit(tf.compat.v1.train.SessionRunHook):
 
 def units_for(plan, graph_name: str | None = None) -> list:
     """The units that carry out the plan's run-time features around session runs, in the order their results
-    are handled: host regions, the fusion report, profiling, keep-dtype, numeric checks (which stop a failing
-    step before its dump is written), dumps. `graph_name` names the dumps (default: after each fetch structure's
-    first fetch)."""
+    are handled: host regions, the precision decision, the fusion decision and report, profiling, keep-dtype,
+    numeric checks (which stop a failing step before its dump is written), dumps. `graph_name` names the dumps
+    (default: after each fetch structure's first fetch)."""
     units: list = []
     regions = plan.feature(HostRegions)
     if regions is not None:
         units.append(HostRegionsUnit(regions, plan.host))
+    mixed = plan.mixed_precision
+    precision = PrecisionUnit(mixed) if mixed is not None and mixed.choice is PrecisionChoice.MEASURED else None
+    if precision is not None:
+        units.append(precision)
     fusion = plan.feature(GraphKernelFusion)
     if fusion is not None:
-        units.append(FusionUnit(fusion))
+        units.append(FusionUnit(fusion, precision))
     trace = plan.feature(ProfilerTrace)
     if trace is not None:
         units.append(ProfilerUnit(trace))

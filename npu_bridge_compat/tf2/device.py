@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import os
 import threading
 
@@ -49,8 +50,9 @@ from npu_bridge_compat.plan.features import (
     TensorDump,
     VisibleDevice,
 )
-from npu_bridge_compat.runtime.doors import Door, enter_plan, narrowed
+from npu_bridge_compat.runtime.doors import Door, enter_plan, narrowed, plan_for_door
 from npu_bridge_compat.runtime.keras_calls import KERAS_CALL_FEATURES, PlanCallback
+from npu_bridge_compat.runtime.precision import note_program_policy
 from npu_bridge_compat.runtime.profiling import profiler_trace
 from npu_bridge_compat.tf2 import options as tf2_options
 from npu_bridge_compat.tf2.functions import with_units
@@ -69,6 +71,7 @@ TF2_DOOR = Door(
         IntraOpThreads,
     ),
     "A TF2 program has no session to carry session settings.",
+    measures_precision=True,
 )
 LOOP_SIZE_VARIABLE = "NPU_LOOP_SIZE"
 OWNER = Owner.TF2_DOOR
@@ -147,7 +150,8 @@ def _join_ranks() -> int:
 
 
 def plan_options(tree: tf2_options.OptionGroup, host: HostFacts | None = None) -> HostPlan:
-    """The host plan of the options assigned in `tree` (open() plans global_options() so)."""
+    """The host plan of the options assigned in `tree` (open() plans global_options() so), for `host` (this host, as
+    a door plans, by default)."""
     values, names, recompute = tf2_options.assigned(tree)
     try:
         options = build_options(values, tf2_options.SOURCE, names)
@@ -157,6 +161,8 @@ def plan_options(tree: tf2_options.OptionGroup, host: HostFacts | None = None) -
         if renamed:
             error.add_note(f"npu_device names these options: {', '.join(renamed)}")
         raise
+    if host is None:
+        return plan_for_door(options, recompute=recompute)
     return build_plan(options, host, recompute=recompute)
 
 
@@ -179,17 +185,26 @@ def _configure_devices(plan: HostPlan, device_id: int, several_ranks: bool) -> N
     if gpus and not several_ranks:  # a rank's GPU is chosen when it joins the ranks
         index = next((f.index for f in wanted if isinstance(f, VisibleDevice)), device_id)
         chosen = [gpus[index]] if index < len(gpus) else gpus
-        tf.config.set_visible_devices(chosen, "GPU")
+        _fixed("visible GPUs", [gpu.name for gpu in chosen], lambda: tf.config.set_visible_devices(chosen, "GPU"))
     for feature in wanted:
         if isinstance(feature, GpuMemoryLimit):
             for gpu in chosen:
-                tf.config.set_logical_device_configuration(
-                    gpu, [tf.config.LogicalDeviceConfiguration(memory_limit=feature.megabytes)]
-                )
+                limit = [tf.config.LogicalDeviceConfiguration(memory_limit=feature.megabytes)]
+                configure = functools.partial(tf.config.set_logical_device_configuration, gpu, limit)
+                _fixed(f"{gpu.name} memory limit", feature.megabytes, configure)
         elif isinstance(feature, InterOpThreads):
-            tf.config.threading.set_inter_op_parallelism_threads(feature.count)
+            setter = tf.config.threading.set_inter_op_parallelism_threads
+            _fixed("inter-op threads", feature.count, functools.partial(setter, feature.count))
         elif isinstance(feature, IntraOpThreads):
-            tf.config.threading.set_intra_op_parallelism_threads(feature.count)
+            setter = tf.config.threading.set_intra_op_parallelism_threads
+            _fixed("intra-op threads", feature.count, functools.partial(setter, feature.count))
+
+
+def _fixed(what: str, value, apply) -> None:
+    """A device setting TensorFlow fixes when its runtime starts: registered as irreversible."""
+    changes.change_irreversibly(
+        f"TensorFlow {what}", value, apply, owner=OWNER, reason="npu_device.open(): the device's settings"
+    )
 
 
 class NpuDeviceHandle:
@@ -237,6 +252,7 @@ class NpuDeviceHandle:
         traced steps (dumps, numeric checks, keep-dtype under mixed precision, the fusion report); None when the
         plan has none of it, since the process already holds the rest of the plan (its profiler trace too)."""
         _check_loop_size(model)
+        note_program_policy(self.npu_plan.host)
         built_in = (TensorDump, NumericChecks, MixedPrecision, GraphKernelFusion)  # fusion: its report of clusters
         if not any(isinstance(f, built_in) for f in self.npu_plan.features):
             return None

@@ -15,9 +15,10 @@ from npu_bridge_compat.changes import Owner
 from npu_bridge_compat.compat.eager import calls_through, checked_after_calls, function_calls_configured, wrapping
 from npu_bridge_compat.errors import NpuCompatWarning, warn
 from npu_bridge_compat.plan import HostPlan
-from npu_bridge_compat.plan.features import GraphKernelFusion, TensorDump
+from npu_bridge_compat.plan.features import GraphKernelFusion, MixedPrecision, PrecisionChoice, TensorDump
 from npu_bridge_compat.runtime.dump import new_run_directory
 from npu_bridge_compat.runtime.fusion import FusionChooser, shape_key
+from npu_bridge_compat.runtime.precision import PrecisionChooser, note_program_policy
 from npu_bridge_compat.runtime.probes import StepProbes
 from npu_bridge_compat.runtime.units import traced_with_units
 
@@ -48,11 +49,17 @@ def with_units(plan: HostPlan) -> Callable[[Callable], Callable]:
             module = getattr(func, "__module__", None) or ""
             if module.split(".")[0] in _LIBRARIES:
                 return original(func, *args, **kwargs)
+            note_program_policy(plan.host)  # its functions run under the program's own Keras policy, if any
             made = _functions_with_units(original, func, args, kwargs)
             fusion = plan.feature(GraphKernelFusion)
             if fusion is None or not fusion.measured or kwargs.get("jit_compile"):
+                fusion = None
+            mixed = plan.mixed_precision
+            if mixed is None or mixed.choice is not PrecisionChoice.MEASURED:
+                mixed = None
+            if fusion is None and mixed is None:
                 return made
-            return _fusion_decided_by_runs(made, getattr(func, "__qualname__", "function"), fusion)
+            return _decided_by_runs(made, getattr(func, "__qualname__", "function"), fusion, mixed)
 
         def _functions_with_units(original, func, args, kwargs):
             probes = StepProbes.for_plan(
@@ -85,17 +92,31 @@ def with_units(plan: HostPlan) -> Callable[[Callable], Callable]:
     return make
 
 
-def _fusion_decided_by_runs(made, name: str, fusion: GraphKernelFusion):
-    """`made`, whose calls from eager code run fused or not as its first calls' times decide, per input shapes
-    (runtime/fusion.py)."""
-    chooser = FusionChooser()
+def _decided_by_runs(made, name: str, fusion: GraphKernelFusion | None, mixed: MixedPrecision | None):
+    """`made`, whose calls from eager code run in the forms its first calls' times decide, per input shapes: mixed
+    precision first (reduced or float32, runtime/precision.py), then graph-kernel fusion (runtime/fusion.py),
+    unfused until then."""
+    fusion_chooser = FusionChooser()
+    precision_chooser = PrecisionChooser(mixed.dtype) if mixed is not None else None
     where = f"tf.function {name.replace('<locals>.', '')}"
 
     def call(run, args, kwargs):
-        def in_form(fused: bool):
-            with function_calls_configured(lambda config: fusion.apply_to_function_calls(config, fused)):
+        def in_form(fused: bool, reduced: bool):
+            def configure(config) -> None:
+                if fusion is not None:
+                    fusion.apply_to_function_calls(config, fused)
+                if not reduced:
+                    mixed.rewrite_form(config.graph_options.rewrite_options, reduced=False)
+
+            with function_calls_configured(configure):
                 return run(*args, **kwargs)
 
-        return chooser.run(shape_key((args, kwargs)), where, in_form)
+        key = shape_key((args, kwargs))
+        reduced = precision_chooser.kept(key) if precision_chooser is not None else True
+        if reduced is None:
+            return precision_chooser.run(key, where, lambda kept: in_form(False, kept))
+        if fusion is None:
+            return run(*args, **kwargs) if reduced else in_form(False, reduced)
+        return fusion_chooser.run(key, where, lambda fused: in_form(fused, reduced))
 
     return calls_through(made, call)

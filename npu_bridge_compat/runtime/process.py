@@ -1,8 +1,10 @@
-"""Applying the process-wide part of a plan: environment variables that TensorFlow reads.
+"""Applying the process-wide part of a plan: environment variables and switches that TensorFlow reads.
 
 Grappler reads its mixed-precision lists (and XLA its flags) from the environment each time it optimises a
 graph, for the whole process. They are set here, in one place, and a second configuration that needs other
-values in the same process is refused, since the first one's graphs would silently change.
+values in the same process is refused, since the first one's graphs would silently change. The switches (op
+determinism, TF32) are settings TensorFlow reads and writes through its own API; graph-kernel fusion needs XLA's
+process flags (compat/xla.py). Everything goes through the changes registry.
 """
 
 from __future__ import annotations
@@ -14,8 +16,9 @@ from collections.abc import Iterator
 
 from npu_bridge_compat import changes
 from npu_bridge_compat.changes import Owner
+from npu_bridge_compat.compat.xla import reserve_fusion_flags
 from npu_bridge_compat.errors import NpuOptionValueError
-from npu_bridge_compat.plan.features import AMP_ENV_PREFIX, ProcessSetting
+from npu_bridge_compat.plan.features import AMP_ENV_PREFIX, GraphKernelFusion, OpDeterminism, TensorFloat32
 
 # Variables holding space-separated flags: ours are added to what the user already set.
 FLAG_VARIABLES = ("TF_XLA_FLAGS", "XLA_FLAGS")
@@ -91,6 +94,29 @@ def applied_environment(plan) -> Iterator[None]:
 
 
 def apply_process_settings(plan) -> None:
-    """Process-wide TensorFlow switches a plan asks for: op determinism, TF32 matmuls."""
-    for setting in plan.features_of(ProcessSetting):
-        setting.apply()
+    """Process-wide TensorFlow switches a plan asks for (op determinism, TF32 matmuls) and XLA's fusion flags."""
+    import tensorflow as tf
+
+    from npu_bridge_compat.compat.config import op_determinism_enabled, set_op_determinism
+
+    if plan.feature(OpDeterminism) is not None:
+        changes.change_setting(
+            "TensorFlow op determinism",
+            True,
+            read=op_determinism_enabled,
+            write=set_op_determinism,
+            owner=Owner.PLAN_SETTINGS,
+            reason="deterministic=1: every op deterministic, process-wide",
+        )
+    tf32 = plan.feature(TensorFloat32)
+    if tf32 is not None:
+        changes.change_setting(
+            "TensorFlow TF32 execution",
+            tf32.enabled,
+            read=tf.config.experimental.tensor_float_32_execution_enabled,
+            write=tf.config.experimental.enable_tensor_float_32_execution,
+            owner=Owner.PLAN_SETTINGS,
+            reason=f"TF32 matmuls and convolutions {'allowed' if tf32.enabled else 'forbidden'}, process-wide",
+        )
+    if plan.feature(GraphKernelFusion) is not None:
+        reserve_fusion_flags()  # no-op when a door reserved them before detecting the host (runtime/doors.py)
