@@ -32,7 +32,7 @@ from npu_bridge_compat.options.readers import NPU_OPTIMIZER, _parse, _python_val
 from npu_bridge_compat.plan import HostFacts, build_plan
 from npu_bridge_compat.scan.reader import Call, OptionSet, TreeOptionSet, Value
 from npu_bridge_compat.scan.report import Category, Finding, Outcome, Severity
-from npu_bridge_compat.tf2 import options as tf2_options
+from npu_bridge_compat.options import tf2_tree as tf2_options
 
 _EFFECT_SEVERITY = {
     Outcome.TRANSLATED: Severity.READY,

@@ -52,7 +52,7 @@ from npu_bridge_compat.plan.features import (
 from npu_bridge_compat.runtime.doors import Door, enter_plan, narrowed
 from npu_bridge_compat.runtime.keras_calls import KERAS_CALL_FEATURES, PlanCallback
 from npu_bridge_compat.runtime.profiling import profiler_trace
-from npu_bridge_compat.tf2 import options as tf2_options
+from npu_bridge_compat.options import tf2_tree as tf2_options
 from npu_bridge_compat.tf2.functions import with_units
 
 TF2_DOOR = Door(
