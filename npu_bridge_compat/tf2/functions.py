@@ -98,4 +98,4 @@ def _fusion_decided_by_runs(made, name: str, fusion: GraphKernelFusion):
 
         return chooser.run(shape_key((args, kwargs)), where, in_form)
 
-    return calls_through(made, call)
+    return calls_through(made, call, owner=OWNER)
