@@ -1,6 +1,16 @@
-"""TensorFlow's process switches whose public API only turns them on. Checked on TensorFlow 2.15 and 2.21."""
+"""TensorFlow's process switches whose public API only turns them on, and TF1 behaviour as one registered switch.
+Checked on TensorFlow 2.15 and 2.21."""
 
 from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Iterator
+
+from npu_bridge_compat import changes
+from npu_bridge_compat.changes import Owner
+
+V2_BEHAVIOUR = "TensorFlow 2 behaviour"
 
 
 def disable_op_determinism() -> None:
@@ -18,3 +28,25 @@ def enable_v2_behavior_again() -> None:
 
     ops._default_graph_stack._global_default_graph = None
     tf.compat.v1.enable_v2_behavior()
+
+
+def disable_v2_behaviour(owner: Owner, reason: str) -> changes.Change:
+    """TF1 behaviour from now on (`tf.compat.v1.disable_v2_behavior()`: graphs and sessions, v1 control flow and
+    variables), through the changes registry: the TF 1.15 world and the TF2 adapter's `enable_v1` ask for this one
+    switch, and undoing it gives TF2 behaviour back."""
+    return changes.enter(_tf1_behaviour(), V2_BEHAVIOUR, owner=owner, reason=reason, value=False)
+
+
+@contextlib.contextmanager
+def _tf1_behaviour() -> Iterator[None]:
+    import tensorflow as tf
+
+    tensorflow_logger = logging.getLogger("tensorflow")
+    level = tensorflow_logger.level
+    tensorflow_logger.setLevel(logging.ERROR)  # its "non-resource variables are not supported" is our own doing
+    try:
+        tf.compat.v1.disable_v2_behavior()
+    finally:
+        tensorflow_logger.setLevel(level)
+    yield
+    enable_v2_behavior_again()

@@ -10,18 +10,15 @@ library code, except the adapter's module tree, which re-exports `tf` to scripts
 from __future__ import annotations
 
 import builtins
-import contextlib
 import functools
-import logging
 import os
 import site
 import sys
 import sysconfig
-from collections.abc import Iterator
 from typing import Any
 
 from npu_bridge_compat import changes
-from npu_bridge_compat.compat.config import enable_v2_behavior_again
+from npu_bridge_compat.compat.config import disable_v2_behaviour
 from npu_bridge_compat.legacy.tf1 import OWNER, install_tf1_world
 from npu_bridge_compat.legacy.tf1.table import ROOTS
 from npu_bridge_compat.legacy.tf1.world import virtual_module
@@ -71,11 +68,8 @@ def install_tf1_imports() -> None:
     import tensorflow as tf
 
     install_tf1_world()
-    changes.enter(
-        _tf1_behaviour(),
-        "TensorFlow 2 behaviour",
-        owner=OWNER,
-        reason="TF 1.15 programs build graphs and run sessions (tf.compat.v1.disable_v2_behavior)",
+    disable_v2_behaviour(
+        owner=OWNER, reason="TF 1.15 programs build graphs and run sessions (tf.compat.v1.disable_v2_behavior)"
     )
     v1 = tf.compat.v1
     original_import = builtins.__import__
@@ -133,18 +127,3 @@ def install_tf1_imports() -> None:
         owner=OWNER,
         reason="`import tensorflow` in the program's own modules (not in libraries) gives TF 1.15's API",
     )
-
-
-@contextlib.contextmanager
-def _tf1_behaviour() -> Iterator[None]:
-    import tensorflow as tf
-
-    tensorflow_logger = logging.getLogger("tensorflow")
-    level = tensorflow_logger.level
-    tensorflow_logger.setLevel(logging.ERROR)  # its "non-resource variables are not supported" is our own doing
-    try:
-        tf.compat.v1.disable_v2_behavior()
-    finally:
-        tensorflow_logger.setLevel(level)
-    yield
-    enable_v2_behavior_again()
