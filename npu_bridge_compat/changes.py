@@ -347,19 +347,25 @@ def add_logging_filter(
 
 
 def filter_warnings(action: str, *, owner: Owner, reason: str, **criteria: Any) -> Change:
-    """`warnings.filterwarnings(action, **criteria)`; undoing removes that filter again (filters added since stay)."""
+    """`warnings.filterwarnings(action, **criteria)`; undoing removes that filter again (filters added since stay).
+    A filter equal to one already there (Python's own `ignore::DeprecationWarning`) is moved to the front, as
+    `filterwarnings` does; undoing puts it back where it was."""
     key = ("warnings filter", action, tuple(sorted((name, repr(value)) for name, value in criteria.items())))
     _checked(owner)
     with _lock:
         existing = _changes.get(key)
         if existing is not None:
             return existing
+        before = list(warnings.filters)
         warnings.filterwarnings(action, **criteria)
         added = warnings.filters[0]
+        was_at = before.index(added) if added in before else None
 
         def undo() -> None:
             with contextlib.suppress(ValueError):
                 warnings.filters.remove(added)
+            if was_at is not None:
+                warnings.filters.insert(was_at, added)
             # Warnings already let through or ignored are remembered until the filters change (stdlib's own hook)
             mutated = getattr(warnings, "_filters_mutated", None) or warnings._filters_mutated_lock_held
             mutated()
