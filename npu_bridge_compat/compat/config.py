@@ -22,12 +22,16 @@ def disable_op_determinism() -> None:
 
 def enable_v2_behavior_again() -> None:
     """Undo `tf.compat.v1.disable_v2_behavior()`: `enable_v2_behavior` refuses once TF1's global default graph was
-    used, so that graph is let go first (graphs a program still holds stay usable)."""
+    used, so that graph is let go first (graphs a program still holds stay usable); and it swaps the function
+    `context.context` for its twin `context_safe`, which is put back."""
     import tensorflow as tf
+    from tensorflow.python.eager import context
     from tensorflow.python.framework import ops
 
+    context_function = context.context
     ops._default_graph_stack._global_default_graph = None
     tf.compat.v1.enable_v2_behavior()
+    context.context = context_function
 
 
 def disable_v2_behaviour(owner: Owner, reason: str) -> changes.Change:
