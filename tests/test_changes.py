@@ -17,6 +17,7 @@ import pytest
 from npu_bridge_compat import changes
 from npu_bridge_compat.changes import Owner
 from npu_bridge_compat.cli import main
+from npu_bridge_compat.errors import NpuCompatWarning
 
 ROOT = Path(__file__).parent.parent
 PACKAGE = ROOT / "npu_bridge_compat"
@@ -258,6 +259,31 @@ def test_owners_are_the_enum_not_free_text():
     with pytest.raises(TypeError, match="owner must be a changes.Owner, not 'run --tf1'"):
         changes.set_environment("NPU_BRIDGE_COMPAT_TEST_OWNER", "1", owner="run --tf1", reason="why")
     assert "NPU_BRIDGE_COMPAT_TEST_OWNER" not in os.environ
+
+
+def test_the_tf2_doors_device_and_loop_size_last_while_their_changes_do(monkeypatch):
+    from npu_bridge_compat.tf2 import device
+
+    monkeypatch.delenv(device.LOOP_SIZE_VARIABLE, raising=False)
+    monkeypatch.setattr(device, "_tree", None)  # a program that has not set global_options() yet
+    start = changes.mark()
+    handle = device.open()
+    assert device.open() is handle and device.global_npu_ctx() is None
+    assert handle.as_default() is handle and device.global_npu_ctx() is handle
+    device.set_npu_loop_size(4)
+    assert device.loop_size() == 4
+    with pytest.warns(NpuCompatWarning, match="precision_mode was set after npu_device.open()"):
+        device.global_options().precision_mode = "force_fp32"
+    changes.undo(since=start)
+    assert device.global_npu_ctx() is None and device.loop_size() == 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", NpuCompatWarning)  # read again by the next open(): no warning now
+        device.global_options().precision_mode = "force_fp32"
+    try:
+        reopened = device.open()
+        assert reopened is not handle and reopened.npu_plan.options.precision_mode == "force_fp32"
+    finally:
+        changes.undo(since=start)
 
 
 def test_explain_changes_lists_what_is_in_force(capsys):

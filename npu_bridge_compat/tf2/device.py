@@ -130,6 +130,7 @@ def open(device_id: int | None = None) -> NpuDeviceHandle:  # noqa: A001 - the a
     """Open the process's device (ASCEND_DEVICE_ID, else 0): plan `global_options()` and apply its process-wide
     part. One device per process, as on Ascend: the same id again returns it, until the changes registry undoes
     the opening."""
+    global _tree
     if device_id is None:
         device_id = ranks.device_id() or 0
     with _lock:
@@ -141,13 +142,14 @@ def open(device_id: int | None = None) -> NpuDeviceHandle:  # noqa: A001 - the a
             )
         workers = ranks.rank_size()
         worker_id = _join_ranks() if workers > 1 else 0
-        plan = plan_options(_tree if _tree is not None else tf2_options.OptionGroup(""))
+        if _tree is None:
+            _tree = tf2_options.OptionGroup("")
+        plan = plan_options(_tree)
         enter_plan(plan, TF2_DOOR)
         _configure_devices(plan, device_id, several_ranks=workers > 1)
-        tf2_options.mark_read()
         handle = NpuDeviceHandle(device_id, workers, worker_id, plan)
         changes.enter(
-            _opened(handle),
+            _opened(handle, _tree),
             OPENED,
             owner=OWNER,
             reason=f"device {device_id} is open with the plan of global_options() (undone: open() plans them again)",
@@ -157,14 +159,16 @@ def open(device_id: int | None = None) -> NpuDeviceHandle:  # noqa: A001 - the a
 
 
 @contextlib.contextmanager
-def _opened(handle: NpuDeviceHandle) -> Iterator[None]:
-    """While entered, `handle` is the process's device."""
+def _opened(handle: NpuDeviceHandle, tree: tf2_options.OptionGroup) -> Iterator[None]:
+    """While entered, `handle` is the process's device, opened with the options of `tree`."""
     global _handle
     _handle = handle
+    tf2_options.mark_read(tree)
     try:
         yield
     finally:
         _handle = None
+        tf2_options.mark_read(tree, read=False)
 
 
 def _join_ranks() -> int:
