@@ -202,7 +202,7 @@ def _select_gpu(cluster: Cluster) -> None:
     chosen = [] if index >= len(gpus) else [gpus[index]]
     changes.change_irreversibly(
         "TensorFlow's visible GPUs",
-        tuple(gpu.name for gpu in chosen),
+        f"GPU {index}" if chosen else "none",
         lambda: tf.config.set_visible_devices(chosen, "GPU"),
         owner=Owner.RANKS,
         reason="one GPU per rank (TensorFlow fixes its devices when its runtime starts)",
