@@ -36,6 +36,7 @@ class Owner(str, enum.Enum):
     RUN = "run"
     LAUNCH = "launch"
     MAIN_MODULE = "python -m npu_bridge_compat"
+    SCAN = "scan"
     SCAN_TRIAL = "scan --try"
     LOGGING = "logging"
     PLAN_ENVIRONMENT = "plan (environment)"
@@ -130,16 +131,21 @@ def replace_attribute(
     target: Any, name: str, value: Any, *, owner: Owner, reason: str, label: str | None = None
 ) -> Change:
     """Set `target.name = value`, remembering what was there (or that nothing was) so that undoing restores it.
-    Replacing an attribute this registry already replaced with the same value is a no-op; with another value it
-    is refused: two parts of the package would be fighting over one attribute."""
+    Replacing an attribute this registry already replaced with the same value is a no-op; the owner that replaced
+    it may replace it again (a class swapped once more for a subclass of the first: undoing still restores the
+    original); another owner is refused: two parts of the package would be fighting over one attribute."""
     key = ("attribute", id(target), name)
     _checked(owner)
     with _lock:
         existing = _changes.get(key)
         if existing is not None:
-            current = _attributes[(id(target), name)][0]
-            if current is not value:
+            current, before = _attributes[(id(target), name)]
+            if current is value:
+                return existing
+            if existing.owner is not owner:
                 raise ChangeConflict(f"{existing.target} was already replaced by {existing.owner}; {owner} asked again")
+            setattr(target, name, value)
+            _attributes[(id(target), name)] = (value, before)
             return existing
         # Undo gives back what the object itself held; an attribute it only inherited (from its class, a base
         # class) is deleted again rather than copied onto it. An instance's __class__ is its type, and a property
@@ -353,19 +359,25 @@ def add_logging_filter(
 
 
 def filter_warnings(action: str, *, owner: Owner, reason: str, **criteria: Any) -> Change:
-    """`warnings.filterwarnings(action, **criteria)`; undoing removes that filter again (filters added since stay)."""
+    """`warnings.filterwarnings(action, **criteria)`; undoing removes that filter again (filters added since stay).
+    A filter equal to one already there (Python's own `ignore::DeprecationWarning`) is moved to the front, as
+    `filterwarnings` does; undoing puts it back where it was."""
     key = ("warnings filter", action, tuple(sorted((name, repr(value)) for name, value in criteria.items())))
     _checked(owner)
     with _lock:
         existing = _changes.get(key)
         if existing is not None:
             return existing
+        before = list(warnings.filters)
         warnings.filterwarnings(action, **criteria)
         added = warnings.filters[0]
+        was_at = before.index(added) if added in before else None
 
         def undo() -> None:
             with contextlib.suppress(ValueError):
                 warnings.filters.remove(added)
+            if was_at is not None:
+                warnings.filters.insert(was_at, added)
             # Warnings already let through or ignored are remembered until the filters change (stdlib's own hook)
             mutated = getattr(warnings, "_filters_mutated", None) or warnings._filters_mutated_lock_held
             mutated()

@@ -141,8 +141,8 @@ def _measured_here(plan: HostPlan, kind: str | None) -> HostPlan:
 
 def _tree_plan(texts: list[str], host) -> HostPlan:
     """The plan of npu_device.global_options() assignments given as dotted names (dump_config.enable_dump=true)."""
+    from npu_bridge_compat.options.tf2_tree import OptionGroup
     from npu_bridge_compat.tf2.device import plan_options
-    from npu_bridge_compat.tf2.options import OptionGroup
 
     tree = OptionGroup("")
     for text in texts:

@@ -20,6 +20,7 @@ from npu_bridge_compat.distributed import (  # noqa: F401 - the adapter's Keras 
     npu_keras_optimizer,
 )
 from npu_bridge_compat.options import NpuOptions, options_from_config_proto, options_from_kwargs
+from npu_bridge_compat.options.run_config import OptionKeywords
 from npu_bridge_compat.runtime.doors import Door, enter_plan, plan_for_door
 from npu_bridge_compat.runtime.keras_calls import KERAS_CALL_FEATURES, PlanCallback
 
@@ -32,7 +33,7 @@ KERAS_DOOR = Door(
 )
 
 
-class NPUCallback(PlanCallback):
+class NPUCallback(OptionKeywords, PlanCallback):
     """Carries NPU options into Keras `fit` / `evaluate` / `predict`:
     `NPUCallback(iterations_per_loop=10, ...)`, `NPUCallback(config_proto)` or `NPUCallback(npu_options)`."""
 

@@ -23,7 +23,7 @@ from tensorflow.core.protobuf import config_pb2, rewriter_config_pb2
 
 from npu_bridge_compat.compat import estimator_class
 from npu_bridge_compat.compat.batchnorm import install_horizon_gate
-from npu_bridge_compat.compat.sessions import session_running_hooks
+from npu_bridge_compat.compat.sessions import session_running_hooks, session_without_runtime
 from npu_bridge_compat.distributed import get_local_rank_id, get_local_rank_size, get_rank_id, get_rank_size
 from npu_bridge_compat.distributed.rank_doors import rank_session
 from npu_bridge_compat.errors import NpuOptionValueError
@@ -61,7 +61,7 @@ class NPUSession(tf.compat.v1.Session):
     """
 
     def __init__(self, target: str = "", graph=None, config=None) -> None:
-        self._session = None  # what Session.__del__ looks at, should the options be refused below
+        session_without_runtime(self)  # should the options be refused below
         self.npu_plan = _plan_for(config, "Session config", SESSION_DOOR)
         self.npu_options = self.npu_plan.options
         self._graph_version_checked = -1
@@ -102,7 +102,7 @@ class NPUSession(tf.compat.v1.Session):
                     unit.begin()
 
     def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
-        if self._graph.version != self._graph_version_checked:
+        if self.graph.version != self._graph_version_checked:
             self._prepare_new_ops()
         if self._hooked is not None:
             targets = None

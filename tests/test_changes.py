@@ -3,10 +3,13 @@
 import ast
 import contextlib
 import json
+import logging
 import os
+import re
 import subprocess
 import sys
 import types
+import warnings
 from pathlib import Path
 
 import pytest
@@ -14,6 +17,7 @@ import pytest
 from npu_bridge_compat import changes
 from npu_bridge_compat.changes import Owner
 from npu_bridge_compat.cli import main
+from npu_bridge_compat.errors import NpuCompatWarning
 
 ROOT = Path(__file__).parent.parent
 PACKAGE = ROOT / "npu_bridge_compat"
@@ -112,6 +116,176 @@ def test_environment_finders_and_contexts_are_undone_newest_first(monkeypatch):
     assert events == ["on", "off"]
 
 
+def test_a_setting_is_written_through_its_own_writer_and_another_value_is_a_conflict():
+    switch = {"on": False}
+    written = []
+
+    def write(value):
+        written.append(value)
+        switch["on"] = value
+
+    with changes.undone_after():
+        first = changes.change_setting(
+            "a switch", True, read=lambda: switch["on"], write=write, owner=Owner.PLAN_SETTINGS, reason="why"
+        )
+        again = changes.change_setting(
+            "a switch", True, read=lambda: switch["on"], write=write, owner=Owner.TF1_WORLD, reason="why"
+        )
+        assert again is first and written == [True] and first.kind == "setting"
+        with pytest.raises(
+            changes.ChangeConflict,
+            match=r"a switch: plan \(process settings\) set it to True; the TF 1.15 world asked for False",
+        ):
+            changes.change_setting(
+                "a switch", False, read=lambda: switch["on"], write=write, owner=Owner.TF1_WORLD, reason="why"
+            )
+        with pytest.raises(changes.ChangeConflict, match="a context: run set it to 1; scan asked for 2"):
+            changes.enter(contextlib.nullcontext(), "a context", owner=Owner.RUN, reason="why", value=1)
+            changes.enter(contextlib.nullcontext(), "a context", owner=Owner.SCAN, reason="why", value=2)
+    assert switch == {"on": False} and written == [True, False]
+
+
+def test_an_irreversible_change_is_listed_and_left_in_force(capsys, monkeypatch):
+    monkeypatch.setattr(changes, "_changes", {})  # a registry of its own: the change it makes stays in force
+    monkeypatch.setattr(changes, "_made", {})
+    applied = []
+    change = changes.change_irreversibly(
+        "TensorFlow's test devices", ("GPU:0",), lambda: applied.append(1), owner=Owner.RANKS, reason="fixed at start"
+    )
+    again = changes.change_irreversibly(
+        "TensorFlow's test devices", ("GPU:0",), lambda: applied.append(2), owner=Owner.RANKS, reason="again"
+    )
+    assert again is change and change.irreversible and applied == [1]
+    with pytest.raises(changes.ChangeConflict, match=r"TensorFlow's test devices: ranks set it to \('GPU:0',\)"):
+        changes.change_irreversibly("TensorFlow's test devices", (), applied.clear, owner=Owner.RANKS, reason="")
+    changes.set_environment("NPU_BRIDGE_COMPAT_TEST_REVERSIBLE", "1", owner=Owner.RUN, reason="why")
+    assert [undone.target for undone in changes.undo()] == ["$NPU_BRIDGE_COMPAT_TEST_REVERSIBLE"]
+    assert changes.in_force() == [change] and applied == [1]
+    assert main(["explain", "--changes"]) == 0
+    assert capsys.readouterr().out == (
+        "npu_bridge_compat changes in this process (1; npu_bridge_compat.changes.undo() undoes 0 of them, the rest "
+        "are irreversible):\n  ranks:\n    TensorFlow's test devices (irreversible): fixed at start\n"
+    )
+
+
+def test_exit_handlers_run_at_exit_unless_undone(tmp_path):
+    script = tmp_path / "exits.py"
+    script.write_text(
+        "import sys\n"
+        "from npu_bridge_compat import changes\n"
+        "from npu_bridge_compat.changes import Owner\n"
+        "kept = changes.add_exit_handler(lambda: print('kept ran'), owner=Owner.RUN, reason='', label='kept')\n"
+        "undone = changes.add_exit_handler(lambda: print('undone ran'), owner=Owner.RUN, reason='', label='undone')\n"
+        "assert changes.in_force()[-1].target == 'atexit[undone]'\n"
+        "changes.undo(changes=[undone])\n"
+    )
+    result = subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert (result.returncode, result.stdout, result.stderr) == (0, "kept ran\n", "")
+
+
+def test_sys_path_logging_and_warnings_filters_are_taken_off_again():
+    class Quiet(logging.Filter):
+        def filter(self, record):
+            return False
+
+    class ProbeWarning(UserWarning):
+        pass
+
+    logger = logging.getLogger("npu_bridge_compat.test_changes")
+    log_filter = Quiet()
+    with changes.undone_after():
+        changes.add_to_sys_path("/nonexistent/scripts", owner=Owner.RUN, reason="why")
+        changes.add_to_sys_path("/nonexistent/scripts", owner=Owner.RUN, reason="why")
+        changes.add_logging_filter(logger, log_filter, owner=Owner.LOGGING, reason="why", label="test logger")
+        changes.filter_warnings("ignore", category=ProbeWarning, owner=Owner.LOGGING, reason="why")
+        assert sys.path[0] == "/nonexistent/scripts" and sys.path.count("/nonexistent/scripts") == 1
+        assert logger.filters == [log_filter]
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.warn("hidden", ProbeWarning, stacklevel=1)
+        assert caught == []
+        assert [change.target for change in changes.in_force()[-3:]] == [
+            "sys.path[/nonexistent/scripts]",
+            "test logger filter Quiet",
+            "warnings filter ignore(category=<class 'test_changes.test_sys_path_logging_and_warnings_filters_are_"
+            "taken_off_again.<locals>.ProbeWarning'>)",
+        ]
+    assert "/nonexistent/scripts" not in sys.path and logger.filters == []
+    with warnings.catch_warnings():  # Python's own `ignore::DeprecationWarning`: moved to the front, then back
+        warnings.resetwarnings()
+        warnings.simplefilter("default")
+        warnings.filterwarnings("ignore", category=DeprecationWarning, append=True)
+        python_defaults = list(warnings.filters)
+        with changes.undone_after():
+            changes.filter_warnings("ignore", category=DeprecationWarning, owner=Owner.LOGGING, reason="why")
+            assert warnings.filters == [python_defaults[1], python_defaults[0]]
+        assert warnings.filters == python_defaults
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")
+        warnings.warn("shown again", ProbeWarning, stacklevel=1)
+    assert [str(warning.message) for warning in caught] == ["shown again"]
+
+
+def test_undo_undoes_everything_it_can_then_names_what_failed(monkeypatch):
+    monkeypatch.delenv("NPU_BRIDGE_COMPAT_TEST_AFTER", raising=False)
+    module = types.ModuleType("library")
+    module.function = "original"
+
+    @contextlib.contextmanager
+    def refusing():
+        yield
+        raise OSError("the device is gone")
+
+    start = changes.mark()
+    changes.replace_attribute(module, "function", "ours", owner=Owner.ESTIMATOR_DOOR, reason="why")
+    changes.enter(refusing(), "a refusing context", owner=Owner.TF2_DOOR, reason="why")
+    changes.set_environment("NPU_BRIDGE_COMPAT_TEST_AFTER", "1", owner=Owner.RUN, reason="why")
+    with pytest.raises(changes.UndoError) as raised:
+        changes.undo(since=start)
+    assert str(raised.value) == (
+        "these changes could not be undone (the others were): a refusing context (TF2 door (npu_device)): OSError: "
+        "the device is gone"
+    )
+    assert module.function == "original" and "NPU_BRIDGE_COMPAT_TEST_AFTER" not in os.environ
+    assert changes.undo(since=start) == []  # what failed is not retried: it is no longer listed
+
+
+def test_owners_are_the_enum_not_free_text():
+    with pytest.raises(TypeError, match="owner must be a changes.Owner, not 'run --tf1'"):
+        changes.set_environment("NPU_BRIDGE_COMPAT_TEST_OWNER", "1", owner="run --tf1", reason="why")
+    assert "NPU_BRIDGE_COMPAT_TEST_OWNER" not in os.environ
+
+
+def test_the_tf2_doors_device_and_loop_size_last_while_their_changes_do(monkeypatch):
+    from npu_bridge_compat.tf2 import device
+
+    monkeypatch.delenv(device.LOOP_SIZE_VARIABLE, raising=False)
+    monkeypatch.setattr(device, "_tree", None)  # a program that has not set global_options() yet
+    start = changes.mark()
+    handle = device.open()
+    assert device.open() is handle and device.global_npu_ctx() is None
+    assert handle.as_default() is handle and device.global_npu_ctx() is handle
+    device.set_npu_loop_size(4)
+    assert device.loop_size() == 4
+    with pytest.warns(NpuCompatWarning, match="precision_mode was set after npu_device.open()"):
+        device.global_options().precision_mode = "force_fp32"
+    changes.undo(since=start)
+    assert device.global_npu_ctx() is None and device.loop_size() == 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", NpuCompatWarning)  # read again by the next open(): no warning now
+        device.global_options().precision_mode = "force_fp32"
+    try:
+        reopened = device.open()
+        assert reopened is not handle and reopened.npu_plan.options.precision_mode == "force_fp32"
+    finally:
+        changes.undo(since=start)
+
+
 def test_explain_changes_lists_what_is_in_force(capsys):
     with changes.undone_after():
         changes.set_environment("NPU_BRIDGE_COMPAT_TEST_LISTED", "1", owner=Owner.RUN, reason="fusion")
@@ -120,51 +294,124 @@ def test_explain_changes_lists_what_is_in_force(capsys):
     assert "  run:\n    $NPU_BRIDGE_COMPAT_TEST_LISTED (environment): fusion" in out
 
 
-def test_every_door_lists_its_changes_and_undoing_restores_the_process(tmp_path):
-    """Importing changes nothing; after a run of each door (session through npu_init, Keras, Estimator on 2.15,
-    npu_device, the TF 1.15 world) every change is listed, and undoing them gives back TensorFlow's and Keras'
-    attributes, sys.meta_path, builtins.__import__, sys.excepthook and the environment."""
+@pytest.fixture(scope="module")
+def round_trip(tmp_path_factory) -> dict:
+    """tests/scripts/changes_round_trip.py's outcome: every door used in one process, then undone."""
+    folder = tmp_path_factory.mktemp("round_trip")
     result = subprocess.run(
-        [
-            sys.executable,
-            "-W",
-            "ignore",
-            str(ROOT / "tests" / "scripts" / "changes_round_trip.py"),
-            str(tmp_path / "m"),
-        ],
+        [sys.executable, str(ROOT / "tests" / "scripts" / "changes_round_trip.py"), str(folder / "m")],
         capture_output=True,
         text=True,
         timeout=600,
-        cwd=tmp_path,
+        cwd=folder,
         env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"},
     )
     assert result.returncode == 0, result.stderr[-3000:]
-    outcome = json.loads(result.stdout.strip().splitlines()[-1])
-    assert outcome["changed_by_import"] == []
-    in_force = set(outcome["in_force"])
+    assert "npu_bridge_compat changes in this process" in result.stdout
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+# What the TF 2.6 world leaves behind: the modules its finder served (keras.optimizer_v2, tf_keras.optimizer_v2 from
+# TensorFlow 2.16) stay in sys.modules and on their packages (the worlds helper's part of issue 37).
+TF26_WORLD_LEFTOVERS = ("modules npu_bridge_compat serves", "keras.optimizer_v2")
+
+
+def test_importing_the_package_and_its_doors_changes_nothing(round_trip):
+    assert round_trip["changed_by_import"] == []
+
+
+def test_every_door_lists_its_changes_and_undoing_restores_the_process(round_trip):
+    """After the session door through npu_init (mixed precision, fusion, determinism, the N-step loop, a horizon),
+    NPUCallback, NPUEstimator and a plain Estimator (TensorFlow 2.15), npu_device with fit and tf.function, the TF
+    2.6 and TF 1.15 worlds and graph-mode Keras on an NPU session, each change is listed, and undoing them gives
+    back the libraries' functions, classes and methods, the sys hooks, the environment, logging, warnings, the exit
+    handlers and TensorFlow's switches, as they were."""
+    in_force = set(round_trip["in_force"])
     expected = {
+        "$NPU_BRIDGE_COMPAT_GRAPH_KERNEL",
+        "logger 'tensorflow' filter _NotDeprecation",
+        "warnings filter ignore(category=<class 'DeprecationWarning'>)",
+        "logger 'tensorflow' filter _DeferBeforeEachRecord",
+        "TensorFlow's console handler filter _DeferToRootHandlers",
         "sys.meta_path[_LegacyFinder]",
+        "sys.meta_path[Tf26Finder]",
         "sys.meta_path[Tf1Finder]",
         "builtins.__import__",
         "tensorflow.function",
+        "<tf.function double>.__class__",
         "tensorflow.compat.v1.Session",
         "tensorflow.compat.v1.contrib",
-        "tensorflow.python.ops.gen_nn_ops.fused_batch_norm_v3",
+        "tensorflow.python.ops.gen_nn_ops.fused_batch_norm_v3",  # the session's graph asked for an old horizon
         "TensorFlow op determinism",
         "TensorFlow 2 behaviour",
         "the main thread's function-call config",
+        "npu_device.open()",
+        "$NPU_LOOP_SIZE",
+        "Keras' global session",
     }
     assert expected <= in_force, expected - in_force
-    assert {f"{name}" for name in in_force if name.endswith(("Model.fit", "Model.evaluate", "Model.predict"))}
-    assert "npu_bridge_compat changes in this process" in result.stdout
-    assert (outcome["left_after_undo"], outcome["in_force_after_undo"]) == ([], 0)
+    assert {name for name in in_force if name.endswith(("Model.fit", "Model.evaluate", "Model.predict"))}
+    assert round_trip["irreversible"] == []  # on one CPU process: no device or rank setting was asked for
+    assert round_trip["in_force_after_undo"] == []
+    left = [name for name in round_trip["left_after_undo"] if not name.endswith(TF26_WORLD_LEFTOVERS)]
+    assert left == []
 
 
-PROCESS_WRITES = {
-    "os.environ item assignment": lambda node: isinstance(node, ast.Subscript) and _dotted(node.value) == "os.environ",
-    "sys / builtins attribute assignment": lambda node: (
-        isinstance(node, ast.Attribute) and _dotted(node.value) in ("sys", "builtins")
+@pytest.mark.xfail(strict=True, reason="the TF 2.6 world's served modules outlive undo: the worlds helper's part")
+def test_undoing_the_tf26_world_forgets_the_modules_it_served(round_trip):
+    assert round_trip["left_after_undo"] == []
+
+
+# Calls that change the process, by the dotted name they are called through (or its last part, where the object
+# is any logger, handler or TensorFlow module): the registry makes each of them.
+PROCESS_CALLS = {
+    "os.environ.setdefault": "the environment",
+    "os.environ.pop": "the environment",
+    "os.environ.update": "the environment",
+    "os.environ.clear": "the environment",
+    "os.putenv": "the environment",
+    "os.unsetenv": "the environment",
+    "os.chdir": "the working directory",
+    "atexit.register": "an exit handler",
+    "atexit.unregister": "an exit handler",
+    "warnings.filterwarnings": "a warnings filter",
+    "warnings.simplefilter": "a warnings filter",
+    "warnings.resetwarnings": "a warnings filter",
+    "logging.basicConfig": "logging",
+    "logging.disable": "logging",
+    "logging.captureWarnings": "logging",
+}
+for _hook in ("path", "meta_path", "path_hooks"):
+    PROCESS_CALLS.update(
+        {f"sys.{_hook}.{method}": f"sys.{_hook}" for method in ("insert", "append", "extend", "remove", "pop", "clear")}
+    )
+LOGGING_METHODS = ("addFilter", "removeFilter", "addHandler", "removeHandler")
+# TensorFlow's process switches: tf.config's setters, the TF1 / TF2 switches, Keras' global session and policy.
+TENSORFLOW_SWITCHES = (
+    re.compile(r"(^|\.)config(\.\w+)*\.(set|enable|disable|reset)_\w+$"),
+    re.compile(
+        r"(^|\.)(enable|disable)_(v2_behavior|eager_execution|control_flow_v2|resource_variables|"
+        r"v2_tensorshape|tensor_equality)$"
     ),
+    re.compile(r"(^|\.)backend\.set_session$"),
+    re.compile(r"(^|\.)mixed_precision\.set_global_policy$"),
+)
+# The changes the guard lets through, by file and what is called, and why.
+ALLOWED = {
+    "scan/trial_child.py": {
+        "os.chdir": "a trial's process exists to run one script and leaves with os._exit: its working directory and "
+        "the folders searched last are the script's, as `python SCRIPT` started there has them",
+        "sys.path.extend": "(as above)",
+    },
+    "compat/config.py": {
+        "config.disable_op_determinism": "the undo the plan hands the registry with op determinism (TensorFlow has "
+        "no public call for it)",
+    },
+}
+# Kinds of change still made around the registry in a file whose fix is another part of issue 37 (strict: the
+# entry fails once the file is clean, so that it is removed then).
+PENDING = {
+    "tf2/device.py": "the device and thread settings of open() (tf.config setters): the precision helper's part",
 }
 
 
@@ -174,39 +421,192 @@ def _dotted(node) -> str:
     return node.id if isinstance(node, ast.Name) else ""
 
 
-def _process_writes(path: Path) -> list[str]:
-    found = []
-    for node in ast.walk(ast.parse(path.read_text())):
-        targets = (
-            node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AugAssign) else []
-        )
-        for target in targets:
-            found += [f"line {node.lineno}: {what}" for what, matches in PROCESS_WRITES.items() if matches(target)]
-        if isinstance(node, ast.Call) and _dotted(node.func) in (
-            "os.environ.setdefault",
-            "os.environ.pop",
-            "os.environ.update",
-            "os.putenv",
-            "sys.meta_path.insert",
-            "sys.meta_path.append",
+def _root(node) -> ast.Name | None:
+    """The name an attribute chain (`tf.keras.Model`) starts from; None where a call or subscript comes first."""
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return node if isinstance(node, ast.Name) else None
+
+
+def _foreign_names(tree) -> set[str]:
+    """The names a module binds to other packages' modules and objects (`import tensorflow as tf`, `from
+    tensorflow.python.ops import control_flow_util`, `import sys`), and the local names bound to an attribute chain
+    of one (`model_class = tf.keras.Model`)."""
+    foreign = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            foreign |= {
+                (alias.asname or alias.name).split(".")[0]
+                for alias in node.names
+                if not alias.name.startswith("npu_bridge_compat")
+            }
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module != "__future__":
+            if not node.module.startswith("npu_bridge_compat"):
+                foreign |= {alias.asname or alias.name for alias in node.names}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            root = _root(node.value)
+            if isinstance(node.value, ast.Attribute | ast.Name) and root is not None and root.id in foreign:
+                foreign.add(node.targets[0].id)
+    return foreign
+
+
+def _scoped_warnings_lines(tree) -> set[int]:
+    """The lines inside `with warnings.catch_warnings():` blocks, whose filters the block itself puts back."""
+    lines = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.With) and any(
+            isinstance(item.context_expr, ast.Call) and _dotted(item.context_expr.func) == "warnings.catch_warnings"
+            for item in node.items
         ):
-            found.append(f"line {node.lineno}: {_dotted(node.func)}")
-    return found
+            lines |= set(range(node.lineno, node.end_lineno + 1))
+    return lines
+
+
+def _registry_lines(tree) -> set[int]:
+    """The lines of what a module hands the registry to make a change with: a lambda or function given to a
+    `changes.*` call (`write=`, `apply=`, a context it enters), and the module's functions those call."""
+    functions = {node.name: node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)}
+    handed, lines = [], set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and _dotted(node.func).startswith("changes."):
+            for value in (*node.args, *(keyword.value for keyword in node.keywords)):
+                if isinstance(value, ast.Call):  # a context made for the registry, functools.partial(f, ...)
+                    value = value.args[0] if _dotted(value.func).endswith("partial") and value.args else value.func
+                if isinstance(value, ast.Lambda):
+                    handed.append(value)
+                elif isinstance(value, ast.Name) and value.id in functions:
+                    handed.append(functions[value.id])
+    while handed:
+        node = handed.pop()
+        if node.lineno in lines:
+            continue
+        lines |= set(range(node.lineno, node.end_lineno + 1))
+        handed += [
+            functions[call.func.id]
+            for call in ast.walk(node)
+            if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id in functions
+        ]
+    return lines
+
+
+def _process_writes(path: Path) -> list[str]:
+    """Every change to the process that `path` makes itself (not through the registry), as 'line N: kind'."""
+    tree = ast.parse(path.read_text())
+    foreign = _foreign_names(tree)
+    scoped = _scoped_warnings_lines(tree)
+    through_registry = _registry_lines(tree)
+    found = []
+
+    def written(node, target) -> None:
+        if isinstance(target, ast.Subscript) and _dotted(target.value) in ("os.environ", "sys.path", "sys.meta_path"):
+            found.append((node.lineno, f"{_dotted(target.value)} item assignment"))
+        elif isinstance(target, ast.Attribute) and target.attr == "__class__":
+            found.append((node.lineno, "__class__ assignment"))
+        elif isinstance(target, ast.Attribute) and (root := _root(target)) is not None and root.id in foreign:
+            found.append((node.lineno, f"attribute assignment on {_dotted(target.value)}"))
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign | ast.Delete):
+            targets = node.targets if isinstance(node, ast.Assign | ast.Delete) else [node.target]
+            for target in targets:
+                for element in target.elts if isinstance(target, ast.Tuple) else [target]:
+                    written(node, element)
+        if not isinstance(node, ast.Call):
+            continue
+        called = _dotted(node.func)
+        method = called.rpartition(".")[2]
+        if called in PROCESS_CALLS:
+            what = PROCESS_CALLS[called]
+            if not (what == "a warnings filter" and node.lineno in scoped):
+                found.append((node.lineno, f"{called} ({what})"))
+        elif method in LOGGING_METHODS and "." in called:
+            found.append((node.lineno, f"{method} (logging)"))
+        elif any(pattern.search(called) for pattern in TENSORFLOW_SWITCHES):
+            found.append((node.lineno, f"{called} (a TensorFlow switch)"))
+        elif called in ("setattr", "delattr") and node.args:
+            if isinstance(node.args[0], ast.Attribute | ast.Name) and (root := _root(node.args[0])) is not None:
+                if root.id in foreign:
+                    found.append((node.lineno, f"{called} on {_dotted(node.args[0])}"))
+            if len(node.args) > 1 and isinstance(node.args[1], ast.Constant) and node.args[1].value == "__class__":
+                found.append((node.lineno, "__class__ assignment"))
+    return [f"line {line}: {what}" for line, what in sorted(set(found)) if line not in through_registry]
 
 
 def test_the_process_check_finds_direct_writes(tmp_path):
     sample = tmp_path / "sample.py"
     sample.write_text(
-        "os.environ['A'] = '1'\nsys.excepthook = hook\nbuiltins.__import__ = importer\n"
-        "sys.meta_path.insert(0, finder)\nos.environ.setdefault('B', '2')\nenv = dict(os.environ)\nenv['C'] = '3'\n"
+        "import atexit, builtins, logging, os, sys, warnings\n"
+        "import tensorflow as tf\n"
+        "from tensorflow.python.ops import control_flow_util\n"
+        "os.environ['A'] = '1'\n"
+        "sys.excepthook = hook\n"
+        "builtins.__import__ = importer\n"
+        "sys.meta_path.insert(0, finder)\n"
+        "os.environ.setdefault('B', '2')\n"
+        "env = dict(os.environ)\n"
+        "env['C'] = '3'\n"
+        "tf.function = ours\n"
+        "setattr(tf.keras.Model, 'fit', fit)\n"
+        "control_flow_util.ENABLE_CONTROL_FLOW_V2 = False\n"
+        "function.__class__ = Checked\n"
+        "sys.path.insert(0, folder)\n"
+        "atexit.register(handler)\n"
+        "tf.config.set_visible_devices([], 'GPU')\n"
+        "tf.config.threading.set_inter_op_parallelism_threads(2)\n"
+        "tf.compat.v1.disable_v2_behavior()\n"
+        "logging.getLogger('tensorflow').addFilter(log_filter)\n"
+        "handler.addFilter(log_filter)\n"
+        "warnings.filterwarnings('ignore', category=DeprecationWarning)\n"
+        "os.chdir(folder)\n"
+        "model_class = tf.keras.Model\n"
+        "model_class.fit = fit\n"
+        "tf.compat.v1.keras.backend.set_session(session)\n"
+        "with warnings.catch_warnings():\n"
+        "    warnings.simplefilter('ignore')\n"
+        "config = tf.compat.v1.ConfigProto()\n"
+        "config.allow_soft_placement = True\n"
+        "self.value = 1\n"
+        "changes.change_irreversibly('GPUs', (), lambda: tf.config.set_visible_devices([], 'GPU'), owner=o)\n"
+        "def _switch(on):\n"
+        "    _really_switch(on)\n"
+        "def _really_switch(on):\n"
+        "    tf.compat.v1.enable_control_flow_v2() if on else tf.compat.v1.disable_control_flow_v2()\n"
+        "changes.change_setting('v2', False, read=read, write=_switch, owner=o, reason='')\n"
     )
     assert _process_writes(sample) == [
-        "line 1: os.environ item assignment",
-        "line 2: sys / builtins attribute assignment",
-        "line 3: sys / builtins attribute assignment",
-        "line 4: sys.meta_path.insert",
-        "line 5: os.environ.setdefault",
+        "line 4: os.environ item assignment",
+        "line 5: attribute assignment on sys",
+        "line 6: attribute assignment on builtins",
+        "line 7: sys.meta_path.insert (sys.meta_path)",
+        "line 8: os.environ.setdefault (the environment)",
+        "line 11: attribute assignment on tf",
+        "line 12: setattr on tf.keras.Model",
+        "line 13: attribute assignment on control_flow_util",
+        "line 14: __class__ assignment",
+        "line 15: sys.path.insert (sys.path)",
+        "line 16: atexit.register (an exit handler)",
+        "line 17: tf.config.set_visible_devices (a TensorFlow switch)",
+        "line 18: tf.config.threading.set_inter_op_parallelism_threads (a TensorFlow switch)",
+        "line 19: tf.compat.v1.disable_v2_behavior (a TensorFlow switch)",
+        "line 20: addFilter (logging)",
+        "line 21: addFilter (logging)",
+        "line 22: warnings.filterwarnings (a warnings filter)",
+        "line 23: os.chdir (the working directory)",
+        "line 25: attribute assignment on model_class",
+        "line 26: tf.compat.v1.keras.backend.set_session (a TensorFlow switch)",
     ]
+
+
+def _unexplained(path: Path) -> list[str]:
+    allowed = ALLOWED.get(str(path.relative_to(PACKAGE)), {})
+    return [write for write in _process_writes(path) if write.split()[2] not in allowed]
+
+
+@pytest.mark.parametrize("file", ALLOWED)
+def test_what_the_process_check_lets_through_is_still_made(file):
+    made = {write.split()[2] for write in _process_writes(PACKAGE / file)}
+    assert set(ALLOWED[file]) <= made, f"{file} no longer makes {set(ALLOWED[file]) - made}: drop them from ALLOWED"
 
 
 @pytest.mark.parametrize(
@@ -215,4 +615,7 @@ def test_the_process_check_finds_direct_writes(tmp_path):
     ids=lambda path: str(path.relative_to(PACKAGE)),
 )
 def test_the_process_is_changed_only_through_the_registry(path):
-    assert _process_writes(path) == []
+    pending = PENDING.get(str(path.relative_to(PACKAGE)))
+    if pending:
+        pytest.xfail(f"pending: {pending}") if _unexplained(path) else pytest.fail(f"no longer pending: {pending}")
+    assert _unexplained(path) == []

@@ -1,11 +1,18 @@
 """TensorFlow's internals stay in npu_bridge_compat/compat/ (and the changes registry, which restores what it
 replaced), checked as an allow-list: outside them no module names a private TensorFlow, Keras or Estimator module
 (`tensorflow.python`, `keras.src`, `tf_keras.src`, `tensorflow_estimator.python`) in an import or a string, and no
-module reaches a private attribute (`_name`) that the package does not define itself, whether by name, through
-getattr / setattr / hasattr / delattr, or through an object's `__dict__` or `vars()`. A new reach belongs in
-compat/ behind a function named for what it does."""
+module reaches a private attribute (`_name`) that the package does not define itself outside compat/, whether by
+name, through getattr / setattr / hasattr / delattr, or through an object's `__dict__` or `vars()`. A class of the
+package that subclasses a foreign one (a Session, a Keras layer, a thread) does not touch its bases' private names
+on itself either: they are the base's, reached through compat/ too. A new reach belongs in compat/ behind a
+function named for what it does."""
 
 import ast
+import functools
+import importlib
+import importlib.util
+import inspect
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -23,6 +30,11 @@ NAME_TABLES = frozenset(world / name for world in WORLDS for name in ("table.py"
 REACHING_BUILTINS = ("getattr", "setattr", "hasattr", "delattr")
 # Python's own documented names that begin with an underscore (namedtuple's API, os._exit, sys._getframe).
 PYTHON_DOCUMENTED = frozenset({"_exit", "_getframe", "_asdict", "_fields", "_replace", "_make", "_field_defaults"})
+# The methods TensorFlow's v1 Optimizer leaves to its subclasses ("relies on the subclass implementing ...
+# _create_slots(), _prepare(), _apply_dense(), and _apply_sparse()", and their resource-variable forms).
+SUBCLASS_HOOKS = frozenset(
+    {"_create_slots", "_prepare", "_apply_dense", "_apply_sparse", "_resource_apply_dense", "_resource_apply_sparse"}
+)
 
 
 def _is_private(name: str) -> bool:
@@ -67,7 +79,7 @@ def _docstrings(tree) -> set[int]:
 
 
 SOURCES = sorted(path for path in PACKAGE.rglob("*.py") if not any(a == path or a in path.parents for a in ALLOWED))
-OWN_PRIVATE_NAMES = _defined_names(sorted(PACKAGE.rglob("*.py")))
+OWN_PRIVATE_NAMES = _defined_names(SOURCES)  # what compat/ writes on TensorFlow's objects is not the package's own
 
 
 def _private_reaches(path: Path, own: frozenset[str] = OWN_PRIVATE_NAMES) -> list[str]:
@@ -154,9 +166,84 @@ def test_the_boundary_check_finds_private_reaches_made_any_way(tmp_path):
     ]
 
 
+@functools.cache
+def _privates_of(cls: type) -> frozenset[str]:
+    """The private names a class defines: in its namespace, and those its source sets on `self`."""
+    names = {name for name in vars(cls) if _is_private(name)}
+    try:
+        source = textwrap.dedent(inspect.getsource(cls))
+    except (OSError, TypeError):  # a class without Python source (an extension type): its namespace says it all
+        return frozenset(names)
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and _is_private(node.attr):
+            if isinstance(node.value, ast.Name) and node.value.id == "self":
+                names.add(node.attr)
+    return frozenset(names)
+
+
+def _inherited_reaches(path: Path, module=None) -> list[str]:
+    """`self._name` / `cls._name` / `super()._name` in a class of `path` where a foreign base class (one of
+    TensorFlow, Keras, Python's) defines `_name`. Imports the module (`module`, when given) to know its classes'
+    bases."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    classes = [node for node in tree.body if isinstance(node, ast.ClassDef) and node.bases]
+    if not classes:
+        return []
+    if module is None:
+        try:
+            module = importlib.import_module(".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts))
+        except ImportError:  # a module this line cannot load (TPUEstimator without tf.estimator): checked on 2.15
+            return []
+    found = []
+    for node in classes:
+        cls = vars(module).get(node.name)
+        if not isinstance(cls, type):
+            continue
+        foreign = [base for base in cls.__mro__[1:] if base is not object and not _is_packages(base)]
+        inherited = frozenset().union(*map(_privates_of, foreign)) - PYTHON_DOCUMENTED - SUBCLASS_HOOKS
+        for reach in ast.walk(node):
+            if not (isinstance(reach, ast.Attribute) and reach.attr in inherited):
+                continue
+            on_self = isinstance(reach.value, ast.Name) and reach.value.id in ("self", "cls")
+            on_super = isinstance(reach.value, ast.Call) and _call_name(reach.value) == "super"
+            if on_self or on_super:
+                owner = next(base for base in foreign if reach.attr in _privates_of(base))
+                found.append(f"line {reach.lineno}: {node.name} reaches {owner.__qualname__}'s {reach.attr}")
+    return found
+
+
+def _is_packages(cls: type) -> bool:
+    return cls.__module__ == "npu_bridge_compat" or cls.__module__.startswith("npu_bridge_compat.")
+
+
 @pytest.mark.parametrize("path", SOURCES, ids=lambda path: str(path.relative_to(PACKAGE)))
 def test_no_private_tensorflow_reach_outside_compat(path):
-    assert _private_reaches(path) == []
+    assert _private_reaches(path) + _inherited_reaches(path) == []
+
+
+def test_the_boundary_check_finds_a_subclass_reaching_its_bases_privates(tmp_path):
+    sample = tmp_path / "sample.py"
+    sample.write_text(
+        "import threading\n"
+        "import tensorflow as tf\n"
+        "class Checked(tf.compat.v1.Session):\n"
+        "    def version(self):\n"
+        "        return self._graph.version\n"
+        "    def own(self):\n"
+        "        self._mine = 1\n"
+        "        return self.graph.version\n"
+        "class Watchdog(threading.Thread):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self._stop = threading.Event()\n"
+    )
+    spec = importlib.util.spec_from_file_location("boundary_sample", sample)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert _inherited_reaches(sample, module) == [
+        "line 5: Checked reaches BaseSession's _graph",
+        "line 12: Watchdog reaches Thread's _stop",
+    ]
 
 
 DOORS = {

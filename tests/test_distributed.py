@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from npu_bridge_compat import distributed
+from npu_bridge_compat import changes, distributed
+from npu_bridge_compat.changes import Owner
 from npu_bridge_compat.distributed import cluster, collectives, launch, ranks
 from npu_bridge_compat.distributed.ranks import RankConfigError
 from npu_bridge_compat.loss_scale import FixedLossScaleManager, NPULossScaleOptimizer, NPUOptimizer
@@ -391,14 +392,27 @@ def test_each_rank_gets_the_gpu_of_its_device_id(monkeypatch):
     chosen = []
     monkeypatch.setattr(tf.config, "list_physical_devices", lambda kind: ["gpu0", "gpu1"])
     monkeypatch.setattr(tf.config, "set_visible_devices", lambda devices, kind: chosen.append(devices))
+
+    def select() -> changes.Change:
+        """One rank's choice, in a process of its own: TensorFlow takes it once, and it cannot be undone."""
+        monkeypatch.setattr(changes, "_changes", {})
+        monkeypatch.setattr(changes, "_made", {})
+        distributed.runtime._select_gpu(cluster.current_cluster())
+        [change] = changes.in_force()
+        return change
+
     set_env(monkeypatch, RANK_SIZE=3, RANK_ID=1)
-    distributed.runtime._select_gpu(cluster.current_cluster())  # no device id: its position on the host
+    first = select()  # no device id: its position on the host
+    assert (first.target, first.irreversible, first.owner) == ("TensorFlow's visible GPUs", True, Owner.RANKS)
     set_env(monkeypatch, ASCEND_DEVICE_ID=0)
-    distributed.runtime._select_gpu(cluster.current_cluster())
+    select()
+    with pytest.raises(changes.ChangeConflict, match="visible GPUs: ranks set it to 'GPU 0'; ranks asked for 'GPU 1'"):
+        set_env(monkeypatch, ASCEND_DEVICE_ID=1)
+        distributed.runtime._select_gpu(cluster.current_cluster())  # a second choice in the same process
     set_env(monkeypatch, ASCEND_DEVICE_ID=5)
     with pytest.warns(UserWarning, match="rank 1 .* asks for GPU 5, but this host has 2; it runs on the CPU"):
-        distributed.runtime._select_gpu(cluster.current_cluster())
-    assert chosen == ["gpu1", "gpu0", []]
+        select()
+    assert chosen == [["gpu1"], ["gpu0"], []]
 
 
 def test_eager_collectives_set_up_too_late_are_refused_clearly():

@@ -12,16 +12,16 @@ from helpers import npu_config, reads_rounded_inputs
 from npu_bridge_compat import NpuConfigError, NpuOptionValueError
 from npu_bridge_compat.errors import DeviceOnlyFeatureError, IgnoredOptionWarning, UnknownOptionWarning
 from npu_bridge_compat.estimator import NPURunConfig
-from npu_bridge_compat.estimator.config import (
+from npu_bridge_compat.legacy import install_aliases
+from npu_bridge_compat.options import OPTIONS, Effect, options_from_config_proto, options_from_kwargs
+from npu_bridge_compat.options.grammars import ConfigurationAdvice
+from npu_bridge_compat.options.run_config import (
     HOLDERS,
     NO_HOST_MEANING,
     DynamicInputConfig,
     GraphMemoryOptimizeConfig,
     MemoryConfig,
 )
-from npu_bridge_compat.legacy import install_aliases
-from npu_bridge_compat.options import OPTIONS, Effect, options_from_config_proto, options_from_kwargs
-from npu_bridge_compat.options.grammars import ConfigurationAdvice
 from npu_bridge_compat.plan import build_plan
 from npu_bridge_compat.session import NPUSession
 

@@ -21,9 +21,9 @@ from test_distributed_ranks import (
 
 from npu_bridge_compat.changes import Owner
 from npu_bridge_compat.errors import NpuOptionTypeError, NpuOptionValueError
+from npu_bridge_compat.options import tf2_tree as tf2_options
 from npu_bridge_compat.options.table import OPTIONS
 from npu_bridge_compat.plan.features import MixedPrecision, ProfilerTrace, TensorDump
-from npu_bridge_compat.tf2 import options as tf2_options
 from npu_bridge_compat.tf2.device import plan_options
 
 BASE_PORT = 30300  # this module's launches (in launch's own network namespace where the system allows one)

@@ -6,10 +6,12 @@ in TF 1.15 made `fused_batch_norm` emit FusedBatchNorm (float32) or FusedBatchNo
 
 TF 2.1 removed that check, and TF 2.15 even ignores a horizon in the past (it logs "This will be ignored"), so
 the horizon alone changes nothing there. `install_horizon_gate` records the horizon a script asks for (at TF's own
-update hook, so both `tf.compat.forward_compatibility_horizon` and `compat.forward_compatibility_horizon` count)
-and puts the 1.15 check back in front of the op wrapper `fused_batch_norm` calls: inside a horizon before
-2019-06-06 the legacy ops are emitted (with their own registered gradients); otherwise the call goes through
-untouched, so graphs built outside the horizon are unchanged. Only batch norm is affected: other date checks keep
+update hook, so both `tf.compat.forward_compatibility_horizon` and `compat.forward_compatibility_horizon` count);
+from the first horizon before 2019-06-06 asked for (the program's own, or the one `batchnorm_workaround` enters
+for a plan's mixed compute) the 1.15 check is back in front of the op wrapper `fused_batch_norm` calls: inside
+such a horizon the legacy ops are emitted (with their own registered gradients); otherwise the call goes through
+untouched, so graphs built outside the horizon are unchanged. A program that asks for no such horizon keeps
+TensorFlow's batch norm as it is. Only batch norm is affected: other date checks keep
 TensorFlow's own horizon. `batchnorm_workaround()` is the horizon the doors enter for mixed compute.
 
 Both hooks are private TensorFlow functions (`compat._update_forward_compatibility_date_number`,
@@ -37,9 +39,9 @@ _requested_horizon: datetime.date | None = None  # the horizon of the innermost 
 
 def install_horizon_gate() -> None:
     """Make `forward_compatibility_horizon` before 2019-06-06 emit the pre-V3 batch-norm ops again (idempotent,
-    through the changes registry)."""
+    through the changes registry): the horizons asked for are recorded from now on, and the first one before
+    2019-06-06 puts the gate in front of TensorFlow's FusedBatchNormV3 wrapper."""
     from tensorflow.python.compat import compat
-    from tensorflow.python.ops import gen_nn_ops
 
     changes.replace_attribute(
         compat,
@@ -48,6 +50,11 @@ def install_horizon_gate() -> None:
         owner=OWNER,
         reason="remember the horizon a script asks for: TensorFlow ignores past horizons, the batch-norm gate reads it",
     )
+
+
+def _gate_fused_batch_norm_v3() -> None:
+    from tensorflow.python.ops import gen_nn_ops
+
     changes.replace_attribute(
         gen_nn_ops,
         "fused_batch_norm_v3",
@@ -63,6 +70,8 @@ def _record_horizon(date_to_override: datetime.date | None = None) -> None:
     from tensorflow.python.compat import compat
 
     _requested_horizon = date_to_override
+    if date_to_override is not None and date_to_override < V3_HORIZON:
+        _gate_fused_batch_norm_v3()
     if date_to_override is not None and date_to_override < compat._FORWARD_COMPATIBILITY_HORIZON:
         return  # TF would log that it ignores the date; here it is honoured by the batch-norm gate
     changes.original(compat, "_update_forward_compatibility_date_number")(date_to_override)

@@ -139,10 +139,11 @@ def checked_after_calls(function, check: Callable[[], None], owner: Owner):
     return function
 
 
-def calls_through(function, call: Callable[[Callable, tuple, dict], object]):
+def calls_through(function, call: Callable[[Callable, tuple, dict], object], owner: Owner):
     """`function`, a tf.function, made so that each call from eager code becomes `call(run, args, kwargs)`, where
     `run(*args, **kwargs)` is the function's own call; calls from other functions stay as they are. Its class is
-    swapped for a subclass, as in `checked_after_calls`. Checked on TensorFlow 2.15 and 2.21."""
+    swapped for a subclass (through the changes registry), as in `checked_after_calls`. Checked on TensorFlow 2.15
+    and 2.21."""
 
     class Called(type(function)):
         def __call__(self, *args, **kwargs):
@@ -151,7 +152,14 @@ def calls_through(function, call: Callable[[Callable, tuple, dict], object]):
             return call(super().__call__, args, kwargs)
 
     Called.__name__ = Called.__qualname__ = type(function).__name__
-    function.__class__ = Called
+    changes.replace_attribute(
+        function,
+        "__class__",
+        Called,
+        owner=owner,
+        reason="each call from eager code goes through the graph-kernel fusion decision, still a tf.function",
+        label=f"<tf.function {getattr(function, '__name__', '?')}>",
+    )
     return function
 
 

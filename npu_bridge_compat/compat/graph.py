@@ -11,8 +11,10 @@ from collections.abc import Iterator
 
 import tensorflow as tf
 from tensorflow.python.framework.func_graph import FuncGraph
-from tensorflow.python.ops import control_flow_util
 from tensorflow.python.ops.control_flow_v2_func_graphs import WhileBodyFuncGraph
+
+from npu_bridge_compat import changes
+from npu_bridge_compat.changes import Owner
 
 
 @contextlib.contextmanager
@@ -109,17 +111,35 @@ def is_while_body_graph(graph) -> bool:
 
 
 _control_flow_lock = threading.Lock()
+CONTROL_FLOW_V2 = "TensorFlow control flow v2"
 
 
 @contextlib.contextmanager
-def v1_control_flow() -> Iterator[None]:
+def v1_control_flow(owner: Owner) -> Iterator[None]:
     """Build with v1 control flow (tf.while_loop makes Enter/Exit frames), whatever the process uses. The switch
-    is process-wide in TensorFlow (`control_flow_util.ENABLE_CONTROL_FLOW_V2`): it is held under a lock and put
-    back at once. Checked on TensorFlow 2.15 and 2.21."""
+    is process-wide in TensorFlow (`tf.compat.v1.disable_control_flow_v2`): it is changed through the changes
+    registry (listed while it lasts), under a lock, and put back at once. Where v1 control flow is already in use
+    (a TF 1.15 program's), nothing changes. Checked on TensorFlow 2.15 and 2.21."""
     with _control_flow_lock:
-        saved = control_flow_util.ENABLE_CONTROL_FLOW_V2
-        control_flow_util.ENABLE_CONTROL_FLOW_V2 = False
+        if not tf.compat.v1.control_flow_v2_enabled():
+            yield
+            return
+        change = changes.change_setting(
+            CONTROL_FLOW_V2,
+            False,
+            read=tf.compat.v1.control_flow_v2_enabled,
+            write=_set_control_flow_v2,
+            owner=owner,
+            reason="the N-step loop is a v1 while loop (Enter/Exit frames) while it is built",
+        )
         try:
             yield
         finally:
-            control_flow_util.ENABLE_CONTROL_FLOW_V2 = saved
+            changes.undo(changes=[change])
+
+
+def _set_control_flow_v2(enabled: bool) -> None:
+    if enabled:
+        tf.compat.v1.enable_control_flow_v2()
+    else:
+        tf.compat.v1.disable_control_flow_v2()

@@ -268,3 +268,9 @@ def is_keras_symbolic(value) -> bool:
     and Keras 3's KerasTensor, which take Keras layers rather than arbitrary TensorFlow ops). Checked on Keras
     2.15 and Keras 3 (TensorFlow 2.21)."""
     return any(cls.__name__ == "KerasTensor" for cls in type(value).__mro__)
+
+
+def callback_reads_no_logs(callback) -> None:
+    """Tell Keras that `callback` reads no logs, so that Keras need not convert them to numpy for it (the flag
+    Keras' own callbacks set, `_supports_tf_logs`). Checked on Keras 2.15 and Keras 3 (TensorFlow 2.21)."""
+    callback._supports_tf_logs = True

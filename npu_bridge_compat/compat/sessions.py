@@ -5,6 +5,8 @@ Checked on TensorFlow 2.15 and 2.21.
 
 from __future__ import annotations
 
+import sys
+
 from tensorflow.python.client import session as session_lib
 from tensorflow.python.training import monitored_session, session_run_hook
 
@@ -31,3 +33,18 @@ def session_config_of(session):
     """The ConfigProto `session` was created with (None when it was given none). Checked on TensorFlow 2.15 and
     2.21."""
     return getattr(session, "_config", None)
+
+
+def session_without_runtime(session) -> None:
+    """Let `session`, a Session subclass whose `__init__` may stop before TensorFlow's own ran, be deleted quietly:
+    BaseSession.__del__ reads its `_session`. Checked on TensorFlow 2.15 and 2.21."""
+    session._session = None
+
+
+def keras_global_session():
+    """The session Keras' TF1 backend uses (`tf.compat.v1.keras.backend.set_session` sets it), None while it has
+    none: `get_session()` would create one. Checked on TensorFlow 2.15 (Keras 2.15) and 2.21 (tf_keras)."""
+    import tensorflow as tf
+
+    backend = sys.modules[tf.compat.v1.keras.backend.set_session.__module__]
+    return backend._SESSION.session

@@ -138,7 +138,7 @@ class NPUDistributedOptimizer(tf.compat.v1.train.Optimizer):
             raise CollectiveError(
                 "The number of gradients is less than rank_size, so weight_update_sharding cannot be executed"
             )
-        with tf.name_scope(f"{self._name}_Allreduce"):
+        with tf.name_scope(f"{self.get_name()}_Allreduce"):
             return _averaged(gradients)
 
     def apply_gradients(self, grads_and_vars, global_step=None, name=None):

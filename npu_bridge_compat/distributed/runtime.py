@@ -26,8 +26,8 @@ reached from outside the host: they must sit on a trusted network.
 
 from __future__ import annotations
 
-import atexit
 import dataclasses
+import functools
 import os
 import re
 import sys
@@ -129,7 +129,13 @@ def start() -> RankRuntime:
             protocol="grpc",
         )
         try:
-            join_collective_cluster(server_def)  # starts the server and registers with the coordination service
+            changes.change_irreversibly(
+                "TensorFlow's collective runtime",
+                f"rank {cluster.rank} of {cluster.size}",
+                lambda: join_collective_cluster(server_def),  # starts the server, registers with the service
+                owner=Owner.RANKS,
+                reason="this rank's gRPC server and the coordination service, which TensorFlow cannot stop",
+            )
         except tf.errors.OpError as error:
             raise RankConfigError(
                 f"{cluster.describe(cluster.rank)} could not join the {cluster.size} ranks of the "
@@ -140,7 +146,12 @@ def start() -> RankRuntime:
         watchdog = _Watchdog(_runtime)
         watchdog.start()
         _report_uncaught_errors(cluster)
-        atexit.register(_leave_together, cluster, watchdog)
+        changes.add_exit_handler(
+            functools.partial(_leave_together, cluster, watchdog),
+            owner=Owner.RANKS,
+            reason="at a normal exit the ranks wait for each other, so that none reads another's departure as a loss",
+            label="the ranks leave together",
+        )
         return _runtime
 
 
@@ -188,9 +199,14 @@ def _select_gpu(cluster: Cluster) -> None:
             "CPU.",
             NpuCompatWarning,
         )
-        tf.config.set_visible_devices([], "GPU")
-    else:
-        tf.config.set_visible_devices(gpus[index], "GPU")
+    chosen = [] if index >= len(gpus) else [gpus[index]]
+    changes.change_irreversibly(
+        "TensorFlow's visible GPUs",
+        f"GPU {index}" if chosen else "none",
+        lambda: tf.config.set_visible_devices(chosen, "GPU"),
+        owner=Owner.RANKS,
+        reason="one GPU per rank (TensorFlow fixes its devices when its runtime starts)",
+    )
 
 
 class _Watchdog(threading.Thread):
@@ -199,15 +215,15 @@ class _Watchdog(threading.Thread):
     def __init__(self, runtime: RankRuntime) -> None:
         super().__init__(name="npu_bridge_compat rank watchdog", daemon=True)
         self._cluster = runtime.cluster
-        self._stop = threading.Event()
+        self._stopping = threading.Event()  # (not `_stop`: threading.Thread has a method of that name)
 
     def stop(self) -> None:
-        self._stop.set()
+        self._stopping.set()
 
     def run(self) -> None:
-        while not self._stop.wait(POLL_INTERVAL_S):
+        while not self._stopping.wait(POLL_INTERVAL_S):
             lost = self._lost_ranks()
-            if lost and not self._stop.is_set():
+            if lost and not self._stopping.is_set():
                 _end_rank(self._cluster, lost)
 
     def _lost_ranks(self) -> list[tuple[int, str]]:

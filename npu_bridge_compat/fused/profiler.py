@@ -13,17 +13,9 @@ import os
 import tensorflow as tf
 
 from npu_bridge_compat.errors import NpuCompatWarning, NpuOptionValueError, closest_name, warn
+from npu_bridge_compat.options.grammars import AIC_METRICS
 
 LEVELS = {"L0": 1, "L1": 2, "L2": 3}  # the TensorFlow host tracer's levels
-AIC_METRICS = (
-    "ArithmeticUtilization",
-    "PipeUtilization",
-    "Memory",
-    "MemoryL0",
-    "MemoryUB",
-    "ResourceConflictRatio",
-    "L2Cache",
-)
 
 
 def _check(option: str, value, allowed) -> None:

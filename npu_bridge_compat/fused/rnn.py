@@ -238,10 +238,11 @@ class _DynamicBasic(v1_layer_class()):
         activation="tanh",
         is_training=True,
     ):
-        super().__init__()
-        self._hidden_size = check_int("hidden_size", hidden_size, 1)
-        self._dtype = tf.as_dtype(dtype)
-        check_choice("dtype", self._dtype, (tf.float16, tf.float32), " (the kernels' types)")
+        hidden_size = check_int("hidden_size", hidden_size, 1)
+        dtype = tf.as_dtype(dtype)
+        check_choice("dtype", dtype, (tf.float16, tf.float32), " (the kernels' types)")
+        super().__init__(dtype=dtype)  # the layer's own dtype (Keras' `dtype`) is the kernels'
+        self._hidden_size = hidden_size
         if direction not in (DYNAMIC_RNN_UNIDIRECTION, DYNAMIC_RNN_BIDIRECTION):
             raise NpuOptionValueError(
                 f"Invalid direction: {direction}, expecting {DYNAMIC_RNN_UNIDIRECTION} or {DYNAMIC_RNN_BIDIRECTION}"
@@ -287,7 +288,7 @@ class _DynamicBasic(v1_layer_class()):
 
     def _variable(self, name: str, shape: list[int], initializer, dtype=None, trainable: bool = True):
         return self.add_weight(
-            name, shape=shape, dtype=dtype or self._dtype, initializer=initializer, trainable=trainable
+            name, shape=shape, dtype=dtype or self.dtype, initializer=initializer, trainable=trainable
         )
 
     def build(self, input_shape):
@@ -307,14 +308,14 @@ class _DynamicBasic(v1_layer_class()):
         super().build(input_shape)
 
     def _time_major_input(self, x) -> tf.Tensor:
-        x = tf.cast(tf.convert_to_tensor(x), self._dtype)
+        x = tf.cast(tf.convert_to_tensor(x), self.dtype)
         return x if self._time_major else _batch_major(x)
 
     def _initial_state(self, value, batch) -> tf.Tensor:
         """The initial state per direction, [directions, batch, hidden]; zeros by default."""
         if value is None:
-            return tf.zeros([self._directions, batch, self._hidden_size], self._dtype)
-        value = tf.cast(tf.convert_to_tensor(value), self._dtype)
+            return tf.zeros([self._directions, batch, self._hidden_size], self.dtype)
+        value = tf.cast(tf.convert_to_tensor(value), self.dtype)
         return value[None] if value.shape.rank == 2 else value
 
     def _lengths(self, seq_length) -> tf.Tensor | None:
@@ -406,8 +407,8 @@ class DynamicRNN(_DynamicBasic):
         x = self._time_major_input(x)
         batch = tf.shape(x)[1]
         init_h, init_c = self._initial_state(init_h, batch), self._initial_state(init_c, batch)
-        weight = self._rnn_w if weight is None else tf.cast(tf.convert_to_tensor(weight), self._dtype)
-        bias = self._rnn_b if bias is None else tf.cast(tf.convert_to_tensor(bias), self._dtype)
+        weight = self._rnn_w if weight is None else tf.cast(tf.convert_to_tensor(weight), self.dtype)
+        bias = self._rnn_b if bias is None else tf.cast(tf.convert_to_tensor(bias), self.dtype)
         seq_length = self._lengths(seq_length)
         passes = []
         for direction in range(self._directions):

@@ -5,16 +5,30 @@ from __future__ import annotations
 
 import tensorflow as tf
 
+from npu_bridge_compat import changes
+from npu_bridge_compat.changes import Owner
 from npu_bridge_compat.compat import estimator_class, estimator_model_fn, estimator_warm_start
+from npu_bridge_compat.compat.sessions import keras_global_session
 from npu_bridge_compat.errors import NpuOptionValueError
 from npu_bridge_compat.estimator import NPUEstimator, NPURunConfig
 from npu_bridge_compat.session import NPUSession
 
+KERAS_SESSION = "Keras' global session"
+
 
 def set_keras_session_npu_config(config=None) -> NPUSession:
-    """Graph-mode Keras (eager disabled): a session for the NPU config, made Keras' session; returns it."""
+    """Graph-mode Keras (eager disabled): a session for the NPU config, made Keras' session (through the changes
+    registry: undoing gives Keras back the session it had before the first one set here); returns it."""
     session = NPUSession(config=config)
-    tf.compat.v1.keras.backend.set_session(session)
+    changes.undo(changes=[change for change in changes.in_force(Owner.NPU_INIT) if change.target == KERAS_SESSION])
+    changes.change_setting(
+        KERAS_SESSION,
+        session,
+        read=keras_global_session,
+        write=tf.compat.v1.keras.backend.set_session,
+        owner=Owner.NPU_INIT,
+        reason="set_keras_session_npu_config: graph-mode Keras runs in a session of the NPU config",
+    )
     return session
 
 

@@ -554,6 +554,8 @@ PROFILING_KEYS = PROFILING_SWITCHES + (
     "host_sys_usage_freq",
     "instr_profiling_freq",
 )
+# The AI Core metrics the adapter accepts (tf_adapter/util/profiler.cc, kNpuMetricsMap), for profiling_options'
+# aic_metrics and npu_bridge.profiler.Profiler alike.
 AIC_METRICS = (
     "ArithmeticUtilization",
     "PipeUtilization",
@@ -562,7 +564,6 @@ AIC_METRICS = (
     "MemoryUB",
     "ResourceConflictRatio",
     "L2Cache",
-    "MemoryAccess",
 )
 
 

@@ -62,7 +62,7 @@ def _type_name(value: Any) -> str:
     return type(value).__name__
 
 
-def _python_value(spec: OptionSpec, value: Any, source: str) -> Any:
+def typed_value(spec: OptionSpec, value: Any, source: str) -> Any:
     """Check and normalise a keyword value to the option's Python type."""
     if spec.kind is Kind.BOOL and isinstance(value, bool):
         return value
@@ -103,7 +103,7 @@ def _attr_value(spec: OptionSpec, attr, source: str) -> Any:
     return _decode(spec.key, value, source) if spec.kind is Kind.STRING else value
 
 
-def _parse(spec: OptionSpec, value: Any, active: bool, source: str, name: str | None = None) -> Any:
+def parsed_value(spec: OptionSpec, value: Any, active: bool, source: str, name: str | None = None) -> Any:
     """Run the option's grammar; a malformed value of an option the adapter does not read only warns. `name`: the
     option's name as the configuration wrote it (its key by default)."""
     name = name or spec.key
@@ -131,7 +131,7 @@ def build_options(values: Mapping[str, Any], source: str, names: Mapping[str, st
     for key in values:
         spec = OPTIONS[key]
         if spec.check is not None:
-            result = _parse(spec, values[key], options.is_active(key), source, options.name_of(key))
+            result = parsed_value(spec, values[key], options.is_active(key), source, options.name_of(key))
             if result is not None:
                 parsed[key] = result
     options = NpuOptions(
@@ -160,7 +160,7 @@ def options_from_kwargs(
     """
     merged = {**(values or {}), **kwargs}
     typed = {
-        spec.key: _python_value(spec, value, source)
+        spec.key: typed_value(spec, value, source)
         for spec, value in _known(merged.items(), source)
         if value is not None
     }

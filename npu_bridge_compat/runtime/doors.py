@@ -6,6 +6,8 @@ listed, which makes TensorFlow read them), this host's facts, and what the plan 
 resolved (runtime/precision.py). It names the feature kinds it applies. Entering a plan logs its report once,
 applies its process-wide part (runtime/process.py) and warns once per door and feature kind about each planned
 feature the door does not carry out, so nothing is dropped silently.
+It also keeps TensorFlow's messages from being printed twice (logs.py) and watches the forward-compatibility
+horizons the program asks for (compat/batchnorm.py: batch norm changes only inside one before 2019-06-06).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import dataclasses
 from npu_bridge_compat.compat.batchnorm import install_horizon_gate
 from npu_bridge_compat.compat.xla import reserve_fusion_flags
 from npu_bridge_compat.errors import NpuCompatWarning, warn
-from npu_bridge_compat.logs import log_line
+from npu_bridge_compat.logs import defer_tensorflow_handler, log_line
 from npu_bridge_compat.plan import HostPlan, build_plan, log_once
 from npu_bridge_compat.plan.compilation import may_fuse
 from npu_bridge_compat.plan.features import (
@@ -91,7 +93,9 @@ def enter_plan(plan, door: Door | None = None, process: bool = True) -> None:
     """Log the plan's report once, apply its process-wide part (its environment and switches; `process=False`:
     the door applies them itself for the time it trains) and, for a door, warn once about what it does not carry
     out (once per door and set of features: the same configuration again is not warned about twice). From then
-    on a script's own forward_compatibility_horizon(2019, 5, 1) gives the pre-V3 batch norm (compat.batchnorm)."""
+    on a script's own forward_compatibility_horizon(2019, 5, 1) gives the pre-V3 batch norm (compat.batchnorm), as
+    the plan's own mixed compute does; without such a horizon batch norm stays TensorFlow's."""
+    defer_tensorflow_handler()
     log_once(plan.report)
     install_horizon_gate()
     if process:

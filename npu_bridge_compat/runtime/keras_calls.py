@@ -25,6 +25,7 @@ from npu_bridge_compat.compat import (
 )
 from npu_bridge_compat.compat.batchnorm import batchnorm_workaround
 from npu_bridge_compat.compat.eager import function_calls_configured, function_run_metadata
+from npu_bridge_compat.compat.keras import callback_reads_no_logs
 from npu_bridge_compat.errors import NpuCompatWarning, NpuOptionValueError, warn
 from npu_bridge_compat.plan import HostPlan
 from npu_bridge_compat.plan.features import (
@@ -62,7 +63,7 @@ class PlanCallback(tf.keras.callbacks.Callback):
 
     def __init__(self, plan: HostPlan) -> None:
         super().__init__()
-        self._supports_tf_logs = True  # reads no logs: Keras need not convert them to numpy for this callback
+        callback_reads_no_logs(self)
         self.npu_plan = plan
         self._check_keras_policy()
         self._probes = _step_probes(self.npu_plan)

@@ -190,7 +190,7 @@ def build_loop(train_op, iterations, fetched: list, probes: StepProbes | None = 
             return index < count
         return (index < count) & (probes.failure[0] < 0)
 
-    with graph.as_default(), tf.name_scope(LOOP_SCOPE), v1_control_flow():
+    with graph.as_default(), tf.name_scope(LOOP_SCOPE), v1_control_flow(Owner.STEP_LOOP):
         initial = [tf.zeros([], t.dtype) if t.dtype != tf.string else tf.constant("") for t in in_loop]
         count = tf.convert_to_tensor(iterations)  # read once per run, not per iteration
         outputs = tf.compat.v1.while_loop(

@@ -5,14 +5,17 @@ Three kinds of sites carry NPU options:
   literal value is written into a real ConfigProto and read back by the runtime's reader, so a value in the wrong
   field or of the wrong type fails exactly as it does under `run`;
 - calls of NPURunConfig, its holders (DumpConfig, ProfilingConfig, ...) and NPUCallback: their literal keywords
-  go through the very code that builds options at run time (NPURunConfig's argument mapping, the holders'
-  `npu_options()`), holders written inline or assigned to a variable once are followed;
+  go through the very code that builds options at run time (NPURunConfig's argument mapping and the holders'
+  `npu_options()`, options/run_config.py), holders written inline or assigned to a variable once are followed;
 - `npu_device.global_options().<path> = value` statements (TF2 scripts; through a variable holding the tree too):
   checked by the option tree itself, planned per function as `open()` plans them, named as the script names them.
 
 Literal values are validated with the runtime's errors; where every value of a site is literal, the cross-option
 rules run too and the host plan says what each option becomes here. Values computed by the script (flags,
 variables) are known only when it runs: their options are classified by the table, and `run` checks them.
+
+This module reads the options and the plan only (no door): the configuration callables a script calls come
+resolved by the classifier, and are recognised by their bases in options/run_config.py.
 """
 
 from __future__ import annotations
@@ -26,13 +29,16 @@ import warnings
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
+from npu_bridge_compat import changes
+from npu_bridge_compat.changes import Owner
 from npu_bridge_compat.errors import NpuCompatWarning, NpuConfigError, closest_name
 from npu_bridge_compat.options import OPTIONS, closest_option, options_from_kwargs
-from npu_bridge_compat.options.readers import NPU_OPTIMIZER, _parse, _python_value, config_proto_values
+from npu_bridge_compat.options import run_config as run_config_arguments
+from npu_bridge_compat.options import tf2_tree as tf2_options
+from npu_bridge_compat.options.readers import NPU_OPTIMIZER, config_proto_values, parsed_value, typed_value
 from npu_bridge_compat.plan import HostFacts, build_plan
 from npu_bridge_compat.scan.reader import Call, OptionSet, TreeOptionSet, Value
 from npu_bridge_compat.scan.report import Category, Finding, Outcome, Severity
-from npu_bridge_compat.tf2 import options as tf2_options
 
 _EFFECT_SEVERITY = {
     Outcome.TRANSLATED: Severity.READY,
@@ -62,12 +68,20 @@ def _is_runtime(value: Any) -> bool:
 
 @contextlib.contextmanager
 def _in_directory(directory: str) -> Iterator[None]:
-    previous = os.getcwd()
-    os.chdir(directory)
+    """Checks from `directory`: the grammars resolve relative paths (dump_path, modify_mixlist) from the working
+    directory, as the script does when it runs; changed through the changes registry, and put back at once."""
+    change = changes.change_setting(
+        "the working directory",
+        directory,
+        read=os.getcwd,
+        write=os.chdir,
+        owner=Owner.SCAN,
+        reason="relative paths in a script's option values are checked from the folders it may be started in",
+    )
     try:
         yield
     finally:
-        os.chdir(previous)
+        changes.undo(changes=[change])
 
 
 T = TypeVar("T")
@@ -107,34 +121,21 @@ class ConfigChecker:
     """Turns option sites and configuration calls into findings for one host."""
 
     def __init__(self, host: HostFacts) -> None:
-        from npu_bridge_compat.estimator import config as estimator_config
-        from npu_bridge_compat.keras import NPUCallback
-
         self.host = host
-        self._run_config = estimator_config.NPURunConfig
-        self._holder_arguments = estimator_config.HOLDERS  # NPURunConfig arguments that hold several options
-        self._no_host_meaning = estimator_config.NO_HOST_MEANING
-        self._check_holders = estimator_config.check_holders
-        self._npu_values = estimator_config.npu_values
-        # every other class of estimator/config.py is a plain holder of values (DumpConfig, ..., and
-        # GraphMemoryOptimizeConfig, which ExperimentalConfig reads)
-        self._holders = {
-            cls
-            for cls in vars(estimator_config).values()
-            if inspect.isclass(cls)
-            and cls.__module__ == estimator_config.__name__
-            and cls is not self._run_config
-            and not issubclass(cls, Exception)
-            and "__init__" in vars(cls)
-        }
-        self._handlers: dict[Any, Callable] = {self._run_config: self._run_config_call, NPUCallback: self._keyword_call}
-        self._handlers.update({holder: self._holder_call for holder in self._holders})
+        self.holders = frozenset(run_config_arguments.HOLDER_CLASSES)
 
-    def handles(self, obj: Any) -> bool:
-        try:
-            return obj in self._handlers
-        except TypeError:  # unhashable objects are not configuration callables
-            return False
+    def handler(self, obj: Any) -> Callable | None:
+        """How a call of `obj` is checked: NPURunConfig (and a script's subclass of it), a holder, a callable
+        whose keywords are options (NPUCallback); None for any other callable."""
+        if not inspect.isclass(obj):
+            return None
+        if issubclass(obj, run_config_arguments.RunConfigArguments):
+            return self._run_config_call
+        if obj in self.holders:
+            return self._holder_call
+        if issubclass(obj, run_config_arguments.OptionKeywords):
+            return self._keyword_call
+        return None
 
     # --- parameter_map writes ------------------------------------------------------------------------------
 
@@ -241,28 +242,30 @@ class ConfigChecker:
         it reads) are checked as part of it."""
         context = _CallContext(self, calls, callees, place)
         for index, callee in enumerate(callees):
-            if self._run_config is callee:
+            if self.handler(callee) == self._run_config_call:
                 context.mark_nested(index)
         findings: list[Finding] = []
         for index, callee in enumerate(callees):
-            if index not in context.nested and self.handles(callee):
-                findings += self._handlers[callee](context, index)
+            handler = self.handler(callee)
+            if index not in context.nested and handler is not None:
+                findings += handler(context, index)
         return findings + context.nested_findings
 
     def _run_config_call(self, context: _CallContext, index: int) -> list[Finding]:
         call = context.calls[index]
+        run_config = context.callees[index]
         site = Site("NPURunConfig", context.place, call.line)
-        arguments, lines, findings = context.bind(index, self._run_config)
+        arguments, lines, findings = context.bind(index, run_config)
         if arguments is None:
             return findings
-        for name in self._holder_arguments:
+        for name in run_config_arguments.HOLDERS:
             if _is_runtime(arguments[name]):
                 arguments[name] = None  # a holder built where we cannot follow it; its own call is checked there
-        parameters = inspect.signature(self._run_config).parameters
+        parameters = inspect.signature(run_config).parameters
         defaults = {name: parameter.default for name, parameter in parameters.items()}
         literal_only = {name: defaults[name] if _is_runtime(value) else value for name, value in arguments.items()}
         try:
-            self._check_holders(literal_only)
+            run_config_arguments.check_holders(literal_only)
         except NpuConfigError as error:
             name = _first_key_named(str(error), arguments)
             return findings + [
@@ -270,7 +273,7 @@ class ConfigChecker:
                     lines.get(name, call.line), Category.ARGUMENT, name, Outcome.INVALID, Severity.BLOCKED, str(error)
                 )
             ]
-        for name in self._no_host_meaning:
+        for name in run_config_arguments.NO_HOST_MEANING:
             if arguments[name] not in (None, False):
                 findings.append(
                     Finding(
@@ -283,13 +286,13 @@ class ConfigChecker:
                         value=_shown(arguments[name]),
                     )
                 )
-        values = self._npu_values(arguments)
+        values = run_config_arguments.npu_values(arguments)
         option_lines = {}
         for key in values:
             holder = next(
                 (
                     name
-                    for name in self._holder_arguments
+                    for name in run_config_arguments.HOLDERS
                     if arguments[name] is not None and key in arguments[name].npu_options()
                 ),
                 None,
@@ -388,10 +391,10 @@ class ConfigChecker:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", NpuCompatWarning)  # an inactive option's bad value: the plan says so
             try:
-                typed = _python_value(spec, value, site.source)
+                typed = typed_value(spec, value, site.source)
                 if spec.check is not None:
                     active = not spec.requires or any(requirements)
-                    site.place.first_passing(lambda: _parse(spec, typed, active, site.source))
+                    site.place.first_passing(lambda: parsed_value(spec, typed, active, site.source))
             except NpuConfigError as error:
                 severity = Severity.WARNING if any(map(_is_runtime, requirements)) else Severity.BLOCKED
                 detail = str(error) + (
@@ -450,7 +453,7 @@ class _CallContext:
 
     def _holder_index(self, value: Value) -> int | None:
         index = value.data if value.kind == "call" else self._assigned.get(value.data) if value.kind == "name" else None
-        return index if index is not None and self.callees[index] in self.checker._holders else None
+        return index if index is not None and self.callees[index] in self.checker.holders else None
 
     def mark_nested(self, index: int) -> None:
         call = self.calls[index]

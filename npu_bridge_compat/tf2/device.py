@@ -14,20 +14,26 @@ environment (op lists, XLA flags), op determinism, the device id's GPU, a GPU me
 - Keras `fit` / `evaluate` / `predict`: the Keras door's run-time units (dumps, numeric checks and keep-dtype built
   into the traced steps), as if each call carried an `NPUCallback` of these options;
 - a profiler trace of the rest of the process.
+
+What the door holds lives on the handle and in the changes registry: the opened device is listed there (undoing
+it lets `open()` plan `global_options()` again), the handle is the default while its `as_default()` changes are in
+force, and `set_npu_loop_size` sets NPU_LOOP_SIZE, the adapter's own variable for it. Only the option tree is the
+process's, as in the adapter (`global_options()`): it is the program's configuration, which `open()` reads.
 """
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import functools
 import os
 import threading
+from collections.abc import Iterator
 
 import tensorflow as tf
 
 from npu_bridge_compat import changes
 from npu_bridge_compat.changes import Owner
+from npu_bridge_compat.compat.config import disable_v2_behaviour
 from npu_bridge_compat.compat.eager import (
     eager_context_started,
     function_calls_configured,
@@ -36,6 +42,7 @@ from npu_bridge_compat.compat.eager import (
 from npu_bridge_compat.compat.keras import add_callback_to_model_calls
 from npu_bridge_compat.distributed import ranks
 from npu_bridge_compat.errors import NpuCompatWarning, NpuConfigError, warn
+from npu_bridge_compat.options import tf2_tree as tf2_options
 from npu_bridge_compat.options.readers import build_options
 from npu_bridge_compat.plan import HostFacts, HostPlan, build_plan
 from npu_bridge_compat.plan.features import (
@@ -54,7 +61,6 @@ from npu_bridge_compat.runtime.doors import Door, enter_plan, narrowed, plan_for
 from npu_bridge_compat.runtime.keras_calls import KERAS_CALL_FEATURES, PlanCallback
 from npu_bridge_compat.runtime.precision import note_program_policy
 from npu_bridge_compat.runtime.profiling import profiler_trace
-from npu_bridge_compat.tf2 import options as tf2_options
 from npu_bridge_compat.tf2.functions import with_units
 
 TF2_DOOR = Door(
@@ -75,12 +81,12 @@ TF2_DOOR = Door(
 )
 LOOP_SIZE_VARIABLE = "NPU_LOOP_SIZE"
 OWNER = Owner.TF2_DOOR
+OPENED = "npu_device.open()"
+PROFILER_TRACE = "TensorFlow profiler"
 
 _lock = threading.Lock()
-_tree: tf2_options.OptionGroup | None = None
-_handle: NpuDeviceHandle | None = None
-_default: NpuDeviceHandle | None = None
-_loop_size: int | None = None
+_tree: tf2_options.OptionGroup | None = None  # global_options(): the program's configuration, as in the adapter
+_handle: NpuDeviceHandle | None = None  # the device opened, while its opening is in force (_opened)
 
 
 def global_options() -> tf2_options.OptionGroup:
@@ -93,24 +99,28 @@ def global_options() -> tf2_options.OptionGroup:
 
 
 def global_npu_ctx() -> NpuDeviceHandle | None:
-    """The device made default by `open().as_default()`, None before."""
-    return _default
+    """The device made default by `open().as_default()`, None before (and once its changes are undone)."""
+    handle = _handle
+    return handle if handle is not None and handle.is_default() else None
 
 
 def set_npu_loop_size(loop_size: int) -> None:
     """The adapter's loop sink: on an NPU a `tf.function` that loops over an iterator runs `loop_size` iterations
     per call on the device, and the docs require the script's own loop count to equal it. On a host the script's
-    loop runs exactly as written; Keras calls whose steps_per_execution differs are warned about."""
-    global _loop_size
+    loop runs exactly as written; Keras calls whose steps_per_execution differs are warned about. The size is
+    NPU_LOOP_SIZE from now on (through the changes registry), the variable the adapter reads too."""
     if isinstance(loop_size, bool) or not isinstance(loop_size, int) or loop_size < 1:
         raise NpuConfigError(f"set_npu_loop_size: loop_size must be an int >= 1, got {loop_size!r}")
-    _loop_size = loop_size
+    changes.set_environment(
+        LOOP_SIZE_VARIABLE,
+        str(loop_size),
+        owner=OWNER,
+        reason="npu_device.set_npu_loop_size: the loop size Keras calls are checked against",
+    )
 
 
 def loop_size() -> int:
-    """set_npu_loop_size's value, else NPU_LOOP_SIZE, else 1."""
-    if _loop_size is not None:
-        return _loop_size
+    """NPU_LOOP_SIZE (set_npu_loop_size sets it), else 1."""
     value = os.environ.get(LOOP_SIZE_VARIABLE, "").strip()
     if not value:
         return 1
@@ -121,8 +131,9 @@ def loop_size() -> int:
 
 def open(device_id: int | None = None) -> NpuDeviceHandle:  # noqa: A001 - the adapter's name
     """Open the process's device (ASCEND_DEVICE_ID, else 0): plan `global_options()` and apply its process-wide
-    part. One device per process, as on Ascend."""
-    global _handle
+    part. One device per process, as on Ascend: the same id again returns it, until the changes registry undoes
+    the opening."""
+    global _tree
     if device_id is None:
         device_id = ranks.device_id() or 0
     with _lock:
@@ -134,12 +145,33 @@ def open(device_id: int | None = None) -> NpuDeviceHandle:  # noqa: A001 - the a
             )
         workers = ranks.rank_size()
         worker_id = _join_ranks() if workers > 1 else 0
-        plan = plan_options(_tree if _tree is not None else tf2_options.OptionGroup(""))
+        if _tree is None:
+            _tree = tf2_options.OptionGroup("")
+        plan = plan_options(_tree)
         enter_plan(plan, TF2_DOOR)
         _configure_devices(plan, device_id, several_ranks=workers > 1)
-        tf2_options.mark_read()
-        _handle = NpuDeviceHandle(device_id, workers, worker_id, plan)
-        return _handle
+        handle = NpuDeviceHandle(device_id, workers, worker_id, plan)
+        changes.enter(
+            _opened(handle, _tree),
+            OPENED,
+            owner=OWNER,
+            reason=f"device {device_id} is open with the plan of global_options() (undone: open() plans them again)",
+            value=device_id,
+        )
+        return handle
+
+
+@contextlib.contextmanager
+def _opened(handle: NpuDeviceHandle, tree: tf2_options.OptionGroup) -> Iterator[None]:
+    """While entered, `handle` is the process's device, opened with the options of `tree`."""
+    global _handle
+    _handle = handle
+    tf2_options.mark_read(tree)
+    try:
+        yield
+    finally:
+        _handle = None
+        tf2_options.mark_read(tree, read=False)
 
 
 def _join_ranks() -> int:
@@ -226,9 +258,7 @@ class NpuDeviceHandle:
     def as_default(self) -> NpuDeviceHandle:
         """Apply the plan to everything the script runs from now on (see the module's docstring), through the
         changes registry (again: a no-op); the profiler trace is written when the process exits."""
-        global _default
-        _default = self
-        changes.enter(
+        self._default_change = changes.enter(
             function_calls_configured(self.npu_plan.configure_function_calls),
             "the main thread's function-call config",
             owner=OWNER,
@@ -238,14 +268,25 @@ class NpuDeviceHandle:
         if trace is not None:
             changes.enter(
                 profiler_trace(trace.output),
-                "TensorFlow profiler",
+                PROFILER_TRACE,
                 owner=OWNER,
                 reason=f"profiling_mode: a trace of the process under {trace.output}",
             )
-            atexit.register(changes.undo, owner=OWNER)
+            changes.add_exit_handler(
+                _write_profiler_trace,
+                owner=OWNER,
+                reason="the profiler writes its trace when it stops, at the latest when the process exits",
+                label="write the profiler trace",
+            )
         replace_function_decorator(with_units(self.npu_plan), owner=OWNER)
         add_callback_to_model_calls(tf.keras.Model, self._keras_callback, owner=OWNER)
         return self
+
+    _default_change: changes.Change | None = None  # as_default()'s, while the handle is the default
+
+    def is_default(self) -> bool:
+        """Whether `as_default()` made this device the default and its changes are in force."""
+        return self._default_change is not None and changes.is_in_force(self._default_change)
 
     def _keras_callback(self, model):
         """The run-time core's callback for one fit/evaluate/predict call, carrying what must be built into Keras'
@@ -258,6 +299,10 @@ class NpuDeviceHandle:
             return None
         per_call = tuple(kind for kind in KERAS_CALL_FEATURES if kind is not ProfilerTrace)
         return PlanCallback(narrowed(self.npu_plan, per_call))
+
+
+def _write_profiler_trace() -> None:
+    changes.undo(changes=[change for change in changes.in_force(OWNER) if change.target == PROFILER_TRACE])
 
 
 def _check_loop_size(model) -> None:
@@ -284,4 +329,6 @@ def enable_v1() -> None:
             owner=OWNER,
             reason="the TF1 adapter's API under npu_device.compat.v1 reads the device opened so far",
         )
-    tf.compat.v1.disable_v2_behavior()
+    disable_v2_behaviour(
+        owner=OWNER, reason="npu_device.compat.enable_v1: TF1 behaviour from now on, as in the adapter"
+    )

@@ -119,4 +119,4 @@ def _decided_by_runs(made, name: str, fusion: GraphKernelFusion | None, mixed: M
             return run(*args, **kwargs) if reduced else in_form(False, reduced)
         return fusion_chooser.run(key, where, lambda fused: in_form(fused, reduced))
 
-    return calls_through(made, call)
+    return calls_through(made, call, owner=OWNER)

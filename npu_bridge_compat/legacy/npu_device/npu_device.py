@@ -3,6 +3,7 @@
 import contextlib
 
 from npu_bridge_compat.errors import DeviceOnlyFeatureError
+from npu_bridge_compat.options.tf2_tree import OptionGroup
 from npu_bridge_compat.tf2.device import (  # noqa: F401
     NpuDeviceHandle,
     enable_v1,
@@ -11,7 +12,6 @@ from npu_bridge_compat.tf2.device import (  # noqa: F401
     open,
     set_npu_loop_size,
 )
-from npu_bridge_compat.tf2.options import OptionGroup
 
 from . import gen_npu_ops  # noqa: F401
 

@@ -10,15 +10,12 @@ library code, except the adapter's module tree, which re-exports `tf` to scripts
 from __future__ import annotations
 
 import builtins
-import contextlib
 import functools
-import logging
 import sys
-from collections.abc import Iterator
 from typing import Any
 
 from npu_bridge_compat import changes
-from npu_bridge_compat.compat.config import enable_v2_behavior_again
+from npu_bridge_compat.compat.config import disable_v2_behaviour
 from npu_bridge_compat.legacy.program import bound_by_import, importer_is_program, is_program_file, with_child
 from npu_bridge_compat.legacy.tf1 import OWNER, install_tf1_world
 from npu_bridge_compat.legacy.tf1.table import ROOTS
@@ -37,11 +34,8 @@ def install_tf1_imports() -> None:
     import tensorflow as tf
 
     install_tf1_world()
-    changes.enter(
-        _tf1_behaviour(),
-        "TensorFlow 2 behaviour",
-        owner=OWNER,
-        reason="TF 1.15 programs build graphs and run sessions (tf.compat.v1.disable_v2_behavior)",
+    disable_v2_behaviour(
+        owner=OWNER, reason="TF 1.15 programs build graphs and run sessions (tf.compat.v1.disable_v2_behavior)"
     )
     v1 = tf.compat.v1
     original_import = builtins.__import__
@@ -91,18 +85,3 @@ def install_tf1_imports() -> None:
         owner=OWNER,
         reason="`import tensorflow` in the program's own modules (not in libraries) gives TF 1.15's API",
     )
-
-
-@contextlib.contextmanager
-def _tf1_behaviour() -> Iterator[None]:
-    import tensorflow as tf
-
-    tensorflow_logger = logging.getLogger("tensorflow")
-    level = tensorflow_logger.level
-    tensorflow_logger.setLevel(logging.ERROR)  # its "non-resource variables are not supported" is our own doing
-    try:
-        tf.compat.v1.disable_v2_behavior()
-    finally:
-        tensorflow_logger.setLevel(level)
-    yield
-    enable_v2_behavior_again()

@@ -42,14 +42,22 @@ _GROUP_CLASSES = {
     "experimental.graph_memory_optimize_config": "GraphMemoryOptimizeConfig",
 }
 _SPEC_OF_NAME = {spec.tf2_name: spec for spec in OPTIONS.values() if spec.tf2_name}
-_read = False  # whether open() has read the tree
-_late_warned = False  # whether an assignment after open() was warned about (once: scripts set several in a row)
 
 
-def mark_read() -> None:
-    """open() has read the options: later assignments cannot reach the device."""
-    global _read
-    _read = True
+class _Reading:
+    """Whether open() has read a tree, and whether an assignment after that was warned about (once: scripts set
+    several in a row); one per tree, shared by its groups."""
+
+    def __init__(self) -> None:
+        self.read = False
+        self.late_warned = False
+
+
+def mark_read(tree: OptionGroup, read: bool = True) -> None:
+    """open() has read `tree`'s options: later assignments cannot reach the device (`read=False`: the device it
+    opened is let go, and the next open() reads the tree again)."""
+    reading = object.__getattribute__(tree, "_reading")
+    reading.read, reading.late_warned = read, False
 
 
 class NoSuchOptionError(NpuConfigError, AttributeError):
@@ -135,12 +143,13 @@ class OptionGroup:
     """A group of the tree (the adapter's `NpuBaseConfig`): its options and subgroups as attributes; assigning
     an option sets its value."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, reading: _Reading | None = None) -> None:
+        reading = reading or _Reading()
         members: dict[str, OptionValue | OptionGroup] = {}
         prefix = f"{path}." if path else ""
         for group in TF2_GROUPS:
             if group.startswith(prefix) and group != path and "." not in group[len(prefix) :]:
-                members[group[len(prefix) :]] = OptionGroup(group)
+                members[group[len(prefix) :]] = OptionGroup(group, reading)
         for name, spec in _SPEC_OF_NAME.items():
             if name.startswith(prefix) and "." not in name[len(prefix) :]:
                 members[name[len(prefix) :]] = OptionValue(name, spec)
@@ -148,6 +157,7 @@ class OptionGroup:
             members[RECOMPUTE[len(prefix) :]] = OptionValue(RECOMPUTE, None)
         object.__setattr__(self, "_path", path)
         object.__setattr__(self, "_members", members)
+        object.__setattr__(self, "_reading", reading)
 
     def __getattr__(self, name: str) -> Any:
         members = object.__getattribute__(self, "_members")
@@ -162,9 +172,8 @@ class OptionGroup:
         if isinstance(member, OptionGroup):
             raise NpuOptionValueError(f"{SOURCE}.{self._qualified(name)} is a group of options; set its options")
         member.value = value
-        global _late_warned
-        if _read and not _late_warned:
-            _late_warned = True
+        if self._reading.read and not self._reading.late_warned:
+            self._reading.late_warned = True
             warn(
                 f"{SOURCE}.{self._qualified(name)} was set after npu_device.open(), which reads the options once: "
                 "as on the NPU, it and every option set after it have no effect. Set options before the first "
