@@ -217,7 +217,8 @@ def _configure_devices(plan: HostPlan, device_id: int, several_ranks: bool) -> N
     if gpus and not several_ranks:  # a rank's GPU is chosen when it joins the ranks
         index = next((f.index for f in wanted if isinstance(f, VisibleDevice)), device_id)
         chosen = [gpus[index]] if index < len(gpus) else gpus
-        _fixed("visible GPUs", [gpu.name for gpu in chosen], lambda: tf.config.set_visible_devices(chosen, "GPU"))
+        configure = functools.partial(tf.config.set_visible_devices, chosen, "GPU")
+        _fixed("visible GPUs", [gpu.name for gpu in chosen], configure)
     for feature in wanted:
         if isinstance(feature, GpuMemoryLimit):
             for gpu in chosen:

@@ -29,8 +29,12 @@ sees_tf1 = is_program_file  # whether a module's file is the user's program (TF 
 def install_tf1_imports() -> None:
     """Give the user's program TF 1.15's `tensorflow` (idempotent, through the changes registry); TF2 behaviour is
     disabled process-wide."""
-    if changes.is_replaced(builtins, "__import__"):
+    hooks = [change for change in changes.in_force() if change.target == "builtins.__import__"]
+    if any(change.owner is OWNER for change in hooks):
         return
+    # One program, one world: the TF 1.15 view takes over the import hook of a TF 2.6 world installed before it
+    # (its own view of `tensorflow.python.keras` is the same live Keras 2).
+    changes.undo(changes=hooks)
     import tensorflow as tf
 
     install_tf1_world()
