@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from npu_bridge_compat import changes
 from npu_bridge_compat.changes import Owner
 from npu_bridge_compat.compat import select_keras_2
+from npu_bridge_compat.compat.estimator_library import serve_estimator_imports
 from npu_bridge_compat.compat.xla import reserve_fusion_flags
 from npu_bridge_compat.errors import NpuConfigError
 from npu_bridge_compat.plan.platform import GRAPH_KERNEL_ENV, graph_kernel_mode
@@ -69,6 +70,7 @@ def run_program(
         from npu_bridge_compat.legacy.tf26 import install_tf26_world
 
         install_tf26_world()
+    serve_estimator_imports()  # tf.estimator on TensorFlow 2.16 and later: loaded when the program uses it
     if not show_deprecations:  # (TensorFlow's messages are never printed twice: see logs.py)
         quiet_library_deprecations()
     if list_changes:

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from npu_bridge_compat.compat import estimator_library
-from npu_bridge_compat.compat.versions import ESTIMATOR_TENSORFLOW, _stand_in, tensorflow_version
+from npu_bridge_compat.compat.versions import ESTIMATOR_TENSORFLOW, _stand_in, tensorflow_version, version_tuple
 
 
 def estimator_api() -> Any:
@@ -41,7 +41,7 @@ def estimator_missing(what: str) -> str:
     version = tensorflow_version()
     installed = estimator_library.package_version()
     found = f"tensorflow-estimator {installed} is installed" if installed else "it is not installed"
-    if estimator_library.library_is_served():
+    if version_tuple(version) > version_tuple(ESTIMATOR_TENSORFLOW):  # served by estimator_library
         return (
             f"{what} needs tf.estimator, which TensorFlow {version} lacks (removed in 2.16): npu_bridge_compat "
             f"serves tensorflow-estimator {ESTIMATOR_TENSORFLOW} on it, and {found}. "

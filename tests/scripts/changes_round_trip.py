@@ -37,10 +37,25 @@ def watched() -> dict:
         "environment": dict(os.environ),
         "TF2 behaviour": tf.compat.v1.executing_eagerly_outside_functions(),
     }
-    if sys.version_info < (3, 12):  # TensorFlow 2.15: the Estimator door
+    if not SERVES_ESTIMATOR:  # TensorFlow 2.15: tf.estimator's own classes
         import tensorflow_estimator
 
         places["Estimator.__init__"] = tensorflow_estimator.estimator.Estimator.__dict__.get("__init__")
+    else:  # TensorFlow 2.16 and later: what serving tensorflow-estimator 2.15 changes
+        from tensorflow.python.distribute import __dict__ as distribute_names
+        from tensorflow.python.tpu import __dict__ as tpu_names
+        from tensorflow.python.util import tf_export
+
+        places["tf.estimator"] = [api.__dict__.get("estimator") for api in (tf, tf.compat.v1, tf.compat.v2)]
+        places["tf_export"] = [tf_export.__dict__.get(name) for name in ("ESTIMATOR_API_NAME", "API_ATTRS")]
+        places["TensorFlow 2.15's modules"] = sorted(
+            name
+            for name in sys.modules
+            if name.startswith(("tensorflow.estimator", "tensorflow.python.estimator", "tensorflow.compat.v"))
+            and name.endswith("estimator")
+            or name in ("tensorflow.python.distribute.estimator_training", "tensorflow.python.tpu.session_support")
+        )
+        places["their names"] = [distribute_names.get("estimator_training"), tpu_names.get("session_support")]
     return places
 
 
@@ -58,6 +73,7 @@ def data():
     return np.ones((8, 3), np.float32), np.ones((8, 1), np.float32)
 
 
+SERVES_ESTIMATOR = tuple(map(int, tf.__version__.split(".")[:2])) > (2, 15)  # tensorflow-estimator 2.15, served
 tf.random.set_seed(1)  # deterministic=1 below makes random ops need a seed
 start = watched()
 import npu_bridge_compat  # noqa: E402, F401
@@ -84,23 +100,29 @@ from npu_bridge_compat.keras import NPUCallback  # noqa: E402
 
 keras_model().fit(*data(), epochs=1, verbose=0, callbacks=[NPUCallback(iterations_per_loop=2)])
 
-# The Estimator door (TensorFlow 2.15).
-if sys.version_info < (3, 12):
-    from npu_bridge_compat.estimator import NPUEstimator, NPURunConfig
+# The Estimator door (on TensorFlow 2.16 and later, tensorflow-estimator 2.15 served), then a plain Estimator
+# imported from TensorFlow 2.15's module path, as ported programs do.
+from npu_bridge_compat.compat import tf1_keras_api  # noqa: E402
+from npu_bridge_compat.estimator import NPUEstimator, NPURunConfig  # noqa: E402
 
-    def model_fn(features, labels, mode):
-        loss = tf.reduce_mean(tf.compat.v1.layers.dense(features, 1) - labels) ** 2
-        train = tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(
-            loss, tf.compat.v1.train.get_or_create_global_step()
-        )
-        return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train)
 
-    def input_fn():
-        return tf.data.Dataset.from_tensor_slices(data()).repeat().batch(4)
+def model_fn(features, labels, mode):
+    loss = tf.reduce_mean(tf1_keras_api("layers").dense(features, 1) - labels) ** 2
+    train = tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(
+        loss, tf.compat.v1.train.get_or_create_global_step()
+    )
+    return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train)
 
-    run_config = NPURunConfig(model_dir=sys.argv[1], iterations_per_loop=2, save_checkpoints_steps=4)
-    NPUEstimator(model_fn, config=run_config).train(input_fn, max_steps=4)
-    tf.estimator.Estimator(model_fn, config=NPURunConfig(model_dir=sys.argv[1] + "-plain"))
+
+def input_fn():
+    return tf.data.Dataset.from_tensor_slices(data()).repeat().batch(4)
+
+
+run_config = NPURunConfig(model_dir=sys.argv[1], iterations_per_loop=2, save_checkpoints_steps=4)
+NPUEstimator(model_fn, config=run_config).train(input_fn, max_steps=4)
+from tensorflow.python.estimator.estimator import Estimator as Tf215Estimator  # noqa: E402
+
+Tf215Estimator(model_fn, config=NPURunConfig(model_dir=sys.argv[1] + "-plain"))
 
 # The TF2 door: a program's tf.function and a Keras call under as_default().
 import npu_device  # noqa: E402
