@@ -25,6 +25,10 @@ LINE_MARKERS = {
         lambda: compat.estimator_api() is None,
         "check the Estimator door's error where tensorflow-estimator is not installed",
     ),
+    "serves_estimator": (
+        lambda: compat.estimator_library.library_is_served() and compat.estimator_api() is not None,
+        "check tensorflow-estimator 2.15 served on TensorFlow 2.16 and later, which lack tf.estimator",
+    ),
     "needs_keras_2": (
         lambda: not compat.tf_keras_is_keras_3(),
         "need tf.keras to be Keras 2 (TF_USE_LEGACY_KERAS=1 from TensorFlow 2.16)",

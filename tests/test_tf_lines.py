@@ -1,5 +1,5 @@
-"""The two TensorFlow lines (compat.py): the Estimator door where tensorflow-estimator is missing, the Keras a ported script
-gets, Keras 2 and Keras 3 trainers, the TF1 layers that Keras 2 implements."""
+"""The two TensorFlow lines (compat.py): the Estimator door where tensorflow-estimator is missing, the Keras a
+ported script gets, Keras 2 and Keras 3 trainers, the TF1 layers that Keras 2 implements."""
 
 import os
 import subprocess

@@ -8,8 +8,8 @@
 Sessions, hooks, v1 optimizers, graph-mode collectives and grappler's passes are the same on both lines, so the
 session door and the run-time units need no version checks. The doors ask this package instead of checking versions:
 the Estimator door for its base classes (stand-ins that raise `TensorFlowVersionError` where tensorflow-estimator
-is not installed), the Keras door for the trainer internals that Keras 2 and Keras 3 name differently, `run` for the Keras a
-ported script gets.
+is not installed), the Keras door for the trainer internals that Keras 2 and Keras 3 name differently, `run` for
+the Keras a ported script gets.
 
 Modules, one per part of TensorFlow they touch (every private TensorFlow, Keras or Estimator name the package
 uses is in one of them, with the versions it was checked on):
@@ -34,6 +34,7 @@ from npu_bridge_compat.compat.estimator import (  # noqa: F401
     estimator_missing,
     estimator_model_fn,
     estimator_warm_start,
+    keras_model_to_estimator,
 )
 from npu_bridge_compat.compat.keras import (  # noqa: F401
     LEGACY_KERAS_ENV,

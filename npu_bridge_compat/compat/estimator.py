@@ -12,6 +12,7 @@ from typing import Any
 
 from npu_bridge_compat.compat import estimator_library
 from npu_bridge_compat.compat.versions import ESTIMATOR_TENSORFLOW, _stand_in, tensorflow_version, version_tuple
+from npu_bridge_compat.errors import TensorFlowVersionError
 
 
 def estimator_api() -> Any:
@@ -51,6 +52,29 @@ def estimator_missing(what: str) -> str:
         f"{what} needs tf.estimator, which TensorFlow {version} takes from the tensorflow-estimator package: "
         f'pip install "tensorflow-estimator=={ESTIMATOR_TENSORFLOW}.*".'
     )
+
+
+def keras_model_to_estimator(keras_model=None, **arguments) -> Any:
+    """Keras 2's `model_to_estimator`: tf.keras's on TensorFlow 2.15, tf_keras's from 2.16 on (whatever tf.keras is
+    there), whose model_fn builds the model in the Estimator's graph; a Keras 3 model, which has no graph mode, is a
+    TensorFlowVersionError saying what to build it with. Checked on TensorFlow 2.15 and 2.21."""
+    import tensorflow as tf
+
+    from npu_bridge_compat.compat.keras import is_keras_3
+
+    if not estimator_library.library_is_served():
+        return tf.keras.estimator.model_to_estimator(keras_model=keras_model, **arguments)
+    if keras_model is not None and is_keras_3(keras_model):
+        raise TensorFlowVersionError(
+            f"model_to_estimator needs a Keras 2 model, and this one is Keras 3 (tf.keras on TensorFlow "
+            f"{tensorflow_version()}), which cannot build into an Estimator's graph: build it with tf_keras "
+            "(import tf_keras as keras), or run the script with python -m npu_bridge_compat run, which makes "
+            "tf.keras Keras 2."
+        )
+    estimator_library.load_estimator_api()  # the package that tf_keras's model_to_estimator imports
+    import tf_keras
+
+    return tf_keras.estimator.model_to_estimator(keras_model=keras_model, **arguments)
 
 
 def estimator_model_fn(estimator) -> Any:

@@ -192,6 +192,21 @@ class _EstimatorFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
             return None
         if fullname in _SERVED or _alias_of(fullname) is not None:
             return importlib.machinery.ModuleSpec(fullname, self, is_package=fullname not in _SERVED)
+        if fullname in _API_PARENTS:
+            # `import tensorflow.compat.v1` (tf_keras does) loads another copy of the API module, which becomes
+            # tf.compat.v1: that copy gets its tf.estimator too
+            spec = self._spec_of_others(fullname, path, target)
+            if spec is not None and spec.loader is not None:
+                spec.loader = _WithEstimatorApi(spec.loader, _API_PARENTS[fullname])
+            return spec
+        return None
+
+    def _spec_of_others(self, fullname, path, target):
+        for finder in sys.meta_path:
+            if finder is not self and hasattr(finder, "find_spec"):
+                spec = finder.find_spec(fullname, path, target)
+                if spec is not None:
+                    return spec
         return None
 
     def create_module(self, spec):
@@ -210,6 +225,7 @@ class _EstimatorFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
 
 _SERVED = (DISTRIBUTE_COORDINATOR, *TPU_ONLY)
+_API_PARENTS = {"tensorflow.compat.v1": "v1", "tensorflow.compat.v2": "v2"}
 _TENSORFLOW_PARENTS = {name.rpartition(".")[0] for name in (*_SERVED, *ALIASES)}
 _finder = _EstimatorFinder()
 
@@ -237,6 +253,31 @@ class _LazyEstimatorApi(types.ModuleType):
 _LAZY_APIS = {api: _LazyEstimatorApi(api) for api in API_MODULES}
 
 
+class _WithEstimatorApi(importlib.abc.Loader):
+    """Loads a TensorFlow API module as its own loader does, then gives it its `estimator`."""
+
+    def __init__(self, loader: importlib.abc.Loader, api: str) -> None:
+        self._loader, self._api = loader, api
+
+    def create_module(self, spec):
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module) -> None:
+        self._loader.exec_module(module)
+        _give_estimator_api(module, module.__name__, self._api)
+
+
+def _give_estimator_api(module: types.ModuleType, label: str, api: str) -> None:
+    changes.replace_attribute(
+        module,
+        "estimator",
+        _LAZY_APIS[api],
+        owner=OWNER,
+        label=label,
+        reason="tf.estimator (tensorflow-estimator 2.15)",
+    )
+
+
 def serve_estimator_imports() -> bool:
     """Make tf.estimator, tf.compat.v1.estimator, tensorflow_estimator and `tensorflow.python.estimator...`
     resolve on this TensorFlow, loading nothing until a program uses them. False (and nothing changed) where
@@ -251,15 +292,12 @@ def serve_estimator_imports() -> bool:
         reason="tensorflow-estimator 2.15 and TensorFlow 2.15's Estimator module paths import on this TensorFlow",
         packages=(*_SERVED, *(path for path in ALIASES)),
     )
-    parents = {
-        "tensorflow": (tf, _LAZY_APIS["v2"]),
-        "tensorflow.compat.v2": (tf.compat.v2, _LAZY_APIS["v2"]),
-        "tensorflow.compat.v1": (tf.compat.v1, _LAZY_APIS["v1"]),
-    }
-    for label, (module, api) in parents.items():
-        changes.replace_attribute(
-            module, "estimator", api, owner=OWNER, label=label, reason="tf.estimator (tensorflow-estimator 2.15)"
-        )
+    for label, module, api in (
+        ("tensorflow", tf, "v2"),
+        ("tensorflow.compat.v1", tf.compat.v1, "v1"),
+        ("tensorflow.compat.v2", tf.compat.v2, "v2"),
+    ):
+        _give_estimator_api(module, label, api)
     return True
 
 
