@@ -150,7 +150,9 @@ class _TpuOnlyModule(types.ModuleType):
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
             raise AttributeError(name)
-        return _tpu_only(f"{self.__name__}.{name}", self._feature)
+        value = _tpu_only(f"{self.__name__}.{name}", self._feature)
+        setattr(self, name, value)  # one class per name, as a module has
+        return value
 
 
 def _tpu_only(qualified: str, feature: str) -> type:
@@ -241,7 +243,9 @@ class _LazyEstimatorApi(types.ModuleType):
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
             raise AttributeError(name)
-        return getattr(load_estimator_api(self._api), name)
+        value = getattr(load_estimator_api(self._api), name)
+        setattr(self, name, value)  # read once: the package stays loaded (undoing forgets only TensorFlow's paths)
+        return value
 
     def __dir__(self) -> list[str]:
         return dir(load_estimator_api(self._api))
