@@ -20,7 +20,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from npu_bridge_compat.compat import estimator_api  # noqa: E402
+from npu_bridge_compat.compat import estimator_api, tf1_keras_api  # noqa: E402
 from npu_bridge_compat.estimator import NPUEstimator, NPURunConfig  # noqa: E402
 
 BATCH = 32
@@ -33,8 +33,9 @@ def dataset():
 
 
 def model_fn(features, labels, mode):
-    hidden = tf.compat.v1.layers.dense(features, 16, activation=tf.nn.relu)
-    loss = tf.compat.v1.losses.mean_squared_error(labels, tf.compat.v1.layers.dense(hidden, 1))
+    layers = tf1_keras_api("layers")  # Keras 2's TF1 layers (tf_keras from TensorFlow 2.16)
+    hidden = layers.dense(features, 16, activation=tf.nn.relu)
+    loss = tf.compat.v1.losses.mean_squared_error(labels, layers.dense(hidden, 1))
     train_op = tf.compat.v1.train.GradientDescentOptimizer(0.01).minimize(
         loss, global_step=tf.compat.v1.train.get_global_step()
     )
@@ -84,8 +85,8 @@ def main(argv: list[str]) -> None:
     keras = keras_steps_per_second(100, steps)
     if estimator_api() is None:
         print(
-            f"NPUEstimator: not measured, TensorFlow {tf.__version__} has no tf.estimator (the Estimator door "
-            "needs TensorFlow 2.15)"
+            f"NPUEstimator: not measured, TensorFlow {tf.__version__} has no tf.estimator here (the Estimator door "
+            "needs tensorflow-estimator 2.15: pip install tensorflow-estimator==2.15.0)"
         )
         print(f"Keras steps_per_execution=100         {keras:8.0f} steps/s")
         return

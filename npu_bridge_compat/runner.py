@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from npu_bridge_compat import changes
 from npu_bridge_compat.changes import Owner
 from npu_bridge_compat.compat import select_keras_2
+from npu_bridge_compat.compat.estimator_library import serve_estimator_imports
 from npu_bridge_compat.compat.xla import reserve_fusion_flags
 from npu_bridge_compat.errors import NpuConfigError
 from npu_bridge_compat.plan.platform import GRAPH_KERNEL_ENV, graph_kernel_mode
@@ -72,6 +73,7 @@ def run_program(
 
         install_tf26_world()
     install_era_world()  # both worlds: the ports were written for NumPy < 1.24 and Python 3.7
+    serve_estimator_imports()  # tf.estimator on TensorFlow 2.16 and later: loaded when the program uses it
     defer_tensorflow_handler()  # TensorFlow's messages are printed once, should the script configure logging
     if not show_deprecations:
         quiet_library_deprecations()

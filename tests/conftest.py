@@ -26,11 +26,15 @@ reserve_fusion_flags()
 LINE_MARKERS = {
     "needs_estimator": (
         lambda: compat.estimator_api() is not None,
-        "need tf.estimator, which TensorFlow removed in 2.16",
+        "need tf.estimator: tensorflow-estimator 2.15 (the cpu and gpu extras install it), served from TensorFlow 2.16",
     ),
     "without_estimator": (
         lambda: compat.estimator_api() is None,
-        "check the Estimator door's error where tf.estimator is gone (TensorFlow 2.16 and later)",
+        "check the Estimator door's error where tensorflow-estimator is not installed",
+    ),
+    "serves_estimator": (
+        lambda: compat.estimator_library.library_is_served() and compat.estimator_api() is not None,
+        "check tensorflow-estimator 2.15 served on TensorFlow 2.16 and later, which lack tf.estimator",
     ),
     "needs_keras_2": (
         lambda: not compat.tf_keras_is_keras_3(),

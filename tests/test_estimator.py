@@ -9,7 +9,7 @@ import tensorflow as tf
 from helpers import npu_config
 from tensorflow.core.protobuf import rewriter_config_pb2
 
-from npu_bridge_compat import NpuOptionTypeError, NpuOptionValueError, scope
+from npu_bridge_compat import NpuOptionTypeError, NpuOptionValueError, compat, scope
 from npu_bridge_compat.errors import NpuCompatWarning
 from npu_bridge_compat.estimator import (
     DumpConfig,
@@ -24,6 +24,10 @@ from npu_bridge_compat.plan.features import NumericChecks
 
 pytestmark = pytest.mark.needs_estimator  # the whole door is tf.estimator
 
+# Estimator programs build Keras 2 (graph-mode) layers: on TensorFlow 2.16 and later, tf_keras's
+v1_layers = compat.tf1_keras_api("layers")
+keras_2 = tf.keras if not compat.tf_keras_is_keras_3() else pytest.importorskip("tf_keras")
+
 FEATURES = np.random.RandomState(0).randn(512, 6).astype("float32")
 LABELS = (FEATURES[:, :3].sum(axis=1, keepdims=True) > 0).astype("float32")
 V3_OPS = {"FusedBatchNormV3", "FusedBatchNormGradV3"}
@@ -34,14 +38,14 @@ def input_fn():
 
 
 def dense_model_fn(features, labels, mode):
-    hidden = tf.compat.v1.layers.dense(
+    hidden = v1_layers.dense(
         features,
         4,
         activation=tf.nn.relu,
         name="hidden",
         kernel_initializer=tf.compat.v1.glorot_uniform_initializer(seed=1),
     )
-    logits = tf.compat.v1.layers.dense(
+    logits = v1_layers.dense(
         hidden, 1, name="logits", kernel_initializer=tf.compat.v1.glorot_uniform_initializer(seed=2)
     )
     if mode == tf.estimator.ModeKeys.PREDICT:
@@ -58,10 +62,10 @@ def dense_model_fn(features, labels, mode):
 def batchnorm_model_fn(features, labels, mode, params):
     x = tf.reshape(tf.cast(features, params.get("dtype", tf.float32)), [-1, 1, 2, 3])
     if params.get("keras"):
-        x = tf.keras.layers.BatchNormalization(dtype=params.get("dtype", tf.float32))(x, training=True)
+        x = keras_2.layers.BatchNormalization(dtype=params.get("dtype", tf.float32))(x, training=True)
     else:
-        x = tf.compat.v1.layers.batch_normalization(x, fused=True, training=True)
-    logits = tf.compat.v1.layers.dense(
+        x = v1_layers.batch_normalization(x, fused=True, training=True)
+    logits = v1_layers.dense(
         tf.reshape(tf.cast(x, tf.float32), [-1, 6]), 1, kernel_initializer=tf.compat.v1.constant_initializer(0.1)
     )
     loss = tf.compat.v1.losses.sigmoid_cross_entropy(labels, logits)

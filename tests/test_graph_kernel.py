@@ -349,15 +349,16 @@ def estimator_input_fn():
 
 
 def chain_model_fn(features, labels, mode):
-    hidden = tf.compat.v1.layers.dense(
+    from npu_bridge_compat.compat import tf1_keras_api
+
+    layers = tf1_keras_api("layers")  # Keras 2's: tf_keras from TensorFlow 2.16
+    hidden = layers.dense(
         features, 16, name="hidden", kernel_initializer=tf.compat.v1.glorot_uniform_initializer(seed=1)
     )
     hidden = tf.nn.gelu(hidden) * 1.5 + tf.tanh(hidden) * (hidden - 0.1)
     mean, variance = tf.nn.moments(hidden, axes=[1], keepdims=True)
     hidden = (hidden - mean) * tf.math.rsqrt(variance + 1e-5)
-    logits = tf.compat.v1.layers.dense(
-        hidden, 1, name="logits", kernel_initializer=tf.compat.v1.glorot_uniform_initializer(seed=2)
-    )
+    logits = layers.dense(hidden, 1, name="logits", kernel_initializer=tf.compat.v1.glorot_uniform_initializer(seed=2))
     loss = tf.compat.v1.losses.mean_squared_error(labels, logits)
     train_op = tf.compat.v1.train.GradientDescentOptimizer(0.05).minimize(
         loss, global_step=tf.compat.v1.train.get_global_step()

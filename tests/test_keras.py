@@ -9,7 +9,7 @@ import tensorflow as tf
 from helpers import dumped_steps, keras_executed_dtypes
 from tensorflow.python.eager import context
 
-from npu_bridge_compat import NpuOptionValueError, scope
+from npu_bridge_compat import NpuOptionValueError, compat, scope
 from npu_bridge_compat import keras as npu_keras
 from npu_bridge_compat.compat import keras_steps_per_execution
 from npu_bridge_compat.errors import NonFiniteValueError, NpuCompatWarning
@@ -179,9 +179,10 @@ def test_graph_mode_keras_session_helpers():
 
 @pytest.mark.needs_estimator
 def test_model_to_npu_estimator_runs_n_steps_per_run(tmp_path):
-    inputs = tf.keras.Input([6])
-    net = tf.keras.Model(inputs, tf.keras.layers.Dense(1)(inputs))
-    net.compile(tf.keras.optimizers.SGD(0.05), "mse")
+    keras_2 = tf.keras if not compat.tf_keras_is_keras_3() else pytest.importorskip("tf_keras")  # graph-mode Keras
+    inputs = keras_2.Input([6])
+    net = keras_2.Model(inputs, keras_2.layers.Dense(1)(inputs))
+    net.compile(keras_2.optimizers.SGD(0.05), "mse")
     estimator = keras_helpers.model_to_npu_estimator(
         keras_model=net, config=NPURunConfig(model_dir=str(tmp_path), iterations_per_loop=5)
     )

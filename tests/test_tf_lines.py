@@ -1,5 +1,5 @@
-"""The two TensorFlow lines (compat.py): the Estimator door where tf.estimator is gone, the Keras a ported script
-gets, Keras 2 and Keras 3 trainers, the TF1 layers that Keras 2 implements."""
+"""The two TensorFlow lines (compat.py): the Estimator door where tensorflow-estimator is missing, the Keras a
+ported script gets, Keras 2 and Keras 3 trainers, the TF1 layers that Keras 2 implements."""
 
 import os
 import subprocess
@@ -15,7 +15,10 @@ from npu_bridge_compat.errors import TensorFlowVersionError
 from npu_bridge_compat.keras import NPUCallback
 
 ROOT = Path(__file__).parent.parent
-NEEDS_2_15 = r"needs tf\.estimator, which TensorFlow removed in 2\.16; this is TensorFlow 2\.\d+.*TensorFlow 2\.15"
+NEEDS_PACKAGE = (
+    r"needs tf\.estimator, which TensorFlow 2\.\d+\.\d+ lacks \(removed in 2\.16\): npu_bridge_compat serves "
+    r"tensorflow-estimator 2\.15 on it, and it is not installed\. pip install \"tensorflow-estimator==2\.15\.0\""
+)
 
 
 @pytest.mark.without_estimator
@@ -32,7 +35,7 @@ def test_the_estimator_door_names_the_tensorflow_it_needs_when_used():
         (lambda: npu_run_config_init(), "RunConfig"),
         (lambda: model_to_npu_estimator(keras_model=object()), "NPURunConfig"),
     ):
-        with pytest.raises(TensorFlowVersionError, match=f"^{name} {NEEDS_2_15}"):
+        with pytest.raises(TensorFlowVersionError, match=f"^{name} {NEEDS_PACKAGE}"):
             use()
 
 
@@ -40,13 +43,14 @@ def test_stand_in_classes_import_and_refuse_construction(monkeypatch):
     """What the Estimator door derives from where tf.estimator is gone, on any line."""
     monkeypatch.setattr(compat.estimator, "estimator_api", lambda: None)
     monkeypatch.setattr(compat.estimator, "tensorflow_version", lambda: "2.21.0")
+    monkeypatch.setattr(compat.estimator_library, "package_version", lambda: None)
     base = compat.estimator_class("Estimator")
 
     class Derived(base):
         def __init__(self, *args):
             raise AssertionError("never reached: construction stops first")
 
-    with pytest.raises(TensorFlowVersionError, match=f"^Derived {NEEDS_2_15}"):
+    with pytest.raises(TensorFlowVersionError, match=f"^Derived {NEEDS_PACKAGE}"):
         Derived(1, 2)
     monkeypatch.setattr(compat.estimator, "tensorflow_version", lambda: "2.15.1")
     with pytest.raises(

@@ -6,7 +6,8 @@
 Written as Ascend ports are (NPURunConfig replacing RunConfig, NPUEstimator replacing Estimator); on a host the
 NPU options go through npu_bridge_compat's translator. The run prints the translation report once, its progress
 every 100 steps, then its loss and steps per second. Library deprecation notices are hidden, as under
-`python -m npu_bridge_compat run`; PYTHONWARNINGS=default brings them back.
+`python -m npu_bridge_compat run`; PYTHONWARNINGS=default brings them back. On TensorFlow 2.16 and later (Python
+3.12, 3.13) tf.estimator is tensorflow-estimator 2.15, served by npu_bridge_compat.
 """
 
 import os
@@ -14,6 +15,10 @@ import tempfile
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+from npu_bridge_compat.compat import select_keras_2  # noqa: E402
+
+select_keras_2()  # tf.compat.v1.layers are Keras 2's: tf_keras from TensorFlow 2.16 (before TensorFlow is imported)
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402

@@ -1,19 +1,21 @@
 """The differences between the TensorFlow lines this package runs on, in one place.
 
 - TensorFlow 2.15 (Python up to 3.11): `tf.estimator` (the tensorflow-estimator package); `tf.keras` is Keras 2.
-- TensorFlow 2.16 and later (Python 3.12 and 3.13 too): no `tf.estimator`; `tf.keras` is Keras 3, or Keras 2 (the
-  tf_keras package) when TF_USE_LEGACY_KERAS=1 is set before TensorFlow is imported.
+- TensorFlow 2.16 and later (Python 3.12 and 3.13 too): no `tf.estimator` of its own (this package serves
+  tensorflow-estimator 2.15 on it); `tf.keras` is Keras 3, or Keras 2 (the tf_keras package) when
+  TF_USE_LEGACY_KERAS=1 is set before TensorFlow is imported.
 
 Sessions, hooks, v1 optimizers, graph-mode collectives and grappler's passes are the same on both lines, so the
 session door and the run-time units need no version checks. The doors ask this package instead of checking versions:
-the Estimator door for its base classes (stand-ins that raise `TensorFlowVersionError` where tf.estimator is
-gone), the Keras door for the trainer internals that Keras 2 and Keras 3 name differently, `run` for the Keras a
-ported script gets.
+the Estimator door for its base classes (stand-ins that raise `TensorFlowVersionError` where tensorflow-estimator
+is not installed), the Keras door for the trainer internals that Keras 2 and Keras 3 name differently, `run` for
+the Keras a ported script gets.
 
 Modules, one per part of TensorFlow they touch (every private TensorFlow, Keras or Estimator name the package
 uses is in one of them, with the versions it was checked on):
 - versions: the TensorFlow version and stand-ins for classes a line lacks;
-- estimator: tf.estimator (TensorFlow 2.15 only); estimator_training: the Estimator's private training steps;
+- estimator: tf.estimator; estimator_training: the Estimator's private training steps; estimator_library:
+  tensorflow-estimator 2.15 on TensorFlow 2.16 and later (what it imports that TensorFlow removed);
 - keras: Keras 2 and Keras 3 trainer internals, the Keras a ported script gets;
 - graph: graphs, ops and v1 control flow;
 - sessions: TF1 sessions and the hook driver;
@@ -32,6 +34,7 @@ from npu_bridge_compat.compat.estimator import (  # noqa: F401
     estimator_missing,
     estimator_model_fn,
     estimator_warm_start,
+    keras_model_to_estimator,
 )
 from npu_bridge_compat.compat.keras import (  # noqa: F401
     LEGACY_KERAS_ENV,

@@ -1,24 +1,29 @@
-"""tf.estimator: present on TensorFlow 2.15 (the tensorflow-estimator package), gone from 2.16 on, where the
-Estimator door's classes derive from stand-ins that raise TensorFlowVersionError when used. Checked on TensorFlow
-2.15 and 2.21."""
+"""tf.estimator: TensorFlow 2.15's (the tensorflow-estimator package), and from TensorFlow 2.16 on the same package
+served by estimator_library. Where it cannot be had (the package not installed), the Estimator door's classes
+derive from stand-ins that raise TensorFlowVersionError when used. Checked on TensorFlow 2.15 and 2.21."""
 
 from __future__ import annotations
 
 import copy
-import functools
+import inspect
+import sys
 from collections.abc import Callable
 from typing import Any
 
-from npu_bridge_compat import changes
-from npu_bridge_compat.changes import Owner
+from npu_bridge_compat.compat import estimator_library
 from npu_bridge_compat.compat.versions import ESTIMATOR_TENSORFLOW, _stand_in, tensorflow_version, version_tuple
+from npu_bridge_compat.errors import TensorFlowVersionError
 
 
-@functools.lru_cache(maxsize=1)
 def estimator_api() -> Any:
-    """`tf.estimator`, or None where this TensorFlow has none (2.16 and later, or 2.15 without the package)."""
+    """`tf.estimator`, or None where it cannot be had (the tensorflow-estimator package is not installed). From
+    TensorFlow 2.16 on, asking for it serves the package (estimator_library, through the changes registry)."""
     import tensorflow as tf
 
+    if estimator_library.library_is_served():
+        if not estimator_library.package_is_usable():
+            return None
+        return estimator_library.load_estimator_api()
     try:
         return tf.estimator
     except (AttributeError, ImportError):
@@ -35,12 +40,13 @@ def estimator_class(name: str) -> type:
 def estimator_missing(what: str) -> str:
     """Why `what` cannot run here, and what to do."""
     version = tensorflow_version()
-    if version_tuple(version) > version_tuple(ESTIMATOR_TENSORFLOW):
+    installed = estimator_library.package_version()
+    found = f"tensorflow-estimator {installed} is installed" if installed else "it is not installed"
+    if version_tuple(version) > version_tuple(ESTIMATOR_TENSORFLOW):  # served by estimator_library
         return (
-            f"{what} needs tf.estimator, which TensorFlow removed in 2.16; this is TensorFlow {version}. Run "
-            f"Estimator scripts with TensorFlow {ESTIMATOR_TENSORFLOW} and tensorflow-estimator (Python 3.11 or "
-            'older: pip install "npu_bridge_compat[cpu]"), or move the model to the session door (NPUSession '
-            "with util.set_iteration_per_loop) or the Keras door (NPUCallback), which run on every line."
+            f"{what} needs tf.estimator, which TensorFlow {version} lacks (removed in 2.16): npu_bridge_compat "
+            f"serves tensorflow-estimator {ESTIMATOR_TENSORFLOW} on it, and {found}. "
+            f'pip install "tensorflow-estimator=={ESTIMATOR_TENSORFLOW}.0" (the cpu and gpu extras include it).'
         )
     return (
         f"{what} needs tf.estimator, which TensorFlow {version} takes from the tensorflow-estimator package: "
@@ -48,21 +54,46 @@ def estimator_missing(what: str) -> str:
     )
 
 
+def keras_model_to_estimator(keras_model=None, **arguments) -> Any:
+    """Keras 2's `model_to_estimator`: tf.keras's on TensorFlow 2.15, tf_keras's from 2.16 on (whatever tf.keras is
+    there), whose model_fn builds the model in the Estimator's graph; a Keras 3 model, which has no graph mode, is a
+    TensorFlowVersionError saying what to build it with. Checked on TensorFlow 2.15 and 2.21."""
+    import tensorflow as tf
+
+    from npu_bridge_compat.compat.keras import is_keras_3
+
+    if not estimator_library.library_is_served():
+        return tf.keras.estimator.model_to_estimator(keras_model=keras_model, **arguments)
+    if keras_model is not None and is_keras_3(keras_model):
+        raise TensorFlowVersionError(
+            f"model_to_estimator needs a Keras 2 model, and this one is Keras 3 (tf.keras on TensorFlow "
+            f"{tensorflow_version()}), which cannot build into an Estimator's graph: build it with tf_keras "
+            "(import tf_keras as keras), or run the script with python -m npu_bridge_compat run, which makes "
+            "tf.keras Keras 2."
+        )
+    estimator_library.load_estimator_api()  # the package that tf_keras's model_to_estimator imports
+    import tf_keras
+
+    return tf_keras.estimator.model_to_estimator(keras_model=keras_model, **arguments)
+
+
 def estimator_model_fn(estimator) -> Any:
     """The model_fn an Estimator was built with (model_to_estimator keeps no public handle on it). Checked on
-    TensorFlow 2.15."""
+    TensorFlow 2.15 and 2.21 (tensorflow-estimator 2.15)."""
     return estimator._model_fn
 
 
 def estimator_warm_start(estimator) -> Any:
-    """The warm-start settings an Estimator was built with. Checked on TensorFlow 2.15."""
+    """The warm-start settings an Estimator was built with. Checked on TensorFlow 2.15 and 2.21 (tensorflow-estimator
+    2.15)."""
     return estimator._warm_start_settings
 
 
 def run_estimator_on(estimator, master: str, session_config, writes_model_dir: bool) -> None:
     """Make a built Estimator run its sessions on `master` with `session_config`; without `writes_model_dir`, it
     writes no checkpoints, summaries or step logs (it still restores from its model_dir). RunConfig has no public
-    way to change its master, and `replace` cannot turn checkpoints off. Checked on TensorFlow 2.15."""
+    way to change its master, and `replace` cannot turn checkpoints off. Checked on TensorFlow 2.15 and 2.21
+    (tensorflow-estimator 2.15)."""
     config = copy.copy(estimator._config)  # Estimator reads its sessions' target and saving intervals here
     config._master = master
     config._evaluation_master = master  # evaluate's sessions: RunConfig leaves it empty, i.e. a local session
@@ -74,30 +105,18 @@ def run_estimator_on(estimator, master: str, session_config, writes_model_dir: b
     estimator._session_config = session_config(estimator._session_config)
 
 
-_built_hooks: list[Callable[[Any], None]] = []
+def told_when_an_estimator_is_built(told: Callable[[Any], None]) -> property:
+    """A `device_fn` property for a RunConfig subclass that calls `told(config)` whenever an Estimator (any subclass
+    too) is built with the config, without any change to the Estimator class: Estimator.__init__ reads
+    `config.device_fn` once, and the only other readers, RunConfig's own checks (construction, `replace`), are told
+    apart by the frame that reads it. Checked on TensorFlow 2.15 and 2.21 (tensorflow-estimator 2.15)."""
+    inherited = getattr(estimator_class("RunConfig"), "device_fn", None)  # None: a stand-in, never constructed
+    builder = getattr(estimator_class("Estimator"), "__init__", None)
+    builder_code = getattr(inspect.unwrap(builder), "__code__", None)  # under the export decorator's deprecation
 
+    def device_fn(self):
+        if sys._getframe(1).f_code is builder_code:
+            told(self)
+        return inherited.fget(self)
 
-def call_when_estimators_are_built(hook: Callable[[Any], None]) -> None:
-    """From now on `hook(estimator)` runs at the end of every tf.estimator.Estimator's construction (subclasses
-    included). Estimator has no hook of its own for a config it is given, so its `__init__` is wrapped (through
-    the changes registry). Checked on TensorFlow 2.15."""
-    if hook not in _built_hooks:
-        _built_hooks.append(hook)
-    estimator = estimator_class("Estimator")
-    if changes.is_replaced(estimator, "__init__"):
-        return
-    original = estimator.__init__
-
-    @functools.wraps(original)
-    def init(self, *args, **kwargs):
-        original(self, *args, **kwargs)
-        for each in _built_hooks:
-            each(self)
-
-    changes.replace_attribute(
-        estimator,
-        "__init__",
-        init,
-        owner=Owner.ESTIMATOR_DOOR,
-        reason="a plain tf.estimator.Estimator given an NPURunConfig enters its plan when built",
-    )
+    return property(device_fn, doc=getattr(inherited, "__doc__", None))

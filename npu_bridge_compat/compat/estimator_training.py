@@ -1,6 +1,6 @@
 """The Estimator's private training steps, which NPUEstimator overrides as the adapter's does. A module of its
 own: defining the class imports TensorFlow, which the rest of compat/ must not do at import (`run` chooses the
-Keras line before TensorFlow loads). Checked on TensorFlow 2.15."""
+Keras line before TensorFlow loads). Checked on TensorFlow 2.15 and 2.21 (tensorflow-estimator 2.15)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ class EstimatorWithTrainingHooks(estimator_class("Estimator")):
     """`tf.estimator.Estimator` whose training steps call methods a subclass overrides, in place of the
     Estimator's private ones (which the adapter's NPUEstimator overrides too): the hooks that stop training, the
     input_fn's result, the scope model_fn is built in and the spec it returns, and the spec training runs.
-    Checked on TensorFlow 2.15."""
+    Checked on TensorFlow 2.15 and 2.21 (tensorflow-estimator 2.15)."""
 
     def _assert_members_are_not_overridden(self) -> None:
         """Overriding training is this class's purpose (Estimator forbids it otherwise)."""

@@ -9,13 +9,16 @@ TensorFlow's Estimator calls itself) is read and planned the same way.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import copy
 import enum
+from collections.abc import Iterator
 
 from absl import logging
 
 from npu_bridge_compat.compat import estimator_class
-from npu_bridge_compat.compat.estimator import call_when_estimators_are_built
+from npu_bridge_compat.compat.estimator import told_when_an_estimator_is_built
 from npu_bridge_compat.options import options_from_kwargs
 from npu_bridge_compat.options.readers import config_proto_values
 from npu_bridge_compat.options.run_config import (  # noqa: F401 - the holders are the Estimator door's names too
@@ -50,6 +53,27 @@ class NpuExecutePlacement(enum.Enum):
     TAISHAN = "taishan"
     DVPP = "dvpp"
     HOST = "host"
+
+
+# Set while NPUEstimator builds itself: it enters its config's plan itself, with all it carries out.
+_building_npu_estimator = contextvars.ContextVar("building NPUEstimator", default=False)
+
+
+@contextlib.contextmanager
+def building_npu_estimator() -> Iterator[None]:
+    """The Estimator built inside the block is an NPUEstimator, not a plain Estimator given an NPURunConfig."""
+    token = _building_npu_estimator.set(True)
+    try:
+        yield
+    finally:
+        _building_npu_estimator.reset(token)
+
+
+def _enter_plan_of_plain_estimator(config: NPURunConfig) -> None:
+    """A plain Estimator (or a canned one, TPUEstimator, model_to_estimator's) given an NPURunConfig applies its
+    session settings when it is built; the rest needs NPUEstimator, which a warning says once."""
+    if not _building_npu_estimator.get():
+        enter_plan(config.npu_plan, PLAIN_ESTIMATOR)
 
 
 class NPURunConfig(RunConfigArguments, estimator_class("RunConfig")):
@@ -174,7 +198,6 @@ class NPURunConfig(RunConfigArguments, estimator_class("RunConfig")):
             train_distribute=train_distribute,
             eval_distribute=eval_distribute,
         )
-        call_when_estimators_are_built(_enter_plan_of_plain_estimator)
 
     def _plan(self, session_config) -> None:
         """Read the NpuOptimizer entries of `session_config` under this config's own arguments, and plan them."""
@@ -197,8 +220,4 @@ class NPURunConfig(RunConfigArguments, estimator_class("RunConfig")):
     def steps_per_run(self) -> int:
         return self.npu_plan.steps_per_run
 
-
-def _enter_plan_of_plain_estimator(estimator) -> None:
-    """A plain Estimator given an NPURunConfig applies its session settings; the rest needs NPUEstimator."""
-    if not getattr(estimator, "applies_npu_plan", False) and isinstance(estimator.config, NPURunConfig):
-        enter_plan(estimator.config.npu_plan, PLAIN_ESTIMATOR)
+    device_fn = told_when_an_estimator_is_built(_enter_plan_of_plain_estimator)

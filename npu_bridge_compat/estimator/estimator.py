@@ -23,7 +23,7 @@ from npu_bridge_compat.compat.batchnorm import batchnorm_workaround
 from npu_bridge_compat.compat.estimator_training import EstimatorWithTrainingHooks
 from npu_bridge_compat.distributed.rank_doors import rank_estimator, rank_training_done
 from npu_bridge_compat.errors import NpuCompatWarning, NpuOptionValueError, warn
-from npu_bridge_compat.estimator.config import NPURunConfig
+from npu_bridge_compat.estimator.config import NPURunConfig, building_npu_estimator
 from npu_bridge_compat.plan.features import BatchNormWorkaround
 from npu_bridge_compat.runtime.doors import RUN_UNITS, SESSION_SETTINGS, Door, enter_plan
 from npu_bridge_compat.runtime.loop import loop_train_op
@@ -114,8 +114,6 @@ class NPUEstimator(EstimatorWithTrainingHooks):
     """The adapter's NPUEstimator on host TensorFlow (no JOB_ID needed; several ranks
     as in npu_bridge_compat.distributed)."""
 
-    applies_npu_plan = True  # it enters its config's plan itself (a plain Estimator is told what it drops)
-
     def __init__(self, model_fn, model_dir=None, config=None, params=None, job_start_file="", warm_start_from=None):
         config = NPURunConfig() if config is None else config
         if not isinstance(config, NPURunConfig):
@@ -134,9 +132,10 @@ class NPUEstimator(EstimatorWithTrainingHooks):
         self._last_step: int | None = None
         self._check_run_boundaries(config)
         enter_plan(config.npu_plan, ESTIMATOR_DOOR)
-        super().__init__(
-            model_fn=model_fn, model_dir=model_dir, config=config, params=params, warm_start_from=warm_start_from
-        )
+        with building_npu_estimator():
+            super().__init__(
+                model_fn=model_fn, model_dir=model_dir, config=config, params=params, warm_start_from=warm_start_from
+            )
         self._rank_hooks = rank_estimator(self)  # several ranks: as the adapter's NPUEstimator
 
     def _check_run_boundaries(self, config: NPURunConfig) -> None:

@@ -7,7 +7,12 @@ import tensorflow as tf
 
 from npu_bridge_compat import changes
 from npu_bridge_compat.changes import Owner
-from npu_bridge_compat.compat import estimator_class, estimator_model_fn, estimator_warm_start
+from npu_bridge_compat.compat import (
+    estimator_class,
+    estimator_model_fn,
+    estimator_warm_start,
+    keras_model_to_estimator,
+)
 from npu_bridge_compat.compat.sessions import keras_global_session
 from npu_bridge_compat.errors import NpuOptionValueError
 from npu_bridge_compat.estimator import NPUEstimator, NPURunConfig
@@ -52,7 +57,7 @@ def model_to_npu_estimator(
         raise NpuOptionValueError("give exactly one of keras_model and keras_model_path")
     config = config or NPURunConfig(model_dir=model_dir)
     model_dir = model_dir or config.model_dir
-    estimator = tf.keras.estimator.model_to_estimator(
+    estimator = keras_model_to_estimator(
         keras_model=keras_model,
         keras_model_path=keras_model_path,
         custom_objects=custom_objects,

@@ -41,9 +41,10 @@ def unregistering(function):
 
 
 atexit.register, atexit.unregister = registering, unregistering
-ESTIMATOR = sys.version_info < (3, 12)  # tf.estimator: TensorFlow 2.15 only (2.16 removed it)
+# tf.estimator: TensorFlow 2.15's own; from 2.16 tensorflow-estimator 2.15 is served when the Estimator door loads
+ESTIMATOR_IN_TENSORFLOW = tuple(map(int, tf.__version__.split(".")[:2])) <= (2, 15)
 WATCHED = ("tensorflow", "keras", "tf_keras", "tensorflow_estimator")
-if ESTIMATOR:
+if ESTIMATOR_IN_TENSORFLOW:
     import tensorflow_estimator  # noqa: F401 - loaded before the first look, as the doors would load it
 
 tf.keras.layers.Layer  # noqa: B018 - Keras loads lazily: loaded before the first look too
@@ -165,10 +166,11 @@ import npu_bridge_compat.session  # noqa: E402
 import npu_bridge_compat.tf2.device  # noqa: E402
 from npu_bridge_compat import changes, legacy  # noqa: E402
 
-if ESTIMATOR:
-    import npu_bridge_compat.estimator  # noqa: F401
-
 after_import = look()
+# The Estimator door: from TensorFlow 2.16 importing it serves tensorflow-estimator 2.15 (listed, undone below).
+import npu_bridge_compat.estimator  # noqa: E402, F401
+
+served_by_import = [change.target for change in changes.in_force()]
 
 # run's own pieces: graph-kernel fusion for every plan, library deprecations hidden, TensorFlow's handler deferred
 # to the root logger's.
@@ -201,22 +203,26 @@ with tf.Graph().as_default():
 # The Keras door.
 keras_model().fit(*data(), epochs=1, verbose=0, callbacks=[npu_bridge_compat.keras.NPUCallback(iterations_per_loop=2)])
 
-if ESTIMATOR:  # the Estimator doors: NPUEstimator, and a plain Estimator given an NPURunConfig
-    from npu_bridge_compat.estimator import NPUEstimator, NPURunConfig
+# The Estimator doors: NPUEstimator, and a plain Estimator given an NPURunConfig.
+from npu_bridge_compat.compat import tf1_keras_api  # noqa: E402
+from npu_bridge_compat.estimator import NPUEstimator, NPURunConfig  # noqa: E402
 
-    def model_fn(features, labels, mode):
-        loss = tf.reduce_mean(tf.compat.v1.layers.dense(features, 1) - labels) ** 2
-        train = tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(
-            loss, tf.compat.v1.train.get_or_create_global_step()
-        )
-        return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train)
 
-    def input_fn():
-        return tf.data.Dataset.from_tensor_slices(data()).repeat().batch(4)
+def model_fn(features, labels, mode):
+    loss = tf.reduce_mean(tf1_keras_api("layers").dense(features, 1) - labels) ** 2
+    train = tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(
+        loss, tf.compat.v1.train.get_or_create_global_step()
+    )
+    return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train)
 
-    run_config = NPURunConfig(model_dir=sys.argv[1], iterations_per_loop=2, save_checkpoints_steps=4)
-    NPUEstimator(model_fn, config=run_config).train(input_fn, max_steps=4)
-    tf.estimator.Estimator(model_fn, config=NPURunConfig(model_dir=sys.argv[1] + "-plain")).train(input_fn, max_steps=2)
+
+def input_fn():
+    return tf.data.Dataset.from_tensor_slices(data()).repeat().batch(4)
+
+
+run_config = NPURunConfig(model_dir=sys.argv[1], iterations_per_loop=2, save_checkpoints_steps=4)
+NPUEstimator(model_fn, config=run_config).train(input_fn, max_steps=4)
+tf.estimator.Estimator(model_fn, config=NPURunConfig(model_dir=sys.argv[1] + "-plain")).train(input_fn, max_steps=2)
 
 # The TF2 door: a program's tf.function (dumped, its calls through the fusion decision) and a Keras call under
 # as_default().
@@ -261,6 +267,8 @@ print(
     json.dumps(
         {
             "changed_by_import": differences(start, after_import),
+            "served_by_importing_the_estimator_door": served_by_import,
+            "estimator_in_tensorflow": ESTIMATOR_IN_TENSORFLOW,
             "in_force": in_force,
             "left_after_undo": differences(start, look()),
             "irreversible": irreversible,

@@ -26,7 +26,6 @@ TF1_RNN = "npu_bridge_compat.legacy.tf1.contrib.rnn"
 
 
 MULTI_GPU = "removed in TensorFlow 2.4; tf.distribute.MirroredStrategy replaces it"
-NO_ESTIMATOR = "tf.estimator was removed in TensorFlow 2.16; run this program on TensorFlow 2.15"
 EXPERIMENTAL_POLICY = (
     "tf.keras.mixed_precision.Policy, which takes no loss_scale: Model.compile wraps the optimizer in a dynamic "
     "LossScaleOptimizer for mixed_float16, as TF 2.6 did by default; another loss_scale is ignored"
@@ -135,8 +134,6 @@ MODULES: dict[str, Module] = {
         gone="the Graph Transform Tool was removed from TensorFlow's pip package; tf.compat.v1.graph_util and "
         "grappler do its rewrites"
     ),
-    "tensorflow.estimator": Module(gone=NO_ESTIMATOR),
-    "tensorflow.python.estimator": Module(gone=NO_ESTIMATOR),
 }
 
 # Modules that exist today without some of TF 2.6's names. `{api}` is the module itself (keras.backend, or the

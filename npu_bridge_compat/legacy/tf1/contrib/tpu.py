@@ -9,10 +9,7 @@ import tensorflow as tf
 from npu_bridge_compat import compat
 
 if compat.estimator_api() is None:  # the table then reports TPUEstimator as missing, with this reason
-    raise ImportError(
-        f"TPUEstimator needs tf.estimator, which TensorFlow {compat.tensorflow_version()} no longer has "
-        "(removed in 2.16): run on TensorFlow 2.15"
-    )
+    raise ImportError(compat.estimator_missing("TPUEstimator"))
 _TPUEstimator = tf.compat.v1.estimator.tpu.TPUEstimator
 _SIGNATURE = inspect.signature(_TPUEstimator.__init__)
 
