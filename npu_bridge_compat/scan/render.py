@@ -103,7 +103,8 @@ def render_trial_text(report: TrialReport) -> str:
     minutes, seconds = divmod(round(report.seconds), 60)
     summary = [
         f"{totals['scripts']} entry scripts tried in {minutes} min {seconds} s, {report.jobs} at a time, at most "
-        f"{report.time_limit_s:g} s each ({totals['with_tf1']} with --tf1); {report.isolation}",
+        f"{report.time_limit_s:g} s each ({totals['with_tf1']} with --tf1; {totals['world_weighed']} of the worlds "
+        f"weighed from the signs); {report.isolation}",
         "  " + ", ".join(f"{outcome}: {len(trials)}" for outcome, trials in groups.items()),
     ]
     ended = sum(trial.ended_left_behind for trial in report.trials)
