@@ -218,9 +218,18 @@ def _record(
     return change
 
 
-def add_import_finder(finder: Any, *, owner: Owner, reason: str, packages: tuple[str, ...] = ()) -> Change:
+def add_import_finder(
+    finder: Any,
+    *,
+    owner: Owner,
+    reason: str,
+    packages: tuple[str, ...] = (),
+    forget: Callable[[], None] | None = None,
+) -> Change:
     """Put `finder` first on `sys.meta_path`; undoing takes it off and forgets the modules of `packages` (the
-    ones it serves) that were imported meanwhile, so that importing them again goes through the import system."""
+    ones it serves) that were imported meanwhile, so that importing them again goes through the import system.
+    A finder whose trees it shares with today's modules names no packages and gives `forget`, which takes out of
+    `sys.modules` the modules it created itself."""
     key = ("finder", id(finder))
     _checked(owner)
     with _lock:
@@ -234,6 +243,8 @@ def add_import_finder(finder: Any, *, owner: Owner, reason: str, packages: tuple
                 sys.meta_path.remove(finder)
             for name in [name for name in sys.modules if any(name == p or name.startswith(p + ".") for p in packages)]:
                 del sys.modules[name]
+            if forget is not None:
+                forget()
 
         return _record(key, f"sys.meta_path[{type(finder).__name__}]", "import finder", owner, reason, undo)
 

@@ -2,7 +2,8 @@
 
 `python -m npu_bridge_compat run` is this module's `run_program`; `scan --try`'s trials call it too, so that a
 trial starts a script exactly as `run` does. Every change it makes (the adapter's import paths, the TF 1.15 or
-TF 2.6 world, `sys.argv`, the script's folder on `sys.path`, the exit listing) goes through the registry.
+TF 2.6 world, the ports' NumPy and Python era, `sys.argv`, the script's folder on `sys.path`, the exit listing)
+goes through the registry.
 """
 
 from __future__ import annotations
@@ -78,6 +79,7 @@ def run_program(
     on: graph_kernel_request). Raises ScriptNotFound, or an NpuConfigError for an adapter environment that the
     adapter would refuse, before the script starts."""
     from npu_bridge_compat.legacy import install_aliases, install_tf1_imports
+    from npu_bridge_compat.legacy.era import install_era_world
     from npu_bridge_compat.logs import quiet_library_deprecations
     from npu_bridge_compat.scan.tf1 import tf1_hint
 
@@ -96,6 +98,7 @@ def run_program(
         from npu_bridge_compat.legacy.tf26 import install_tf26_world
 
         install_tf26_world()
+    install_era_world()  # both worlds: the ports were written for NumPy < 1.24 and Python 3.7
     if not show_deprecations:  # (TensorFlow's messages are never printed twice: see logs.py)
         quiet_library_deprecations()
     if list_changes:

@@ -16,8 +16,10 @@ PRIVATE_MODULES = ("tensorflow.python", "tensorflow_estimator.python", "keras.sr
 # The TF 1.15 and TF 2.6 worlds' name tables hold the module paths of those versions as data: the worlds' import
 # finders read them to resolve a ported program's imports, and no code of the package imports them itself.
 # The finders (world.py) resolve them.
-WORLDS = (PACKAGE / "legacy" / "tf1", PACKAGE / "legacy" / "tf26")
-NAME_TABLES = frozenset(world / name for world in WORLDS for name in ("table.py", "world.py"))
+WORLDS = (PACKAGE / "legacy" / "tf1", PACKAGE / "legacy" / "tf26", PACKAGE / "legacy" / "era")
+NAME_TABLES = frozenset(world / name for world in WORLDS for name in ("table.py", "world.py")) | {
+    PACKAGE / "legacy" / "world.py"  # the one engine the worlds' tables are read by
+}
 REACHING_BUILTINS = ("getattr", "setattr", "hasattr", "delattr")
 # Python's own documented names that begin with an underscore (namedtuple's API, os._exit, sys._getframe).
 PYTHON_DOCUMENTED = frozenset({"_exit", "_getframe", "_asdict", "_fields", "_replace", "_make", "_field_defaults"})

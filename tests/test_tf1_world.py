@@ -179,7 +179,7 @@ def test_names_without_counterpart_import_and_raise_when_used():
 
 
 def test_a_differing_counterpart_warns_once(monkeypatch):
-    monkeypatch.setattr(world, "_warned", set())
+    monkeypatch.setattr(world.TF1, "warned", set())
     distribute = world.Tf1Module("contrib.distribute")
     with pytest.warns(
         Tf1DifferenceWarning,

@@ -49,6 +49,7 @@ def install_tf1_world() -> None:
         owner=OWNER,
         reason="tensorflow.contrib and tensorflow.examples, from the TF 1.15 name table",
         packages=tuple(f"tensorflow.{root}" for root in PUBLIC_ROOTS),
+        forget=_finder.forget_created,
     )
     import tensorflow as tf
 

@@ -10,8 +10,7 @@ differently from TF 1.15 say how in `differs`; that sentence is the warning, the
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from npu_bridge_compat.legacy.world import KERAS, Module
 
 # The trees of `tensorflow.` that this table answers for. TF 1.15's private modules (`python.*`) are answered for
 # the user's program only: TensorFlow's own code keeps importing its real ones.
@@ -21,24 +20,6 @@ TF1_NAMESPACES = ("tensorflow.contrib", "tensorflow.python.keras", "tensorflow.e
 LOCAL = "npu_bridge_compat.legacy.tf1.contrib"  # counterparts written in this package
 MNIST = "npu_bridge_compat.legacy.tf1.mnist"
 ADAPTER = "npu_bridge_compat.legacy.npu_bridge"  # the adapter's module tree (its pre-npu_bridge paths below)
-
-
-@dataclass(frozen=True)
-class Module:
-    """One module of the TensorFlow a program was written for (TF 1.15 here, TF 2.6 in the TF 2.6 world's table)
-    and where its names live on this line."""
-
-    sources: tuple[str, ...] = ()
-    names: Mapping[str, str] = field(default_factory=dict)
-    differs: Mapping[str, str] = field(default_factory=dict)
-    missing: Mapping[str, str] = field(default_factory=dict)
-    gone: str = ""  # the whole module has no counterpart: why
-    note: str = ""  # the counterpart in words, when its sources do not say it
-
-    @property
-    def is_alias(self) -> bool:
-        """Served as its one source itself rather than as a module of its own (the TF 2.6 world)."""
-        return len(self.sources) == 1 and not (self.names or self.differs or self.missing or self.gone)
 
 
 TPU_ONLY = "it runs only on a TPU"
@@ -599,12 +580,12 @@ MODULES: dict[str, Module] = {
     "contrib.factorization": Module(gone="contrib.factorization was removed"),
     "contrib.model_pruning": Module(gone="model pruning moved to tensorflow-model-optimization (Keras only)"),
     "contrib.bigtable": Module(gone="the Cloud Bigtable reader was removed with contrib"),
-    # --- tensorflow.python.keras: TF 1.15's Keras internals, on Keras 2.15 (tf.keras) -----------------------------
+    # --- tensorflow.python.keras: TF 1.15's Keras internals, on the Keras 2 of tf.keras ---------------------------
     "python.keras": Module(
-        sources=("tensorflow.compat.v1.keras", "keras.src"),
-        note="Keras 2.15 (the tf.keras of this TensorFlow): its API, then its modules",
+        sources=("tensorflow.compat.v1.keras", f"{KERAS}.src"),
+        note="the Keras 2 of this TensorFlow (tf.keras: Keras 2.15, or tf_keras): its TF 1.15 API, then its modules",
     ),
-    "python.keras.layers.recurrent": Module(sources=("keras.src.layers.rnn",)),
+    "python.keras.layers.recurrent": Module(sources=(f"{KERAS}.src.layers.rnn",)),
     # --- TF 1.15's private modules that scripts import: moved names, removed modules ---------------------------
     "python.framework.ops": Module(
         sources=("tensorflow.python.framework.ops",),

@@ -8,12 +8,20 @@ each such name resolves to its counterpart on this line (Keras 2.15, or tf_keras
 `import keras` gives tf_keras too); a counterpart that behaves differently warns once; a name with no
 counterpart imports and raises `NoCounterpartError` naming it and why when used.
 
+One Keras per process: TensorFlow 2.15 and later still ship a stale, frozen copy of Keras at
+`tensorflow.python.keras` (TensorFlow's own modules import it while TensorFlow loads, so it is in `sys.modules`
+before any program runs). A program that subclasses its `Layer` and applies `tf.keras` layers would mix two Keras
+implementations, each with its own graph bookkeeping and session. So the program's own imports of
+`tensorflow.python.keras...` (per importer, as `run --tf1` gives the program `tf.compat.v1`) get the live Keras 2
+instead: one `Layer`, one `Model`, one backend session; TensorFlow's own modules keep their stale copy.
+
 `run` installs it for every script it runs without `--tf1`; `install_tf26_world()` does it from Python.
 Importing this package changes nothing.
 """
 
 from __future__ import annotations
 
+import builtins
 import importlib
 import inspect
 import sys
@@ -26,14 +34,15 @@ from npu_bridge_compat.compat.tf_slim import restore_names_tf_slim_uses
 from npu_bridge_compat.errors import warn
 from npu_bridge_compat.legacy.tf26.table import FILLED, LEGACY_OPTIMIZERS
 from npu_bridge_compat.legacy.tf26.world import (  # noqa: F401 - the public names of the TF 2.6 world
+    TF26,
     NameStatus,
     NoCounterpartError,
     Tf26DifferenceWarning,
     Tf26Finder,
-    filled_getattr,
-    fills_tf26_names,
+    fills_names,
     keras_is_aliased,
     keras_root,
+    one_keras_import,
     tf26_name_status,
 )
 
@@ -58,8 +67,12 @@ def install_tf26_world() -> None:
         )
         return
     changes.add_import_finder(
-        _finder, owner=OWNER, reason="TF 2.6 / Keras 2.6 module paths resolve to their counterparts on this line"
+        _finder,
+        owner=OWNER,
+        reason="TF 2.6 / Keras 2.6 module paths resolve to their counterparts on this line",
+        forget=_finder.forget_created,
     )
+    _give_the_program_one_keras()
     keras_api = importlib.import_module(tf.keras.__name__)  # tf.keras is a lazy loader from TensorFlow 2.16
     keras_package = importlib.import_module(keras_root())
     apis = {"tf.keras": keras_api, "tf.compat.v2.keras": importlib.import_module(tf.compat.v2.keras.__name__)}
@@ -96,10 +109,10 @@ def _keras_module(path: str) -> types.ModuleType:
 def _fill_missing_names(apis: dict[str, types.ModuleType]) -> None:
     """Give today's modules that lack TF 2.6 names (FILLED) a PEP 562 `__getattr__` that resolves them."""
     for key in FILLED:
-        if key == "keras":
-            continue  # its one name, __version__, is set above
         targets: list[types.ModuleType] = []
-        if key.startswith("keras."):
+        if key == "keras":  # the Keras 2 package itself: Keras 2.6's modules below it (keras.engine) by Keras' move
+            targets.append(importlib.import_module(keras_root()))
+        elif key.startswith("keras."):
             rest = key[len("keras.") :]
             targets.append(_keras_module(rest))
             for api in apis.values():
@@ -111,16 +124,31 @@ def _fill_missing_names(apis: dict[str, types.ModuleType]) -> None:
         else:
             targets.append(importlib.import_module(key))
         for module in {id(m): m for m in targets}.values():
-            if inspect.getattr_static(module, "__getattr__", None) is not None and not fills_tf26_names(module):
-                continue  # the module resolves names of its own
+            if fills_names(module) or inspect.getattr_static(type(module), "__getattr__", None) is not None:
+                continue  # filled already, or a module class that resolves names of its own (a lazy loader)
+            previous = inspect.getattr_static(module, "__getattr__", None)  # the module resolves names of its own
             changes.replace_attribute(
                 module,
                 "__getattr__",
-                filled_getattr(key, module),
+                TF26.filled_getattr(key, module, previous),
                 owner=OWNER,
                 label=module.__name__,
                 reason=f"TF 2.6's {key} had names this line keeps elsewhere",
             )
+
+
+def _give_the_program_one_keras() -> None:
+    """The program's own `import tensorflow.python.keras...` get the live Keras 2 modules of this world, not the
+    stale copy TensorFlow's own modules imported (see the module's docstring). Per importer, through
+    `builtins.__import__`: the stale modules are in `sys.modules` already, so no finder is asked for them."""
+    changes.replace_attribute(
+        builtins,
+        "__import__",
+        one_keras_import(builtins.__import__),
+        owner=OWNER,
+        reason="the program's imports of TF 2.6's tf.keras path get the live Keras 2 (one Keras per process), not "
+        "the stale copy TensorFlow ships",
+    )
 
 
 def tf26_world_installed() -> bool:

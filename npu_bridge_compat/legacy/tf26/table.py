@@ -9,8 +9,8 @@ names of its `sources` (first match wins), and the child modules of its sources.
 and nothing else is that source itself (monkeypatching it patches Keras).
 
 Beyond this table, the world follows Keras' one move: `keras.<path>` that Keras 2.15 lacks is
-`{keras}.src.<path>`, and TF 2.6's stale copy `tensorflow.python.keras.<path>` and `tensorflow.keras.<path>` are
-read as `keras.<path>` where this TensorFlow has no such module.
+`{keras}.src.<path>`, and `tensorflow.python.keras.<path>` (TF 2.6's tf.keras, today a stale copy that the
+program's imports never get) and `tensorflow.keras.<path>` are read as `keras.<path>`.
 
 `FILLED` lists modules that exist today but lack TF 2.6 names: those names are looked up, when read, in the
 module's entry here (the module's `__getattr__`, as PEP 562 defines it).
@@ -18,9 +18,8 @@ module's entry here (the module's `__getattr__`, as PEP 562 defines it).
 
 from __future__ import annotations
 
-from npu_bridge_compat.legacy.tf1.table import Module
+from npu_bridge_compat.legacy.world import KERAS, Module
 
-KERAS = "{keras}"  # Keras 2 on this line: keras (TensorFlow 2.15) or tf_keras (2.16 and later)
 HERE = "npu_bridge_compat.legacy.tf26.mixed_precision"
 KERAS_UTILS = "npu_bridge_compat.legacy.tf26.keras_utils"
 TF1_RNN = "npu_bridge_compat.legacy.tf1.contrib.rnn"
@@ -112,6 +111,13 @@ MODULES: dict[str, Module] = {
     ),
     "keras.mixed_precision.experimental": _MIXED_PRECISION_EXPERIMENTAL,
     "keras.mixed_precision.loss_scale": Module(gone="TF 2.6's loss scale classes were removed in TensorFlow 2.9"),
+    # --- TF 2.6's tensorflow.python.keras, which was tf.keras: the program's imports get the live Keras 2 (its
+    # API, then its modules), never the stale copy TensorFlow still ships; other paths below it are keras.<path>
+    "tensorflow.python.keras": Module(sources=(KERAS, f"{KERAS}.src")),
+    "tensorflow.python.keras.layers": Module(sources=(f"{KERAS}.layers", f"{KERAS}.src.layers")),
+    "tensorflow.python.keras.utils": Module(
+        sources=(f"{KERAS}.utils", f"{KERAS}.src.utils"), missing={"multi_gpu_model": MULTI_GPU}
+    ),
     # --- TensorFlow's own modules that moved ---------------------------------------------------------------
     "tensorflow.python.distribute.distribution_strategy_context": Module(
         sources=("tensorflow.python.distribute.distribute_lib",)
@@ -136,7 +142,9 @@ MODULES: dict[str, Module] = {
 # Modules that exist today without some of TF 2.6's names. `{api}` is the module itself (keras.backend, or the
 # tf.keras module it names); the table's sources are searched for what it lacks.
 FILLED: dict[str, Module] = {
-    "keras": Module(names={"__version__": f"{KERAS}.__version__"}),  # tf.keras.__version__ (set, not looked up)
+    # the Keras package: Keras 2.6's modules (`keras.engine`, read as an attribute) by Keras' move; __version__ is
+    # set on tf.keras by install_tf26_world, never looked up
+    "keras": Module(names={"__version__": f"{KERAS}.__version__"}),
     "keras.backend": Module(sources=("tensorflow.compat.v1.keras.backend", f"{KERAS}.src.backend")),
     "keras.layers": Module(sources=(f"{KERAS}.src.layers",)),
     "keras.utils": Module(sources=(f"{KERAS}.src.utils",), missing={"multi_gpu_model": MULTI_GPU}),
@@ -144,12 +152,10 @@ FILLED: dict[str, Module] = {
     "keras.applications.resnet": Module(sources=(f"{KERAS}.src.applications.resnet",)),
     "keras.preprocessing.image": Module(sources=(f"{KERAS}.src.preprocessing.image",)),
     "keras.mixed_precision": Module(names={"experimental": "keras.mixed_precision.experimental"}),
-    # TF 2.6's stale Keras copy: what TensorFlow still ships of it lacks these
-    "tensorflow.python.keras.layers": Module(sources=(f"{KERAS}.layers", f"{KERAS}.src.layers")),
-    "tensorflow.python.keras.utils": Module(
-        sources=(f"{KERAS}.utils", f"{KERAS}.src.utils"), missing={"multi_gpu_model": MULTI_GPU}
-    ),
     "tensorflow.python.ops.rnn_cell_impl": Module(names={"_Linear": f"{TF1_RNN}.Linear"}),
+    # `from tensorflow.python import ops` gave TF 2.6 programs the framework's ops (ops.convert_to_tensor in
+    # keras-bert's RAdam); today that name is the ops package, which lacks them
+    "tensorflow.python.ops": Module(sources=("tensorflow.python.framework.ops",)),
     # TensorFlow 2.13 moved the conversion functions out of ops (BertLarge's dropout and metrics import it there)
     "tensorflow.python.framework.ops": Module(
         names={

@@ -1,0 +1,108 @@
+"""The ports' NumPy and Python era: ported programs were written for NumPy < 1.24 and Python 3.7, and use names
+today's NumPy and Python removed (`np.float`, `np.int`, `collections.Iterable`, `import imp`, `distutils`,
+`time.clock`, `inspect.getargspec`, NumPy 2.0's `np.NaN`, `np.product`, ...). In this world, from one table
+(table.py) read by the one engine of the worlds (legacy/world.py), each resolves to its documented counterpart
+and warns once per name (`EraNameWarning`, at the program's line that used it); a name with no faithful
+counterpart raises `NoCounterpartError` naming it and what replaces it when used.
+
+`run` installs it for every script (both worlds); `install_era_world()` does it from Python, undone with
+`changes.undo(owner=Owner.ERA_WORLD)`. `era_name_status(dotted)` is what `scan` reads. Importing this package
+changes nothing and imports neither NumPy nor TensorFlow.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import inspect
+import sys
+import types
+
+from npu_bridge_compat import changes
+from npu_bridge_compat.changes import Owner
+from npu_bridge_compat.legacy.era.table import FILLED, MODULES, NO_SETUPTOOLS
+from npu_bridge_compat.legacy.world import (
+    DifferenceWarning,
+    NameStatus,
+    World,
+    WorldFinder,
+    fills_names,
+)
+
+__all__ = ["ERA", "EraNameWarning", "era_name_status", "install_era_world", "era_world_installed"]
+
+OWNER = Owner.ERA_WORLD
+
+
+class EraNameWarning(DifferenceWarning):
+    """A NumPy or Python name that today's versions removed was served by its counterpart; said once per name."""
+
+
+def _where(path: str) -> str:
+    if path == "numpy" or path.startswith("numpy."):
+        return f"NumPy {importlib.import_module('numpy').__version__}"
+    return f"Python {sys.version_info.major}.{sys.version_info.minor}"
+
+
+class _EraWorld(World):
+    def module_for_import(self, fullname: str) -> types.ModuleType:
+        try:
+            return super().module_for_import(fullname)
+        except ImportError:
+            if fullname == "distutils" or fullname.startswith("distutils."):
+                raise ModuleNotFoundError(f"{fullname}: {NO_SETUPTOOLS}.", name=fullname) from None
+            raise
+
+
+ERA = _EraWorld(
+    era="NumPy < 1.24 / Python 3.7",
+    modules=MODULES,
+    warning=EraNameWarning,
+    filled=FILLED,
+    roots=(*MODULES, *FILLED),
+    finder_roots=tuple(MODULES),
+    where=_where,
+)
+_finder = WorldFinder(ERA)
+
+
+def era_world_installed() -> bool:
+    return _finder in sys.meta_path
+
+
+def install_era_world() -> None:
+    """Serve the removed NumPy and Python names for the rest of the process (idempotent, through the changes
+    registry): the filled-in names on numpy, collections, time and inspect, and the modules imp, distutils and
+    xml.etree.cElementTree where this Python has none."""
+    if era_world_installed():
+        return
+    changes.add_import_finder(
+        _finder,
+        owner=OWNER,
+        reason="imp, distutils and xml.etree.cElementTree (removed in Python 3.9 and 3.12) where this Python lacks "
+        "them, from the era table",
+        forget=_finder.forget_created,
+    )
+    for key in FILLED:
+        if key == "numpy" and importlib.util.find_spec("numpy") is None:
+            continue
+        module = importlib.import_module(key)
+        if fills_names(module):
+            continue
+        changes.replace_attribute(
+            module,
+            "__getattr__",
+            ERA.filled_getattr(key, module, inspect.getattr_static(module, "__getattr__", None)),
+            owner=OWNER,
+            label=key,
+            reason=f"names ported programs use that {_where(key)} removed ({', '.join(sorted(FILLED[key].names)[:4])}, "
+            "...), served by their counterparts",
+        )
+
+
+def era_name_status(dotted: str) -> NameStatus:
+    """What a NumPy or Python dotted name (`numpy.float`, `collections.Iterable`, `imp.load_source`) becomes under
+    `run` here: differs (served by a counterpart, with a warning), missing (no faithful counterpart: raises when
+    used), current (today has it as it is) or unknown (not a name of the era table), with a one-sentence detail.
+    Imports NumPy where the name is NumPy's, never user code, and changes nothing."""
+    return ERA.name_status(dotted)

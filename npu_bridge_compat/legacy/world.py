@@ -1,0 +1,616 @@
+"""The one engine of the worlds ported programs were written in: TF 1.15 (tf1/), TF 2.6 (tf26/) and the ports'
+NumPy and Python era (era/). A world is a table of `Module` rows read by this engine:
+
+- A module path of the table, or one derived from it (a child module of its sources, a path the world redirects),
+  is served by the world's import finder: as today's module itself where it is one (an alias), else as a
+  `WorldModule` whose names resolve from the table on first access.
+- Today's modules that lack names of the era (the world's `filled` table) get them through their module
+  `__getattr__` (PEP 562), resolved from the table each time: nothing is written into the foreign module.
+- A name with no counterpart resolves to a stand-in (`Unavailable`) that raises `NoCounterpartError`, naming it and
+  what replaces it, once it is used; a counterpart that behaves differently warns once, with the program's line.
+- `World.name_status(dotted)` answers from the same lookup without running user code: what `scan` reports.
+
+A module serves, in this order: its `names`, its `missing` names, the public names of its `sources` (first match
+wins), then its child modules (listed in the table, or child modules of its sources).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import functools
+import importlib
+import importlib.abc
+import importlib.machinery
+import inspect
+import sys
+import threading
+import types
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from npu_bridge_compat import compat
+from npu_bridge_compat.errors import NpuCompatWarning, warn
+
+KERAS = "{keras}"  # in a source: the Keras 2 of this line, `keras` (TensorFlow 2.15) or `tf_keras` (2.16 and later)
+
+
+@dataclass(frozen=True)
+class Module:
+    """One module of the era a program was written for, and where its names live today."""
+
+    sources: tuple[str, ...] = ()
+    names: Mapping[str, str] = field(default_factory=dict)
+    differs: Mapping[str, str] = field(default_factory=dict)
+    missing: Mapping[str, str] = field(default_factory=dict)
+    gone: str = ""  # the whole module has no counterpart: why
+    note: str = ""  # the counterpart in words, when its sources do not say it
+
+    @property
+    def is_alias(self) -> bool:
+        """Served as its one source itself rather than as a module of its own."""
+        return len(self.sources) == 1 and not (self.names or self.differs or self.missing or self.gone)
+
+
+class NoCounterpartError(AttributeError, NotImplementedError):
+    """A name of the program's era with no counterpart here was used.
+
+    It is an AttributeError too, so that fallbacks written as `except AttributeError:` still run.
+    """
+
+
+class DifferenceWarning(NpuCompatWarning):
+    """A name of the program's era runs on a counterpart that behaves differently (or is spelled differently
+    today); said once per name, at the program's line that used it."""
+
+
+@dataclass(frozen=True)
+class NameStatus:
+    """What a dotted name of an era becomes here: works | differs | missing | unknown | current, and a sentence."""
+
+    status: str
+    detail: str
+
+
+CURRENT = NameStatus("current", "this line has it under the same name")
+
+
+@dataclass(frozen=True)
+class Found:
+    status: str  # works | differs | missing | unknown
+    detail: str
+    value: Any = None  # the counterpart, for works / differs
+    module: str | None = None  # a module path the world serves, when the name is one
+
+
+ABSENT = object()
+
+
+@functools.cache
+def keras_root() -> str:
+    """The package of the Keras 2 that tf.keras is on this line: `keras` (TensorFlow 2.15) or `tf_keras`."""
+    if compat.version_tuple(compat.tensorflow_version()) <= compat.version_tuple(compat.ESTIMATOR_TENSORFLOW):
+        return "keras"
+    return "tf_keras"
+
+
+def keras_is_aliased() -> bool:
+    """Whether `keras` itself is served as tf_keras (from TensorFlow 2.16, where the keras package is Keras 3)."""
+    return keras_root() != "keras"
+
+
+def source(path: str) -> str:
+    """A table path as this line names it (`{keras}` made the Keras 2 package; nothing imported otherwise)."""
+    return path.replace(KERAS, keras_root()) if KERAS in path else path
+
+
+_SHOWN_AS = {
+    "tensorflow.": "tf.",
+    "keras.api._v1.keras.": "tf.compat.v1.keras.",
+    "tf_keras.api._v1.keras.": "tf.compat.v1.keras.",
+}
+
+
+def pretty(dotted: str) -> str:
+    for prefix, shown in _SHOWN_AS.items():
+        if dotted.startswith(prefix):
+            return shown + dotted[len(prefix) :]
+    return dotted
+
+
+class _LookingUp(threading.local):
+    """The module paths this thread is looking up: a counterpart can have the era's path as its own name
+    (keras.utils is both on TensorFlow 2.15), and looking it up must find today's module, not a world's finder."""
+
+    def __init__(self) -> None:
+        self.paths: set[str] = set()
+
+    @contextlib.contextmanager
+    def todays_only(self, path: str) -> Iterator[None]:
+        added = path not in self.paths
+        self.paths.add(path)
+        try:
+            yield
+        finally:
+            if added:
+                self.paths.discard(path)
+
+
+looking_up = _LookingUp()
+
+
+def fills_names(module: types.ModuleType) -> bool:
+    """Whether `module`'s `__getattr__` is one a world gave it (World.filled_getattr)."""
+    return getattr(inspect.getattr_static(module, "__getattr__", None), "fills_world_names", False)
+
+
+def todays_attribute(obj: Any, name: str) -> Any:
+    """`obj.name` as today has it, without the names a world fills in (`ABSENT` when there is none)."""
+    if isinstance(obj, WorldModule):
+        return inspect.getattr_static(obj, name, ABSENT)  # a served module is no module of today's
+    if isinstance(obj, types.ModuleType) and fills_names(obj):
+        value = inspect.getattr_static(obj, name, ABSENT)  # what the module holds, never a world's answer
+        if value is ABSENT:
+            with contextlib.suppress(AttributeError):
+                value = inspect.getattr_static(obj, "__getattr__").previous(name)  # the module's own __getattr__
+        return value
+    return getattr(obj, name, ABSENT)
+
+
+@functools.cache
+def resolve(dotted: str) -> Any:
+    """The object a dotted path names: a module, or attributes of the longest importable one; ImportError when
+    there is none. TensorFlow's API paths (`tensorflow.distribute`, not `tensorflow.python...`) are walked as
+    attributes, since implementation packages of the same names shadow some of them."""
+    parent, _, name = dotted.rpartition(".")
+    if parent and dotted.startswith("tensorflow.") and not dotted.startswith("tensorflow.python."):
+        value = todays_attribute(resolve(parent), name)
+        if value is not ABSENT:
+            return value
+    try:
+        with looking_up.todays_only(dotted):  # today's module of that name, never the one a world serves
+            return importlib.import_module(dotted)
+    except ModuleNotFoundError as error:
+        if error.name is not None and not dotted.startswith(error.name):
+            raise  # a dependency of that module is missing, not the path itself
+    value = todays_attribute(resolve(parent), name) if parent else ABSENT
+    if value is ABSENT:
+        raise ImportError(f"{dotted} does not exist in this installation")
+    return value
+
+
+def importable(dotted: str) -> bool:
+    try:
+        return isinstance(resolve(dotted), types.ModuleType)
+    except ImportError:
+        return False
+
+
+def _library(module: types.ModuleType) -> str:
+    return module.__name__.partition(".")[0]
+
+
+def submodule(module: Any, name: str) -> types.ModuleType | None:
+    """`module.name` when it is a module of `module`'s own library (not one it merely imported)."""
+    value = todays_attribute(module, name)
+    if isinstance(value, types.ModuleType):
+        return value if _library(value) == _library(module) else None
+    if not hasattr(module, "__path__"):
+        return None
+    child = f"{module.__name__}.{name}"
+    try:
+        with looking_up.todays_only(child):  # today's child module, never one a world would serve
+            return importlib.import_module(child)
+    except ImportError:
+        return None
+
+
+class Unavailable:
+    """What a name without a counterpart resolves to: importable, an error naming it once it is used."""
+
+    def __init__(self, qualified_name: str, message: str) -> None:
+        self._qualified_name = qualified_name
+        self._message = message
+
+    def _fail(self):
+        raise NoCounterpartError(self._message)
+
+    def __call__(self, *args, **kwargs):
+        self._fail()
+
+    def __getattr__(self, attribute: str):
+        if attribute.startswith("_"):
+            raise AttributeError(attribute)
+        self._fail()
+
+    def __mro_entries__(self, bases):
+        self._fail()  # subclassing it is using it
+
+    def __repr__(self) -> str:
+        return f"<{self._qualified_name}: no counterpart here ({self._message})>"
+
+
+class WorldModule(types.ModuleType):
+    """A module of an era that today lacks under its name; its names resolve from the world's table when read."""
+
+    def __init__(self, world: World, path: str) -> None:
+        found = world.module_found(path)
+        super().__init__(path, f"{world.era}'s {path} on {world.where(path)}: {found.detail} (npu_bridge_compat).")
+        self.__path__ = []  # a package: its submodules come from the finder
+        self.__package__ = path
+        self._world = world
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "__all__":
+            return sorted(self._world.public_names(self.__name__))
+        if name.startswith("__"):  # Python's own protocol names; private names of the era (`_Linear`) resolve
+            raise AttributeError(f"module {self.__name__!r} has no attribute {name!r}")
+        value = self._world.attribute(self.__name__, name)
+        setattr(self, name, value)  # this module's own namespace, as an import would fill it
+        return value
+
+    def __dir__(self) -> list[str]:
+        return sorted(set(super().__dir__()) | self._world.public_names(self.__name__))
+
+    def __repr__(self) -> str:
+        return f"<module {self.__name__!r} ({self._world.module_found(self.__name__).detail}; npu_bridge_compat)>"
+
+
+class World:
+    """One era's modules and names, from its table, and how they are served here.
+
+    `modules`: the era's module paths (full dotted paths) and where their names live. `filled`: today's modules that
+    lack names of the era. `roots`: the trees the world answers for; `finder_roots`: the ones its finder serves
+    where today has no module of the name (all of `roots` unless given); `program_roots`: trees served to the
+    program's own imports even where today has modules of those names (TensorFlow's own code keeps today's).
+    `stand_in_unknown`: names the table does not know resolve to stand-ins too (a closed tree such as
+    tensorflow.contrib) rather than raising AttributeError. `aliases`: a module with one source and nothing else is
+    served as that module itself (monkeypatching it patches the library); else every module is one of its own.
+    `first_child_only`: a module derived from its parent's sources is the first source's child (else the children
+    of all sources, merged)."""
+
+    module_class: type[WorldModule] = WorldModule
+
+    def __init__(
+        self,
+        *,
+        era: str,
+        modules: Mapping[str, Module],
+        warning: type[DifferenceWarning],
+        filled: Mapping[str, Module] | None = None,
+        roots: tuple[str, ...] = (),
+        finder_roots: tuple[str, ...] | None = None,
+        program_roots: tuple[str, ...] = (),
+        label: str = "",
+        stand_in_unknown: bool = False,
+        first_child_only: bool = False,
+        aliases: bool = True,
+        where: Callable[[str], str] | None = None,
+    ) -> None:
+        self.era, self.modules, self.warning = era, modules, warning
+        self.filled = filled or {}
+        self.roots = roots
+        self.finder_roots = roots if finder_roots is None else finder_roots
+        self.program_roots = program_roots
+        self.label = label  # after a name in messages: " (TF 2.6)"
+        self.stand_in_unknown = stand_in_unknown
+        self.first_child_only = first_child_only
+        self.aliases = aliases
+        self._where = where
+        self.unknown_detail = f"not a {era} name npu_bridge_compat maps"
+        self.warned: set[str] = set()
+        self.module_spec = functools.cache(self._guarded_module_spec)
+        self.lookup_in = functools.cache(self._lookup_in)
+        self.served_module = functools.cache(self._served_module)
+        self.public_names = functools.cache(self._public_names)
+        self.name_status = functools.cache(self._name_status)
+
+    # --- the table -------------------------------------------------------------------------------------------
+
+    def where(self, path: str) -> str:
+        """What a name of `path` runs on here, for messages: 'TensorFlow 2.15.1' unless the world says."""
+        return self._where(path) if self._where else f"TensorFlow {compat.tensorflow_version()}"
+
+    @staticmethod
+    def in_tree(path: str, roots: tuple[str, ...]) -> bool:
+        return any(path == root or path.startswith(root + ".") for root in roots)
+
+    def redirect(self, path: str) -> str | None:
+        """Another module path whose entry this one is (a world's rule; none by default)."""
+        return None
+
+    def fallback(self, path: str) -> Module | None:
+        """The entry of a path neither listed nor derived from its parent (a world's rule; none by default)."""
+        return None
+
+    def _guarded_module_spec(self, path: str) -> Module | None:
+        """The table entry of a module path, or one derived from it; None for a path the world does not serve."""
+        with looking_up.todays_only(path):
+            if path in self.modules:
+                return self.modules[path]
+            redirected = self.redirect(path)
+            if redirected is not None:
+                return self.module_spec(redirected)
+            parent, _, name = path.rpartition(".")
+            spec = self.module_spec(parent) if parent else None
+            if spec is not None:
+                if spec.gone:
+                    return Module(gone=spec.gone)
+                children = []
+                for candidate in spec.sources:
+                    try:
+                        child = submodule(resolve(source(candidate)), name)
+                    except ImportError:
+                        continue
+                    if child is not None and child.__name__ not in children:
+                        children.append(child.__name__)
+                        if self.first_child_only:
+                            break
+                if children:
+                    return Module(sources=tuple(children))
+            return self.fallback(path)
+
+    def module_found(self, path: str) -> Found:
+        """The status of a module the world serves."""
+        spec = self.module_spec(path)
+        if spec.gone:
+            return Found("missing", spec.gone, module=path)
+        detail = spec.note or ", ".join(pretty(source(s)) for s in spec.sources) or f"a package of {self.era}'s tree"
+        return Found("works", detail, module=path)
+
+    def _lookup_in(self, path: str, name: str) -> Found:
+        """What `<path>.<name>` is, `path` being a module the world serves (an alias of today's module has the
+        names the world fills into that module too)."""
+        found = self.lookup(self.module_spec(path), path, name)
+        key = self.filled_key(path) if found.status == "unknown" else None
+        return self.lookup(self.filled[key], key, name) if key is not None else found
+
+    def lookup(self, spec: Module, path: str, name: str) -> Found:
+        """What `<path>.<name>` is, `spec` being the entry of the module `path`: the one lookup behind served
+        modules, filled names and the name status."""
+        if spec.gone:
+            return Found("missing", spec.gone)
+        if name in spec.names:
+            return self._counterpart(spec, name, spec.names[name])
+        if name in spec.missing:
+            return Found("missing", spec.missing[name])
+        unavailable = ""
+        for candidate in spec.sources:  # before the child modules: packages star-imported over their modules
+            try:
+                module = resolve(source(candidate))
+            except ImportError as error:
+                unavailable = unavailable or f"its counterpart {pretty(source(candidate))} cannot be imported ({error})"
+                continue
+            exported = getattr(module, "__all__", None)
+            if exported is not None and name not in exported:
+                continue
+            value = todays_attribute(module, name)
+            if value is not ABSENT and not isinstance(value, types.ModuleType):
+                return self._counterpart(spec, name, f"{candidate}.{name}", value)
+        child = f"{path}.{name}"
+        if self.module_spec(child) is not None:
+            return self.module_found(child)
+        return Found("missing", unavailable) if unavailable else Found("unknown", self.unknown_detail)
+
+    def _counterpart(self, spec: Module, name: str, target: str, value: Any = ABSENT) -> Found:
+        if target in self.modules:  # a module of the era's own tree
+            return self.module_found(target)
+        shown = pretty(source(target))
+        if value is ABSENT:
+            try:
+                value = resolve(source(target))
+            except ImportError as error:
+                return Found("missing", f"its counterpart {shown} cannot be imported here ({error})")
+        if name in spec.differs:
+            return Found("differs", spec.differs[name], value)
+        return Found("works", shown, value)
+
+    def _public_names(self, path: str) -> frozenset[str]:
+        """The names a served module answers for (its `dir()` and `__all__`; never a name it does not know)."""
+        spec = self.module_spec(path)
+        if spec.gone:
+            return frozenset()
+        names = set(spec.names) | set(spec.missing)
+        names |= {key[len(path) + 1 :] for key in self.modules if key.startswith(path + ".")}
+        for candidate in spec.sources:
+            try:
+                module = resolve(source(candidate))
+            except ImportError:
+                continue
+            names |= set(getattr(module, "__all__", None) or (n for n in dir(module) if not n.startswith("_")))
+        return frozenset(name for name in names if "." not in name and self.lookup_in(path, name).status != "unknown")
+
+    def detail_of(self, path: str, name: str, found: Found) -> str:
+        """The detail of a lookup, an unknown name with the closest known one."""
+        if found.status != "unknown" or path not in self.modules and self.module_spec(path) is None:
+            return found.detail
+        close = difflib.get_close_matches(name, self.public_names(path), n=1)
+        return found.detail + (f"; did you mean {path}.{close[0]}?" if close else "")
+
+    # --- run time ------------------------------------------------------------------------------------------
+
+    def attribute(self, path: str, name: str) -> Any:
+        """The runtime value of `<path>.<name>`, `path` being a module the world serves."""
+        return self.runtime_value(path, name, self.lookup_in(path, name))
+
+    def runtime_value(self, path: str, name: str, found: Found) -> Any:
+        """The object a found name gives a program: its counterpart, a module, or a stand-in that raises."""
+        qualified = f"{path}.{name}"
+        if found.module is not None:
+            return self.served_module(found.module)  # a gone module too: its names are the stand-ins
+        if found.status == "missing":
+            return Unavailable(
+                qualified, f"{qualified}{self.label} has no counterpart on {self.where(path)}: {found.detail}."
+            )
+        if found.status == "unknown":
+            detail = self.detail_of(path, name, found)
+            if self.stand_in_unknown:
+                return Unavailable(qualified, f"{qualified} is {detail}.")
+            raise AttributeError(f"module {path!r} ({self.era}) has no attribute {name!r}: {detail}")
+        if found.status == "differs" and qualified not in self.warned:
+            self.warned.add(qualified)
+            warn(f"{qualified} on {self.where(path)}: {found.detail}.", self.warning)
+        return found.value
+
+    def _served_module(self, path: str) -> types.ModuleType:
+        """The module object a module path gives: today's module itself for an alias, else one of its own."""
+        spec = self.module_spec(path)
+        if spec is None:
+            raise ModuleNotFoundError(f"No module named '{path}'", name=path)
+        if self.aliases and spec.is_alias:
+            return importlib.import_module(source(spec.sources[0]))
+        return self.module_class(self, path)
+
+    def module_for_import(self, fullname: str) -> types.ModuleType:
+        """What `import fullname` gives through the world's finder."""
+        return self.served_module(fullname)
+
+    def replaces_todays(self, fullname: str) -> bool:
+        """Whether the finder serves `fullname` even where today has a module of that name (a world's rule)."""
+        return False
+
+    def filled_key(self, path: str) -> str | None:
+        """The `filled` entry of today's module `path` (directly, or through the world's redirect)."""
+        if path in self.filled:
+            return path
+        redirected = self.redirect(path)
+        return redirected if redirected in self.filled else None
+
+    def filled_getattr(self, key: str, module: types.ModuleType, previous: Callable[[str], Any] | None = None):
+        """A PEP 562 `__getattr__` for today's `module`, which lacks some names of the era: they resolve from the
+        `filled` entry `key` each time they are read (nothing is written into the module). The table's own names
+        come first; then the module's `previous` `__getattr__`; then the entry's sources. Any other name is the
+        AttributeError it was."""
+        spec = self.filled[key]
+
+        def __getattr__(name: str) -> Any:
+            if not name.startswith("__"):
+                if name in spec.names or name in spec.missing:
+                    return self.runtime_value(key, name, self.lookup(spec, key, name))
+                if previous is None:
+                    found = self.lookup(spec, key, name)
+                    if found.status != "unknown":
+                        return self.runtime_value(key, name, found)
+                else:
+                    try:
+                        return previous(name)
+                    except AttributeError:
+                        found = self.lookup(spec, key, name)
+                        if found.status == "unknown":
+                            raise
+                        return self.runtime_value(key, name, found)
+            if previous is not None:
+                return previous(name)
+            raise AttributeError(f"module {module.__name__!r} has no attribute {name!r}")
+
+        __getattr__.fills_world_names = True
+        __getattr__.previous = previous or _no_attribute(module)
+        return __getattr__
+
+    # --- name status (scan) ---------------------------------------------------------------------------------
+
+    def is_todays(self, path: str) -> bool:
+        """Whether a module path is read as today's module (rather than the table's) by the name status."""
+        if self.in_tree(path, self.program_roots):
+            return False
+        if self.in_tree(path, self.finder_roots) and self.replaces_todays(path):
+            return False
+        return importable(path) and not isinstance(resolve(path), WorldModule)
+
+    def _name_status(self, dotted: str) -> NameStatus:
+        """What a dotted name of the era becomes here: works | differs | missing | unknown | current (today has
+        it as it is), with a one-sentence detail. Imports the counterparts' libraries, never user code, and
+        changes nothing."""
+        parts = dotted.split(".")
+        for cut in range(len(parts), 0, -1):
+            path = ".".join(parts[:cut])
+            if self.is_todays(path):
+                return self._walk_todays(path, parts[cut:])
+            if self.in_tree(path, self.roots) and self.module_spec(path) is not None:
+                return self._walk(path, parts[cut:])
+        return NameStatus("unknown", self.unknown_detail)
+
+    def _walk(self, path: str, rest: list[str]) -> NameStatus:
+        found = self.module_found(path)
+        detail = found.detail
+        for name in rest:
+            found = self.lookup_in(path, name)
+            detail = self.detail_of(path, name, found)
+            if found.module is None:
+                break  # an attribute of a counterpart (ModeKeys.INFER): the counterpart's status
+            path = found.module
+        return NameStatus(found.status, detail)
+
+    def _walk_todays(self, path: str, rest: list[str]) -> NameStatus:
+        """A name under today's module `path`: today's attribute, or the name the world fills in."""
+        obj: Any = resolve(path)
+        for index, name in enumerate(rest):
+            if not isinstance(obj, types.ModuleType):
+                break
+            value = todays_attribute(obj, name)
+            if value is ABSENT:
+                key = self.filled_key(path)
+                if key is None:
+                    return NameStatus("unknown", f"{path} has no {name} here, and the {self.era} world maps none")
+                found = self.lookup(self.filled[key], key, name)
+                if found.module is not None:
+                    return self._walk(found.module, rest[index + 1 :])
+                return NameStatus(found.status, found.detail)
+            obj, path = value, f"{path}.{name}"
+        return CURRENT
+
+
+def _no_attribute(module: types.ModuleType) -> Callable[[str], Any]:
+    def missing(name: str) -> Any:
+        raise AttributeError(f"module {module.__name__!r} has no attribute {name!r}")
+
+    return missing
+
+
+class WorldFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Serves a world's module paths that today lacks (or that the world replaces); remembers what it created, so
+    that undoing its registration forgets those modules."""
+
+    def __init__(self, world: World) -> None:
+        self.world = world
+        self.created: dict[str, types.ModuleType] = {}
+
+    def find_spec(self, fullname, path=None, target=None):
+        world = self.world
+        if not world.in_tree(fullname, world.finder_roots) or fullname in looking_up.paths:
+            return None
+        with looking_up.todays_only(fullname):
+            if not world.replaces_todays(fullname) and self._todays_spec(fullname, path) is not None:
+                return None  # today's module of that name wins
+            if world.module_spec(fullname) is None:
+                return None
+        return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
+
+    def _todays_spec(self, fullname, path):
+        for finder in sys.meta_path:
+            if finder is self or isinstance(finder, WorldFinder) or not hasattr(finder, "find_spec"):
+                continue
+            found = finder.find_spec(fullname, path, None)
+            if found is not None:
+                return found
+        return None
+
+    def create_module(self, spec):
+        module = self.world.module_for_import(spec.name)
+        self.created[spec.name] = module
+        return module
+
+    def exec_module(self, module) -> None:
+        """Nothing to run: today's module is loaded, or the served module resolves its names when read."""
+
+    def forget_created(self) -> None:
+        """Take the modules this finder created out of `sys.modules` (where they are still the ones it made)."""
+        for name, module in self.created.items():
+            if sys.modules.get(name) is module:
+                del sys.modules[name]
+            parent, _, child = name.rpartition(".")  # the import system bound it to its parent package too
+            if parent in sys.modules and inspect.getattr_static(sys.modules[parent], child, None) is module:
+                with contextlib.suppress(AttributeError, TypeError):
+                    delattr(sys.modules[parent], child)
+        self.created.clear()
