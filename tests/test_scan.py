@@ -489,7 +489,6 @@ WORLD_PROGRAMS = {
             "decisive",
             [
                 ("TF 1.15 name", False, 3, "rnn.py:3"),
-                ("TF2 behaviour off", False, 1, "train.py:3"),
                 ("TF2 adapter", True, 4, "train.py:1"),
             ],
         ),

@@ -13,8 +13,10 @@ Decided from the program's own signs, read statically from the script and the pr
   `run`'s world that changes least.
 
 `tensorflow.python.keras` is no sign (it was tf.keras up to TF 2.5, and in TF 1.15), nor is `tf.compat.v1` used
-for logging, flags or `app.run`. `scan` reports each script's decision with its evidence; `run` decides the same
-way when neither `--tf1` nor `--tf2` is given (`decide_program`), and says so when it had to weigh.
+for logging, flags or `app.run`, nor turning TF2 behaviour off (`disable_eager_execution`, `disable_v2_behavior`,
+`npu_device.compat.enable_v1`), which makes graph code run in either world. `scan` reports each script's
+decision with its evidence; `run` decides the same way when neither `--tf1` nor `--tf2` is given
+(`decide_program`), and says so when it had to weigh.
 """
 
 from __future__ import annotations
@@ -52,7 +54,6 @@ KINDS = {
     "tf.layers": Kind(TF1, 2, "tf.layers"),
     "session config": Kind(TF1, 1, "session configs"),
     "Estimator": Kind(TF1, 1, "Estimators"),
-    "TF2 behaviour off": Kind(TF1, 1, "TF2 behaviour turned off"),
     # TensorFlow 2
     "TF2-only name": Kind(TF2, 5, "names only TensorFlow 2 has", decisive=True),
     "TF2 adapter": Kind(TF2, 4, "the TF2 adapter (npu_device)", decisive=True),
@@ -100,8 +101,6 @@ def _style_kind(rest: str) -> str | None:
         return "session config"
     if _under(rest, "estimator"):
         return "Estimator"
-    if rest in _TF2_OFF:
-        return "TF2 behaviour off"
     if rest == "function":
         return "tf.function"
     if _under(rest, "GradientTape", "autodiff"):
@@ -143,16 +142,6 @@ _SESSION_CONFIGS = ("ConfigProto", "GPUOptions", "GraphOptions", "OptimizerOptio
 _TF1_TRAINING = frozenset(
     {"get_or_create_global_step", "get_global_step", "create_global_step", "exponential_decay", "piecewise_constant"}
 )
-_TF2_OFF = frozenset(
-    {
-        "disable_eager_execution",
-        "disable_v2_behavior",
-        "disable_control_flow_v2",
-        "disable_resource_variables",
-        "disable_tensor_equality",
-        "disable_v2_tensorshape",
-    }
-)
 _PUBLIC_V1 = "tensorflow.compat.v1"
 
 
@@ -193,11 +182,8 @@ def tensorflow_signs(candidates: Sequence[str], line: int, place: int) -> list[S
 
 
 def adapter_sign(dotted: str, line: int, place: int) -> Sign | None:
-    """The TF1 adapter (npu_bridge) or the TF2 one (npu_device), and the TF2 adapter's own switch to TF1
-    behaviour (`npu_device.compat.enable_v1`)."""
+    """The TF1 adapter (npu_bridge) or the TF2 one (npu_device)."""
     top = dotted.split(".")[0]
-    if dotted.startswith("npu_device.compat.enable_v1"):
-        return Sign("TF2 behaviour off", dotted, line, place)
     if top == "npu_bridge":
         return Sign("TF1 adapter", dotted, line, place)
     if top == "npu_device":
