@@ -59,7 +59,7 @@ def choose_world(script: str, world: str | None) -> str:
         flag = "--tf1" if decision.world == TF1 else "--tf2"
         log_line(
             f"npu_bridge_compat: running {os.path.basename(script)} as a {decision.summary(limit=2)} program; "
-            f"`run {flag}` says so yourself"
+            f"{flag} says so yourself"
         )
     return decision.world
 

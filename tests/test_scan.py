@@ -570,7 +570,7 @@ def test_run_decides_the_world_itself_and_says_so_when_it_weighed(tmp_path):
     assert result.stdout.strip() == "eager: False"  # the TF 1.15 world: TF2 behaviour off
     assert (
         "npu_bridge_compat: running probe.py as a TF 1.15 (weighed 6 to 0: sessions (tf.compat.v1.Session, "
-        "probe.py:3), placeholders (tf.compat.v1.placeholder, probe.py:3)) program; `run --tf1` says so yourself"
+        "probe.py:3), placeholders (tf.compat.v1.placeholder, probe.py:3)) program; --tf1 says so yourself"
     ) in result.stderr.splitlines()
 
 
