@@ -15,11 +15,10 @@ from npu_bridge_compat.scan.tf1 import classify_tf1_name, in_tf1_namespace
 from npu_bridge_compat.scan.tf26 import classify_tf26_name
 from npu_bridge_compat.scan.world import Sign, adapter_sign, tensorflow_signs
 
-_PRIVATE_KERAS = "tensorflow.python.keras"
-
 
 def _is_private_keras(dotted: str) -> bool:
-    return dotted == _PRIVATE_KERAS or dotted.startswith(_PRIVATE_KERAS + ".")
+    """A name under `tensorflow.python.keras` (TF 2.6's tf.keras) in the scanned code."""
+    return dotted.split(".")[:3] == ["tensorflow", "python", "keras"]
 
 
 class Classifier:
@@ -200,7 +199,7 @@ class _NameFindings:
             return False
         seen = self._tf26.get(dotted)
         self._tf26[dotted] = (min(line, seen[0]) if seen else line, classified)
-        if not dotted.startswith("tensorflow.python."):  # private modules TF 1.15 had too: no sign
+        if dotted.split(".")[:2] != ["tensorflow", "python"]:  # private modules TF 1.15 had too: no sign
             self._signs.append(Sign("TF 2.6 name", dotted.replace("tensorflow.", "tf.", 1), line, place))
         return True
 
