@@ -204,7 +204,7 @@ def run_script(arguments: argparse.Namespace) -> int:
         return run_program(
             arguments.script,
             arguments.script_arguments,
-            tf1=arguments.tf1,
+            world=arguments.world,
             graph_kernel=graph_kernel_request(arguments.graph_kernel),
             show_deprecations=arguments.show_deprecations,
             list_changes=arguments.changes,
@@ -217,7 +217,7 @@ def run_script(arguments: argparse.Namespace) -> int:
 def launch_ranks(arguments: argparse.Namespace) -> int:
     """Start the ranks of SCRIPT on this host, each as `run` runs it."""
     from npu_bridge_compat.distributed.launch import in_private_network, launch
-    from npu_bridge_compat.runner import ask_for_graph_kernel_fusion, graph_kernel_request
+    from npu_bridge_compat.runner import ask_for_graph_kernel_fusion, choose_world, graph_kernel_request
 
     if not os.path.isfile(arguments.script):
         print(f"error: no such script: {arguments.script}", file=sys.stderr)
@@ -242,7 +242,7 @@ def launch_ranks(arguments: argparse.Namespace) -> int:
             arguments.nproc,
             hosts,
             arguments.host_index,
-            arguments.tf1,
+            choose_world(arguments.script, arguments.world),  # decided once, for every rank
         )
     except NpuConfigError as error:
         print(f"error: {error}", file=sys.stderr)
@@ -307,6 +307,26 @@ HOST_HELP = (
 )
 
 
+def _add_world_flags(
+    parser: argparse.ArgumentParser,
+    tf1_help: str = "the program is written for TF 1.15: `import tensorflow` in its modules (not in installed "
+    "libraries) gives tf.compat.v1, and tensorflow.contrib is importable",
+    tf2_help: str = "the program is written for TensorFlow 2 (TF 2.6's names served)",
+) -> None:
+    """--tf1 / --tf2: the user's choice of world; without either, `run` decides from the program's signs."""
+    worlds = parser.add_mutually_exclusive_group()
+    worlds.add_argument("--tf1", dest="world", action="store_const", const="tf1", help=tf1_help)
+    worlds.add_argument(
+        "--tf2",
+        dest="world",
+        action="store_const",
+        const="tf2",
+        help=f"{tf2_help}. Without --tf1 or --tf2 the world is decided from the signs in the script and the "
+        "modules of its own it imports (sessions, placeholders, tf.contrib, npu_bridge against tf.function, "
+        "GradientTape, Keras, npu_device), read without running them, as `scan` reports them",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m npu_bridge_compat", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -331,12 +351,7 @@ def build_parser() -> argparse.ArgumentParser:
     options_parser = commands.add_parser("options", help="print the table of NPU options as Markdown")
     options_parser.set_defaults(run=options_table)
     run_parser = commands.add_parser("run", help="run a ported script with the npu_bridge/hccl imports aliased")
-    run_parser.add_argument(
-        "--tf1",
-        action="store_true",
-        help="the program is written for TF 1.15: `import tensorflow` in its modules (not in "
-        "installed libraries) gives tf.compat.v1, and tensorflow.contrib is importable",
-    )
+    _add_world_flags(run_parser)
     run_parser.add_argument(
         "--show-deprecations",
         action="store_true",
@@ -364,7 +379,7 @@ def build_parser() -> argparse.ArgumentParser:
     launch_parser.add_argument("-n", "--nproc", type=int, required=True, help="ranks on this host")
     launch_parser.add_argument("--hosts", help="all hosts of the job, comma-separated, the same list on each host")
     launch_parser.add_argument("--host-index", type=int, help="this host's position in --hosts (found by default)")
-    launch_parser.add_argument("--tf1", action="store_true", help="as `run --tf1`")
+    _add_world_flags(launch_parser, "as `run --tf1`", "as `run --tf2`")
     launch_parser.add_argument("--graph-kernel", action="store_true", help="as `run --graph-kernel`, in every rank")
     launch_parser.add_argument(
         "--host-network",

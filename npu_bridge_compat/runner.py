@@ -21,6 +21,9 @@ from npu_bridge_compat.compat.xla import reserve_fusion_flags
 from npu_bridge_compat.errors import NpuConfigError
 from npu_bridge_compat.plan.platform import GRAPH_KERNEL_ENV, graph_kernel_mode
 
+TF1, TF2 = "tf1", "tf2"  # the worlds a program runs in (scan/world.py decides between them)
+WORLDS = (TF1, TF2)
+
 
 class ScriptNotFound(NpuConfigError, FileNotFoundError):
     """`run` was given a script that does not exist."""
@@ -40,19 +43,42 @@ def graph_kernel_request(flag: bool) -> str | None:
     return graph_kernel_mode(own) if own.strip() else "auto"
 
 
+def choose_world(script: str, world: str | None) -> str:
+    """The world to run `script` in: `world` when the user chose one (tf1, tf2), else the one its signs decide
+    (scan/world.py: its file and the project modules it imports, read, never run), said in one line on stderr
+    when the signs had to be weighed. Imports TensorFlow (after select_keras_2) to look names up."""
+    if world is not None:
+        if world not in WORLDS:
+            raise NpuConfigError(f"unknown world {world!r}: tf1 or tf2")
+        return world
+    from npu_bridge_compat.logs import log_line
+    from npu_bridge_compat.scan.world import decide_program
+
+    select_keras_2()  # its names are looked up in the Keras the program gets
+    decision = decide_program(script)
+    if decision.guessed and decision.has_signs:
+        flag = "--tf1" if decision.world == TF1 else "--tf2"
+        log_line(
+            f"npu_bridge_compat: running {os.path.basename(script)} as a {decision.summary(limit=2)} program; "
+            f"{flag} says so yourself"
+        )
+    return decision.world
+
+
 def run_program(
     script: str,
     script_arguments: Sequence[str] = (),
     *,
-    tf1: bool = False,
+    world: str | None = None,
     graph_kernel: str | None = None,
     show_deprecations: bool = False,
     list_changes: bool = False,
 ) -> int:
     """Run `script` with `script_arguments` in this process; exceptions and SystemExit propagate as with
-    `python SCRIPT`. `tf1`: the program is a TF 1.15 one (else a TF2 one, written for TensorFlow 2.6).
-    `graph_kernel`: a fusion mode for every plan (off, auto, on: graph_kernel_request). Raises ScriptNotFound,
-    or an NpuConfigError for an adapter environment that the adapter would refuse, before the script starts."""
+    `python SCRIPT`. `world`: `tf1` (a TF 1.15 program), `tf2` (a TF2 one, written for TensorFlow 2.6), or None
+    to decide from the program's signs (choose_world). `graph_kernel`: a fusion mode for every plan (off, auto,
+    on: graph_kernel_request). Raises ScriptNotFound, or an NpuConfigError for an adapter environment that the
+    adapter would refuse, before the script starts."""
     from npu_bridge_compat.legacy import install_aliases, install_tf1_imports
     from npu_bridge_compat.legacy.era import install_era_world
     from npu_bridge_compat.logs import defer_tensorflow_handler, quiet_library_deprecations
@@ -65,6 +91,7 @@ def run_program(
     if graph_kernel is not None:
         ask_for_graph_kernel_fusion(graph_kernel)
     reserve_fusion_flags()  # before the script starts TensorFlow, in case one of its configurations asks for fusion
+    tf1 = choose_world(script, world) == TF1
     install_aliases(tf1=tf1)
     if tf1:
         install_tf1_imports()

@@ -4,6 +4,9 @@ import importlib
 import io
 import json
 import pkgutil
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -171,9 +174,8 @@ def test_a_typo_names_the_closest_option(report):
 
 
 @LINE_2_15
-def test_tf1_names_need_run_tf1_and_say_what_they_become(report, tmp_path):
+def test_tf1_names_say_what_they_become_under_run_tf1(report, tmp_path):
     tf1 = script(report, "session/tf115_contrib.py")
-    assert tf1.needs_tf1 and not script(report, "session/train_session.py").needs_tf1
     details = {f.name: f.detail for f in tf1.findings}
     # TF1 trees answered from the table run --tf1 serves them from
     assert details["tensorflow.contrib.layers.xavier_initializer"] == "tf_slim.layers.xavier_initializer"
@@ -194,7 +196,7 @@ def test_totals(report):
         "ready": 4,
         "warning": 2,
         "blocked": 4,
-        "needs_tf1": 1,
+        "worlds": {"tf1": 7, "tf2": 0, "weighed": 0},  # 7 import npu_bridge; resnet_model and data_helpers: no sign
         "blocked_by": {"device-only": 1, "does not parse": 1, "not installed": 1, "invalid": 1},
         "not_installed": {"moxing": 1, "ais_bench": 1},
     }
@@ -211,20 +213,21 @@ def test_json_schema(capsys):
     document = json.loads(out)
     assert code == 0
     assert set(document) == {"schema", "paths", "host", "totals", "scripts"}
-    assert document["schema"] == "npu_bridge_compat.scan/1" and document["paths"] == [str(TREE)]
+    assert document["schema"] == "npu_bridge_compat.scan/2" and document["paths"] == [str(TREE)]
     assert set(document["totals"]) == {
         "scripts",
         "ready",
         "warning",
         "blocked",
-        "needs_tf1",
+        "worlds",
         "blocked_by",
         "not_installed",
     }
     assert len(document["scripts"]) == document["totals"]["scripts"] == 10
     for entry in document["scripts"]:
-        assert set(entry) == {"path", "status", "needs_tf1", "findings"}
-        assert entry["status"] in ("ready", "warning", "blocked") and isinstance(entry["needs_tf1"], bool)
+        assert set(entry) == {"path", "status", "world", "findings"}
+        assert entry["status"] in ("ready", "warning", "blocked") and entry["world"]["world"] in ("tf1", "tf2")
+        assert set(entry["world"]) == {"world", "basis", "scores", "summary", "evidence"}
         for finding in entry["findings"]:
             assert set(finding) == {"line", "category", "name", "value", "outcome", "severity", "detail", "suggestion"}
             assert isinstance(finding["line"], int) and isinstance(finding["detail"], str)
@@ -250,12 +253,16 @@ def test_text_lists_blocked_scripts_first_and_totals(capsys):
     assert code == 0
     headers = [line for line in out.splitlines() if line.startswith(("blocked ", "warning ", "ready "))]
     assert [line.split()[0] for line in headers] == ["blocked"] * 4 + ["warning"] * 2 + ["ready"] * 2
+    assert (
+        "         world: TF 1.15 (decided by: tf.contrib (tf.contrib.layers.xavier_initializer, tf115_contrib.py:6), "
+        "TF 1.15 names (tf.placeholder, tf115_contrib.py:5), and 1 more): run --tf1\n"
+    ) in out
     assert out.rstrip().splitlines()[-4:] == [
         f"10 Python files on this host (TensorFlow {tf.__version__}, CPU only): 4 ready, 2 with warnings, 4 blocked; "
         "2 without anything to port",
         "  blocked by: device-only (1), does not parse (1), invalid (1), not installed (1)",
         "  not installed here: ais_bench (1), moxing (1)",
-        "  TF 1.15 scripts (run them with `python -m npu_bridge_compat run --tf1`): 1",
+        "  worlds: TF 1.15 7 (`run` starts them with --tf1), TF2 0; 0 of them decided by weighing their signs",
     ]
 
 
@@ -385,3 +392,192 @@ def test_progress_bar_draws_for_large_trees_only():
     assert f"scan [{'#' * 15}{'.' * 15}] {LARGE_TREE // 2}/{LARGE_TREE} files" in drawn
     assert f"scan [{'#' * 30}] {LARGE_TREE}/{LARGE_TREE} files" in drawn and drawn[-1] == ""
     assert not ProgressBar(io.StringIO()).enabled  # not a terminal: nothing is drawn
+
+
+# --- the world of each script: TF 1.15 (run --tf1) or TF2 --------------------------------------------------------
+
+WORLD_PROGRAMS = {
+    # TF 2.6's tensorflow.python.keras was tf.keras up to TF 2.5: no sign of TF 1.15, nor a TF 1.15 finding
+    "keras_port": (
+        {
+            "train.py": """
+                import tensorflow as tf
+                from layers import Scale
+                model = tf.keras.Sequential([Scale()])
+                model.compile("sgd", "mse")
+            """,
+            "layers.py": """
+                from tensorflow.python.keras import backend as K
+                from tensorflow.python.keras.layers import Layer
+                class Scale(Layer):
+                    def call(self, inputs):
+                        return K.relu(inputs)
+            """,
+        },
+        ("tf2", "weighed", [("Keras model", False, 2, "train.py:3")]),
+    ),
+    # graph code through tf.compat.v1: TF1, by weight (TF2 runs it too where eager execution is off)
+    "compat_v1_graph": (
+        {
+            "train.py": """
+                import tensorflow as tf
+                x = tf.compat.v1.placeholder(tf.float32, [None])
+                with tf.compat.v1.Session() as sess:
+                    print(sess.run(x, {x: [1.0]}))
+            """,
+        },
+        ("tf1", "weighed", [("session", False, 3, "train.py:3"), ("placeholder", False, 3, "train.py:2")]),
+    ),
+    # tf.compat.v1 for logging, flags and app.run is no graph code
+    "compat_v1_logging": (
+        {
+            "train.py": """
+                import tensorflow as tf
+                tf.compat.v1.flags.DEFINE_integer("steps", 1, "steps")
+                def main(_):
+                    tf.compat.v1.logging.info("training")
+                    step = tf.function(lambda x: x + 1)
+                tf.compat.v1.app.run(main)
+            """,
+        },
+        ("tf2", "weighed", [("tf.function", False, 3, "train.py:5")]),
+    ),
+    # a name only TF 1.15 has, at the top level of a module the script imports: it runs, and decides
+    "contrib_module": (
+        {
+            "train.py": "import nets\nimport tensorflow as tf\nmodel = tf.keras.Model()\n",
+            "nets.py": "import tensorflow as tf\nslim = tf.contrib.slim\n",
+        },
+        ("tf1", "decisive", [("tf.contrib", True, 5, "nets.py:2"), ("Keras model", False, 2, "train.py:3")]),
+    ),
+    # code guarded against a name's absence, and a module imported by version, were written for both worlds
+    "guarded": (
+        {
+            "train.py": """
+                import tensorflow as tf
+                if tf.__version__ >= "2.0.0":
+                    from rnn_v2 import dynamic_rnn
+                else:
+                    from rnn_v1 import dynamic_rnn
+                try:
+                    to_bucket = tf.string_to_hash_bucket_fast
+                except AttributeError:
+                    to_bucket = tf.strings.to_hash_bucket_fast
+                model = tf.keras.Model()
+            """,
+            "rnn_v1.py": "import tensorflow as tf\nREUSE = tf.AUTO_REUSE\n",
+            "rnn_v2.py": "import tensorflow as tf\nREUSE = tf.compat.v1.AUTO_REUSE\n",
+        },
+        ("tf2", "weighed", [("Keras model", False, 2, "train.py:10")]),
+    ),
+    # a TF 1.15 name in a function of an imported module runs only if called: half its weight, and no decision
+    "module_function": (
+        {
+            "train.py": "import tensorflow as tf\nimport rnn\nstep = tf.function(rnn.step)\n",
+            "rnn.py": "import tensorflow as tf\ndef step(x):\n    return tf.AUTO_REUSE\n",
+        },
+        ("tf2", "default", [("TF 1.15 name", False, 3, "rnn.py:3"), ("tf.function", False, 3, "train.py:3")]),
+    ),
+    # the TF2 adapter's import says which TensorFlow its author ran
+    "npu_device": (
+        {
+            "train.py": "import npu_device\nimport rnn\nnpu_device.compat.enable_v1()\n",
+            "rnn.py": "import tensorflow as tf\ndef step(x):\n    return tf.AUTO_REUSE\n",
+        },
+        (
+            "tf2",
+            "decisive",
+            [
+                ("TF 1.15 name", False, 3, "rnn.py:3"),
+                ("TF2 adapter", True, 4, "train.py:1"),
+            ],
+        ),
+    ),
+    # names only each world serves, both in the script: the heavier side
+    "conflict": (
+        {
+            "train.py": """
+                import tensorflow as tf
+                tf.random.set_seed(0)
+                weights = tf.compat.v1.get_variable("w", [1])
+                sess = tf.Session()
+            """,
+        },
+        (
+            "tf1",
+            "conflict",
+            [
+                ("TF 1.15 name", True, 5, "train.py:4"),
+                ("graph variables", False, 2, "train.py:3"),
+                ("TF2-only name", True, 5, "train.py:2"),
+            ],
+        ),
+    ),
+}
+
+
+@pytest.mark.parametrize("program", WORLD_PROGRAMS)
+def test_each_script_gets_its_world_with_the_evidence(tmp_path, program):
+    files, (world, basis, evidence) = WORLD_PROGRAMS[program]
+    for name, text in files.items():
+        (tmp_path / name).write_text(textwrap.dedent(text).lstrip())
+    report = scan([str(tmp_path)], host=CPU)
+    decision = script_at(report, tmp_path / "train.py").world
+    assert (decision.world, decision.basis) == (world, basis)
+    assert [(item.kind, item.decisive, item.weight, item.where) for item in decision.evidence] == evidence
+    [as_json] = [entry for entry in report.as_json()["scripts"] if entry["path"] == str(tmp_path / "train.py")]
+    assert as_json["world"] == decision.as_json()
+    tf1_names = [f.name for s in report.scripts for f in s.findings if f.category is Category.TENSORFLOW]
+    assert not [name for name in tf1_names if name.startswith("tensorflow.python.keras")]
+
+
+def script_at(report, path: Path):
+    return next(s for s in report.scripts if s.path == str(path))
+
+
+def test_the_world_decision_reads_its_weights_out():
+    files, _ = WORLD_PROGRAMS["conflict"]
+    decision = scan_world(files)
+    assert decision.scores == {"tf1": 7, "tf2": 5}
+    assert decision.summary() == (
+        "TF 1.15 (deciding signs of both worlds; weighed 7 to 5: TF 1.15 names (tf.Session, train.py:4), "
+        "graph variables and collections (tf.compat.v1.get_variable, train.py:3); against it, TF2's names only "
+        "TensorFlow 2 has (tf.random.set_seed, train.py:2))"
+    )
+
+
+def scan_world(files: dict[str, str]):
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        for name, text in files.items():
+            Path(folder, name).write_text(textwrap.dedent(text).lstrip())
+        return script_at(scan([folder], host=CPU), Path(folder, "train.py")).world
+
+
+def test_run_decides_the_world_itself_and_says_so_when_it_weighed(tmp_path):
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "import tensorflow as tf\n"
+        "def build():\n"
+        "    return tf.compat.v1.placeholder(tf.float32), tf.compat.v1.Session()\n"
+        "print('eager:', tf.executing_eagerly())\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "npu_bridge_compat", "run", str(probe)], capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "eager: False"  # the TF 1.15 world: TF2 behaviour off
+    assert (
+        "npu_bridge_compat: running probe.py as a TF 1.15 (weighed 6 to 0: sessions (tf.compat.v1.Session, "
+        "probe.py:3), placeholders (tf.compat.v1.placeholder, probe.py:3)) program; --tf1 says so yourself"
+    ) in result.stderr.splitlines()
+
+
+def test_the_users_world_wins_and_the_flags_exclude_each_other(tmp_path, capsys):
+    from npu_bridge_compat.runner import choose_world
+
+    assert choose_world(str(tmp_path / "not_even_read.py"), "tf2") == "tf2"
+    with pytest.raises(SystemExit):
+        main(["run", "--tf1", "--tf2", "train.py"])
+    assert "not allowed with argument" in capsys.readouterr().err

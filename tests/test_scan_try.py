@@ -141,6 +141,22 @@ TF_TREE = {
         if __name__ == "__main__":
             pass
     """,
+    # a TF2 port whose own layers subclass TF 2.6's tensorflow.python.keras: started without --tf1
+    "keras/train.py": """
+        import argparse
+        import tensorflow as tf
+        from layers import Scale
+        if __name__ == "__main__":
+            argparse.ArgumentParser().parse_args()
+            model = tf.keras.Sequential([Scale()])
+    """,
+    "keras/layers.py": """
+        from tensorflow.python.keras import backend as K
+        from tensorflow.python.keras.layers import Layer
+        class Scale(Layer):
+            def call(self, inputs):
+                return K.relu(inputs)
+    """,
 }
 
 
@@ -302,7 +318,7 @@ def test_cli_fail_on_and_json(tmp_path, capsys):
     code = main(["scan", "--try", "--format", "json", "--time-limit", "30", "--fail-on", "blocked", str(tmp_path)])
     assert code == EXIT_FAILED_CHECK
     report = json.loads(capsys.readouterr().out)
-    assert report["schema"] == "npu_bridge_compat.scan-try/1"
+    assert report["schema"] == "npu_bridge_compat.scan-try/2"
     assert [(script["outcome"], script["cause"]) for script in report["scripts"]] == [
         ("script's own error", "SyntaxError")
     ]
@@ -331,11 +347,19 @@ def test_adapter_and_tensorflow_names_missing(with_tensorflow):
     root, report = with_tensorflow
     found = {path: (trial.tf1, trial.outcome, trial.cause) for path, trial in by_script(report, root).items()}
     assert found == {
-        "adapter/train.py": (False, TrialOutcome.ADAPTER, "npu_bridge.estimator.npu_no_such_module"),
+        "adapter/train.py": (True, TrialOutcome.ADAPTER, "npu_bridge.estimator.npu_no_such_module"),  # TF1's adapter
         "tf1/train.py": (True, TrialOutcome.TF1_NAME, "tensorflow.contrib.no_such_module_here"),
         "tf2/train.py": (False, TrialOutcome.TF2_NAME, "tensorflow.no_such_function_in_tf2"),
         "tf2/dynamic.py": (False, TrialOutcome.TF1_NAME, "tensorflow.Session (run --tf1 serves it)"),
+        "keras/train.py": (False, TrialOutcome.STARTED, "started"),
     }
+    keras = by_script(report, root)["keras/train.py"].as_json()["world"]
+    assert (keras["world"], keras["basis"], [item["kind"] for item in keras["evidence"]]) == (
+        "tf2",
+        "weighed",
+        ["Keras model"],
+    )
+    assert report.totals()["with_tf1"] == 2
 
 
 def test_own_modules_are_those_of_the_scanned_folder(tmp_path):

@@ -1,10 +1,11 @@
-"""`python -m npu_bridge_compat launch -n N [--hosts H0,H1,...] [--tf1] SCRIPT ARGS`: N ranks of a script, like
-torchrun.
+"""`python -m npu_bridge_compat launch -n N [--hosts H0,H1,...] [--tf1|--tf2] SCRIPT ARGS`: N ranks of a script,
+like torchrun.
 
-Each rank runs `python -m npu_bridge_compat run [--tf1] SCRIPT ARGS` (the adapter's imports aliased) with the
-environment a ported script's per-rank shell loop would give it: RANK_ID, RANK_SIZE, ASCEND_DEVICE_ID and
-DEVICE_ID (its position on this host), and RANK_TABLE_FILE, a rank table launch writes for the job. Every output
-line is prefixed with its rank. When a rank fails, launch stops the others (SIGTERM, then SIGKILL: TensorFlow's
+Each rank runs `python -m npu_bridge_compat run --tf1|--tf2 SCRIPT ARGS` (the world the user chose, or the one
+`run` would choose, decided once by launch; the adapter's imports aliased) with the environment a ported
+script's per-rank shell loop would give it: RANK_ID, RANK_SIZE, ASCEND_DEVICE_ID and DEVICE_ID (its position on
+this host), and RANK_TABLE_FILE, a rank table launch writes for the job. Every output line is prefixed with its
+rank. When a rank fails, launch stops the others (SIGTERM, then SIGKILL: TensorFlow's
 coordination service catches SIGTERM) and exits with the failed rank's status.
 
 Several hosts: run the same command on each host (`--hosts` lists them all, in the same order everywhere); host i
@@ -197,7 +198,7 @@ def launch(
     ranks_per_host: int,
     hosts: Sequence[str] | None = None,
     given_host_index: int | None = None,
-    tf1: bool = False,
+    world: str = "tf2",
 ) -> int:
     """Run the ranks of this host; returns the exit status for launch (0, or the first failed rank's)."""
     if ranks_per_host < 1:
@@ -210,7 +211,7 @@ def launch(
     if len(hosts) == 1 and PORT_VARIABLE not in environment:
         environment[PORT_VARIABLE] = str(free_port_block(ranks_per_host))
     size = len(hosts) * ranks_per_host
-    command = [sys.executable, "-m", "npu_bridge_compat", "run", *(["--tf1"] if tf1 else []), script, *arguments]
+    command = [sys.executable, "-m", "npu_bridge_compat", "run", f"--{world}", script, *arguments]
     with tempfile.TemporaryDirectory(prefix="npu_bridge_compat_launch_") as folder:
         table = os.path.join(folder, "rank_table.json")
         with open(table, "w", encoding="utf-8") as file:

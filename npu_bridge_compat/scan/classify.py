@@ -9,10 +9,16 @@ from npu_bridge_compat import compat
 from npu_bridge_compat.plan import HostFacts
 from npu_bridge_compat.scan import names
 from npu_bridge_compat.scan.configs import ConfigChecker, Place
-from npu_bridge_compat.scan.reader import ADAPTER_ROOTS, Call, FileFacts
+from npu_bridge_compat.scan.reader import ADAPTER_ROOTS, AT_IMPORT, IN_FUNCTION, Call, FileFacts
 from npu_bridge_compat.scan.report import Category, Finding, Outcome, ScriptReport, Severity
 from npu_bridge_compat.scan.tf1 import classify_tf1_name, in_tf1_namespace
 from npu_bridge_compat.scan.tf26 import classify_tf26_name
+from npu_bridge_compat.scan.world import Sign, adapter_sign, tensorflow_signs
+
+
+def _is_private_keras(dotted: str) -> bool:
+    """A name under `tensorflow.python.keras` (TF 2.6's tf.keras) in the scanned code."""
+    return dotted.split(".")[:3] == ["tensorflow", "python", "keras"]
 
 
 class Classifier:
@@ -39,34 +45,27 @@ class Classifier:
             )
         script_dir = os.path.dirname(os.path.abspath(facts.path))
         names_found = _NameFindings()
-        packages = self._imports(facts, script_dir, project_root, names_found)
-        self._uses(facts, names_found)
-        findings = [*packages, *names_found.findings()]
+        _names(facts, names_found)
+        findings = [*self._packages(facts, script_dir, project_root), *names_found.findings()]
         if facts.option_sets or facts.calls or facts.tree_option_sets:
             place = Place(shown_path, _folders_up_to(script_dir, project_root))
             findings += self.configs.option_sets(facts.option_sets, place)
             findings += self.configs.tree_option_sets(facts.tree_option_sets, place)
             findings += self.configs.calls(facts.calls, [self._callee(facts, call) for call in facts.calls], place)
         findings.sort(key=lambda finding: (finding.line, finding.category, finding.name))
-        return ScriptReport(shown_path, tuple(findings))
+        return ScriptReport(shown_path, tuple(findings), names_found.world_signs(facts))
 
-    # --- imports -------------------------------------------------------------------------------------------
+    # --- imports of packages ------------------------------------------------------------------------------
 
-    def _imports(self, facts: FileFacts, script_dir: str, project_root: str, found: _NameFindings) -> list[Finding]:
+    def _packages(self, facts: FileFacts, script_dir: str, project_root: str) -> list[Finding]:
         packages: dict[str, Finding] = {}
         for imported in facts.imports:
             if imported.level:
                 continue  # relative: the script's own package
             top = imported.module.split(".")[0]
-            dotted = imported.module if imported.name in (None, "*") else f"{imported.module}.{imported.name}"
-            if top in ADAPTER_ROOTS:
-                found.adapter(dotted, imported.line, used=False, star=imported.name == "*")
-            elif top == "keras" and imported.name != "*":
-                found.keras(dotted, imported.line)
-            elif top == "tensorflow":
-                found.tensorflow([dotted], imported.line)
-            elif (
-                top not in packages
+            if (
+                top not in _NAMED_ROOTS
+                and top not in packages
                 and not self.packages.is_available(top)
                 and not self.packages.is_local(top, script_dir, project_root, facts.search_paths)
             ):
@@ -82,39 +81,8 @@ class Classifier:
                 )
         return list(packages.values())
 
-    # --- uses of imported names ----------------------------------------------------------------------------
-
-    def _uses(self, facts: FileFacts, found: _NameFindings) -> None:
-        for (root, attributes), (line, _) in facts.uses.items():
-            targets, certain = self._targets(facts, root)
-            dotted = [".".join((target, *attributes)) for target in targets]
-            tensorflow = [name for name in dotted if name.split(".")[0] == "tensorflow"]
-            adapter = [name for name in dotted if name.split(".")[0] in ADAPTER_ROOTS]
-            if tensorflow and len(tensorflow) == len(dotted):
-                found.tensorflow(tensorflow, line)
-            elif dotted and all(name.split(".")[0] == "keras" for name in dotted):
-                found.keras(dotted[0], line)
-            elif adapter:
-                found.adapter(adapter[0], line, used=True, certain=certain)
-
-    @staticmethod
-    def _targets(facts: FileFacts, root: str) -> tuple[tuple[str, ...], bool]:
-        """What a variable names: its imports, else the star-imported adapter module that provides it (the last
-        star import providing a name wins). The flag is False when a later star import of a module the scan does
-        not read may provide the name instead."""
-        targets = facts.aliases.get(root)
-        if targets:
-            return targets, True
-        certain = True
-        for module in reversed(facts.star_modules):
-            if module.split(".")[0] not in ADAPTER_ROOTS:
-                certain = False
-            elif root in names.star_names(module):
-                return (f"{module}.{root}",), certain
-        return (), certain
-
     def _callee(self, facts: FileFacts, call: Call) -> Any:
-        for target in self._targets(facts, call.root)[0]:
+        for target in _targets(facts, call.root)[0]:
             if target.split(".")[0] in ADAPTER_ROOTS:
                 resolved = names.resolve_adapter(".".join((target, *call.attributes)))
                 if resolved.missing is None and resolved.tensorflow_rest is None:
@@ -122,22 +90,85 @@ class Classifier:
         return None
 
 
-class _NameFindings:
-    """One finding per distinct adapter or TensorFlow name of a file, at its first line."""
+_NAMED_ROOTS = ADAPTER_ROOTS | {"keras", "tensorflow"}  # imports whose names are classified one by one
 
-    def __init__(self) -> None:
+
+def file_signs(facts: FileFacts) -> tuple[Sign, ...]:
+    """The signs of the world a file was written for (world.py), found as `scan` finds its names but without
+    classifying them for the report; `tensorflow.python.keras` is never looked up (nor imported)."""
+    if facts.error is not None:
+        return ()
+    found = _NameFindings(report=False)
+    _names(facts, found)
+    return found.world_signs(facts)
+
+
+def _names(facts: FileFacts, found: _NameFindings) -> None:
+    """Every adapter, Keras and TensorFlow name a file imports or uses, into `found`."""
+    for imported in facts.imports:
+        if imported.level:
+            continue
+        top = imported.module.split(".")[0]
+        dotted = imported.module if imported.name in (None, "*") else f"{imported.module}.{imported.name}"
+        if top in ADAPTER_ROOTS:
+            found.adapter(dotted, imported.line, used=False, star=imported.name == "*", place=imported.place)
+        elif top == "keras" and imported.name != "*":
+            found.keras(dotted, imported.line, imported.place)
+        elif top == "tensorflow":
+            found.tensorflow([dotted], imported.line, imported.place)
+    for (root, attributes), (line, _, place) in facts.uses.items():
+        targets, certain = _targets(facts, root)
+        dotted = [".".join((target, *attributes)) for target in targets]
+        tensorflow = [name for name in dotted if name.split(".")[0] == "tensorflow"]
+        adapter = [name for name in dotted if name.split(".")[0] in ADAPTER_ROOTS]
+        if tensorflow and len(tensorflow) == len(dotted):
+            found.tensorflow(tensorflow, line, place)
+        elif dotted and all(name.split(".")[0] == "keras" for name in dotted):
+            found.keras(dotted[0], line, place)
+        elif adapter:
+            found.adapter(adapter[0], line, used=True, certain=certain, place=place)
+
+
+def _targets(facts: FileFacts, root: str) -> tuple[tuple[str, ...], bool]:
+    """What a variable names: its imports, else the star-imported adapter module that provides it (the last
+    star import providing a name wins). The flag is False when a later star import of a module the scan does
+    not read may provide the name instead."""
+    targets = facts.aliases.get(root)
+    if targets:
+        return targets, True
+    certain = True
+    for module in reversed(facts.star_modules):
+        if module.split(".")[0] not in ADAPTER_ROOTS:
+            certain = False
+        elif root in names.star_names(module):
+            return (f"{module}.{root}",), certain
+    return (), certain
+
+
+class _NameFindings:
+    """One finding per distinct adapter or TensorFlow name of a file, at its first line, and the signs of the
+    world the file was written for (`report=False`: the signs only)."""
+
+    def __init__(self, report: bool = True) -> None:
+        self._report = report
         self._adapter: dict[str, tuple[int, names.Resolved, bool, bool]] = {}  # name -> (line, resolved, used, star)
         self._tensorflow: dict[str, int] = {}
         self._tf26: dict[str, tuple[int, tuple[str, Severity, str]]] = {}  # name -> (line, its classification)
+        self._signs: list[Sign] = []
 
-    def adapter(self, dotted: str, line: int, used: bool, star: bool = False, certain: bool = True) -> None:
+    def adapter(
+        self, dotted: str, line: int, used: bool, star: bool = False, certain: bool = True, place: int = AT_IMPORT
+    ) -> None:
         """An adapter name; an uncertain one (a later star import may shadow it) is reported only if it exists."""
         resolved = names.resolve_adapter(dotted)
         if resolved.missing is not None and not certain:
             return
         if resolved.tensorflow_rest is not None:  # npu_init's `tf`: the rest is a TensorFlow name
-            self.tensorflow(["tensorflow." + resolved.tensorflow_rest], line)
+            self.tensorflow(["tensorflow." + resolved.tensorflow_rest], line, place)
             return
+        sign = adapter_sign(dotted, line, place)
+        if sign is not None:
+            self._signs.append(sign)
         key = resolved.missing or resolved.name
         seen = self._adapter.get(key)
         if seen is None:
@@ -145,16 +176,22 @@ class _NameFindings:
         else:
             self._adapter[key] = (min(seen[0], line), resolved, seen[2] or used, seen[3] or star)
 
-    def tensorflow(self, candidates: list[str], line: int) -> None:
+    def tensorflow(self, candidates: list[str], line: int, place: int = AT_IMPORT) -> None:
         """A TensorFlow name, under each name its variable may stand for (`tf` rebound to tf.compat.v1): a TF 1.15
-        name when none of them exists in this TensorFlow."""
-        if any(not in_tf1_namespace(name) and names.tensorflow_has(name) for name in candidates):
-            return
+        name when none of them exists in this TensorFlow. `tensorflow.python.keras` is the Keras 2 of this line
+        in both worlds: a TF 2.6 name where the TF 2.6 world maps it, never a TF 1.15 one."""
         name = candidates[0]
-        if not self.keras(name, line):
+        if _is_private_keras(name):
+            if self._report:
+                self.keras(name, line, place)
+            return
+        if any(not in_tf1_namespace(name) and names.tensorflow_has(name) for name in candidates):
+            self._signs.extend(tensorflow_signs(candidates, line, place))
+        elif not self.keras(name, line, place):  # (a TF 2.6 name is a sign of its own)
+            self._signs.extend(tensorflow_signs(candidates, line, place))
             self._tensorflow[name] = min(line, self._tensorflow.get(name, line))
 
-    def keras(self, dotted: str, line: int) -> bool:
+    def keras(self, dotted: str, line: int, place: int = AT_IMPORT) -> bool:
         """A `keras.` or `tensorflow.` name that TF 2.6 had and this line lacks as it is (the TF 2.6 world maps
         it); whether it is one."""
         classified = classify_tf26_name(dotted)
@@ -162,7 +199,17 @@ class _NameFindings:
             return False
         seen = self._tf26.get(dotted)
         self._tf26[dotted] = (min(line, seen[0]) if seen else line, classified)
+        if dotted.split(".")[:2] != ["tensorflow", "python"]:  # private modules TF 1.15 had too: no sign
+            self._signs.append(Sign("TF 2.6 name", dotted.replace("tensorflow.", "tf.", 1), line, place))
         return True
+
+    def world_signs(self, facts: FileFacts) -> tuple[Sign, ...]:
+        """The file's signs of its world, NPU options written into a session config included."""
+        options = [
+            Sign("session config", f"{opt.base}.parameter_map", opt.line, IN_FUNCTION if opt.scope else AT_IMPORT)
+            for opt in facts.option_sets
+        ]
+        return tuple(sorted([*self._signs, *options], key=lambda sign: sign.line))
 
     def findings(self) -> list[Finding]:
         findings = [self._adapter_finding(key, *seen) for key, seen in self._adapter.items()]

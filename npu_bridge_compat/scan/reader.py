@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import re
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -18,6 +19,9 @@ ADAPTER_ROOTS = frozenset(ALIASED_PACKAGES) | {"npu_bridge_compat"}  # where NPU
 RECORDED_ROOTS = ADAPTER_ROOTS | {"tensorflow"}  # packages whose names the classifier checks one by one
 _BUILTINS = frozenset(dir(builtins)) | {"__file__", "__builtins__", "__cached__", "__annotations__", "__path__"}
 _IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
+_NAME_ERRORS = frozenset({"AttributeError", "ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
+# `tf.__version__`, `LooseVersion(...)`, `hasattr(tf, ...)`, `tf_version.is_tf2()`, `tf2.enabled()`
+_VERSION_TEST = re.compile(r"version|^hasattr$|(^|_)tf[12]($|_)", re.IGNORECASE)
 _TEXT_CONVERSIONS = {"as_bytes": str.encode, "as_str": str, "as_text": str, "compat.as_bytes": str.encode}
 _NESTED_BODIES = ("body", "orelse", "finalbody")
 
@@ -30,12 +34,19 @@ class Value(NamedTuple):
     data: Any
 
 
+# Where a name is used or imported: what its use says about the code that runs.
+AT_IMPORT = 0  # at module level: runs whenever the file runs or is imported
+IN_FUNCTION = 1  # in a function or class body: runs when called
+GUARDED = 2  # in a `try:` whose handler catches its absence, or a branch on the library's version: either may run
+
+
 class Import(NamedTuple):
     line: int
     module: str  # the absolute module, '' for `from . import x`
     name: str | None  # the imported name of a from-import ('*' for a star import), None for `import module`
     level: int  # dots of a relative import
     optional: bool  # inside `try:` with an `except ImportError` (or broader) handler
+    place: int = AT_IMPORT  # AT_IMPORT, IN_FUNCTION or GUARDED
 
 
 class Call(NamedTuple):
@@ -76,7 +87,8 @@ class FileFacts(NamedTuple):
     imports: tuple[Import, ...] = ()
     aliases: dict[str, tuple[str, ...]] = {}  # variable -> dotted names it is bound to (recorded roots only)
     star_modules: tuple[str, ...] = ()  # every module imported with *, in order ('.x' for a relative one)
-    uses: dict[tuple[str, tuple[str, ...]], tuple[int, bool]] = {}  # (root, attributes) -> (first line, called)
+    # (root, attributes) -> (first line, called, place): the place of its use that runs most surely
+    uses: dict[tuple[str, tuple[str, ...]], tuple[int, bool, int]] = {}
     calls: tuple[Call, ...] = ()
     option_sets: tuple[OptionSet, ...] = ()
     tree_option_sets: tuple[TreeOptionSet, ...] = ()
@@ -164,13 +176,22 @@ def _chain(node: ast.expr) -> tuple[str, tuple[str, ...]] | None:
     return node.id, tuple(reversed(attributes))
 
 
-def _catches_import_errors(handlers: list[ast.ExceptHandler]) -> bool:
+def _catches(handlers: list[ast.ExceptHandler], errors: frozenset[str]) -> bool:
     for handler in handlers:
         caught = handler.type
         names = caught.elts if type(caught) is ast.Tuple else [caught]
-        if caught is None or any(getattr(name, "id", getattr(name, "attr", None)) in _IMPORT_ERRORS for name in names):
+        if caught is None or any(getattr(name, "id", getattr(name, "attr", None)) in errors for name in names):
             return True
     return False
+
+
+def _tests_version(test: ast.expr) -> bool:
+    """Whether an `if` chooses by a library's version or by what it has (`tf.__version__`, `hasattr(tf, ...)`)."""
+    return any(
+        _VERSION_TEST.search(node.attr if type(node) is ast.Attribute else node.id)
+        for node in ast.walk(test)
+        if type(node) in (ast.Attribute, ast.Name)
+    )
 
 
 class _Reader:
@@ -189,6 +210,9 @@ class _Reader:
         self._bindings: dict[str, int] = {}  # variable -> how many statements assign or define it
         self._call_variables: dict[int, str] = {}  # id of a call -> the one variable it is assigned to
         self._scopes = 0
+        self._function_lines: list[tuple[int, int]] = []  # first and last line of each function body
+        self._guarded_lines: list[tuple[int, int]] = []  # of each guarded block (see GUARDED)
+        self._places: dict[int, int] = {}  # line -> its place
 
     # --- statements: imports, option writes, rebindings (scope-aware, never into expressions) -------------
 
@@ -197,14 +221,14 @@ class _Reader:
             kind = type(node)
             if kind is ast.Import:
                 for alias in node.names:
-                    self._import(node.lineno, alias.name, None, 0, optional)
+                    self._import(node.lineno, alias.name, None, 0, optional, scope)
                     bound = alias.asname or alias.name.split(".")[0]
                     self._bind(bound, alias.name if alias.asname else bound)
                     self._count_binding(bound)
             elif kind is ast.ImportFrom:
                 module = node.module or ""
                 for alias in node.names:
-                    self._import(node.lineno, module, alias.name, node.level, optional)
+                    self._import(node.lineno, module, alias.name, node.level, optional, scope)
                     if alias.name == "*":
                         self.star_modules.append("." * node.level + module)
                         self.adapter_star = self.adapter_star or module.split(".")[0] in ADAPTER_ROOTS
@@ -220,13 +244,21 @@ class _Reader:
             elif kind in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
                 self._count_binding(node.name)
                 self._scopes += 1
+                if kind is not ast.ClassDef:  # (a class body runs where the class is defined)
+                    self._function_lines.append((node.body[0].lineno, node.end_lineno or node.lineno))
                 self.statements(node.body, self._scopes, optional=False)
             elif kind in (ast.Try, ast.TryStar):
-                self.statements(node.body, scope, optional or _catches_import_errors(node.handlers))
+                if _catches(node.handlers, _NAME_ERRORS):  # the body and its fallbacks: code for either version
+                    self._guarded_lines.append((node.body[0].lineno, node.handlers[-1].end_lineno or node.lineno))
+                self.statements(node.body, scope, optional or _catches(node.handlers, _IMPORT_ERRORS))
                 for handler in node.handlers:
                     self.statements(handler.body, scope, optional)
                 self.statements(node.orelse, scope, optional)
                 self.statements(node.finalbody, scope, optional)
+            elif kind is ast.If and _tests_version(node.test):
+                self._guarded_lines.append((node.lineno, node.end_lineno or node.lineno))
+                self.statements(node.body, scope, optional)
+                self.statements(node.orelse, scope, optional)
             elif kind is ast.Match:
                 for case in node.cases:
                     self.statements(case.body, scope, optional)
@@ -243,8 +275,22 @@ class _Reader:
             if folder.kind == "literal" and isinstance(folder.data, str):
                 self.search_paths.append(folder.data)
 
-    def _import(self, line: int, module: str, name: str | None, level: int, optional: bool) -> None:
-        self.imports.append(Import(line, module, name, level, optional))
+    def _import(self, line: int, module: str, name: str | None, level: int, optional: bool, scope: int) -> None:
+        place = GUARDED if optional else self.place(line) if scope == 0 else max(IN_FUNCTION, self.place(line))
+        self.imports.append(Import(line, module, name, level, optional, place))
+
+    def place(self, line: int) -> int:
+        """AT_IMPORT, IN_FUNCTION or GUARDED, for code on `line` (of the blocks seen so far)."""
+        place = self._places.get(line)
+        if place is None:
+            if any(first <= line <= last for first, last in self._guarded_lines):
+                place = GUARDED
+            elif any(first <= line <= last for first, last in self._function_lines):
+                place = IN_FUNCTION
+            else:
+                place = AT_IMPORT
+            self._places[line] = place
+        return place
 
     def _count_binding(self, variable: str) -> None:
         self._bindings[variable] = self._bindings.get(variable, 0) + 1
@@ -308,7 +354,7 @@ class _Reader:
         """One pass over every node (depth first, parents before children): dotted names are taken whole, so
         the nodes inside a chain are never visited on their own."""
         self._bound: set[str] = set(self._bindings)
-        self._free: dict[tuple[str, tuple[str, ...]], tuple[int, bool]] = {}
+        self._free: dict[tuple[str, tuple[str, ...]], tuple[int, bool, int]] = {}
         self._call_variables = {
             calls[0]: name
             for name, calls in self._assigned_calls.items()
@@ -373,7 +419,8 @@ class _Reader:
         else:
             return
         seen = uses.get(key)
-        uses[key] = (min(seen[0], node.lineno), seen[1] or called) if seen else (node.lineno, called)
+        line, place = node.lineno, self.place(node.lineno)
+        uses[key] = (min(seen[0], line), seen[1] or called, min(seen[2], place)) if seen else (line, called, place)
 
     def _drop_local_calls(self, bound: set[str]) -> None:
         """Forget calls of names the file binds itself (loop variables, `with ... as`, arguments)."""

@@ -24,8 +24,10 @@ def render_text(report: ScanReport) -> str:
 
 
 def _script_text(script: ScriptReport) -> str:
-    header = f"{script.status.label:<8} {script.path}" + ("   (run with --tf1)" if script.needs_tf1 else "")
-    lines = [header]
+    lines = [f"{script.status.label:<8} {script.path}"]
+    if script.world is not None and script.world.has_signs:
+        flag = "run --tf1" if script.world.world == "tf1" else "run"
+        lines.append(f"  {'':>5}  world: {script.world.summary(limit=2)}: {flag}")
     served = [f.name for f in script.findings if f.category is Category.ADAPTER and f.severity is Severity.READY]
     tf1 = [f for f in script.findings if f.category is Category.TENSORFLOW]
     for finding in script.findings:
@@ -65,9 +67,11 @@ def _totals_text(report: ScanReport) -> str:
         lines.append(
             "  not installed here: " + ", ".join(f"{name} ({count})" for name, count in totals["not_installed"].items())
         )
-    if totals["needs_tf1"]:
+    worlds = totals["worlds"]
+    if worlds["tf1"] or worlds["tf2"]:
         lines.append(
-            f"  TF 1.15 scripts (run them with `python -m npu_bridge_compat run --tf1`): {totals['needs_tf1']}"
+            f"  worlds: TF 1.15 {worlds['tf1']} (`run` starts them with --tf1), TF2 {worlds['tf2']}; "
+            f"{worlds['weighed']} of them decided by weighing their signs"
         )
     return "\n".join(lines)
 
@@ -99,7 +103,8 @@ def render_trial_text(report: TrialReport) -> str:
     minutes, seconds = divmod(round(report.seconds), 60)
     summary = [
         f"{totals['scripts']} entry scripts tried in {minutes} min {seconds} s, {report.jobs} at a time, at most "
-        f"{report.time_limit_s:g} s each ({totals['with_tf1']} with --tf1); {report.isolation}",
+        f"{report.time_limit_s:g} s each ({totals['with_tf1']} with --tf1; {totals['world_weighed']} of the worlds "
+        f"weighed from the signs); {report.isolation}",
         "  " + ", ".join(f"{outcome}: {len(trials)}" for outcome, trials in groups.items()),
     ]
     ended = sum(trial.ended_left_behind for trial in report.trials)

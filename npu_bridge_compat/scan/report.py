@@ -9,9 +9,13 @@ import collections
 import dataclasses
 import enum
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from npu_bridge_compat.options.spec import Effect
 from npu_bridge_compat.plan.report import IGNORED
+
+if TYPE_CHECKING:
+    from npu_bridge_compat.scan.world import Sign, WorldDecision
 
 
 class Severity(enum.IntEnum):
@@ -82,16 +86,16 @@ class Finding:
 class ScriptReport:
     path: str
     findings: tuple[Finding, ...]
+    signs: tuple[Sign, ...] = ()  # of the world this file was written for (world.py)
+    world: WorldDecision | None = None  # decided from its signs and those of the project modules it imports
 
     @property
     def status(self) -> Severity:
         return max((finding.severity for finding in self.findings), default=Severity.READY)
 
     @property
-    def needs_tf1(self) -> bool:
-        return any(
-            finding.category is Category.TENSORFLOW and finding.severity < Severity.BLOCKED for finding in self.findings
-        )
+    def world_name(self) -> str | None:
+        return self.world.world if self.world is not None else None
 
     def blockers(self) -> list[Finding]:
         return [finding for finding in self.findings if finding.severity is Severity.BLOCKED]
@@ -100,7 +104,7 @@ class ScriptReport:
         return {
             "path": self.path,
             "status": self.status.label,
-            "needs_tf1": self.needs_tf1,
+            "world": self.world.as_json() if self.world is not None else None,
             "findings": [finding.as_json() for finding in self.findings],
         }
 
@@ -128,20 +132,26 @@ class ScanReport:
             for name in {f.name for f in script.findings if f.outcome == Outcome.NOT_INSTALLED}
         )
 
+    def worlds(self) -> dict[str, int]:
+        """Scripts per world (tf1, tf2) among those with signs of one, and how many of them were weighed."""
+        decided = [script.world for script in self.scripts if script.world is not None and script.world.has_signs]
+        counts = collections.Counter(decision.world for decision in decided)
+        return {"tf1": counts["tf1"], "tf2": counts["tf2"], "weighed": sum(d.guessed for d in decided)}
+
     def totals(self) -> dict:
         return {
             "scripts": len(self.scripts),
             "ready": self.count(Severity.READY),
             "warning": self.count(Severity.WARNING),
             "blocked": self.count(Severity.BLOCKED),
-            "needs_tf1": sum(script.needs_tf1 for script in self.scripts),
+            "worlds": self.worlds(),
             "blocked_by": self.blocked_by(),
             "not_installed": self.missing_packages(),
         }
 
     def as_json(self) -> dict:
         return {
-            "schema": "npu_bridge_compat.scan/1",
+            "schema": "npu_bridge_compat.scan/2",
             "paths": list(self.paths),
             "host": self.host,
             "totals": self.totals(),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
 import logging
 import multiprocessing
@@ -16,7 +17,8 @@ from npu_bridge_compat.logs import TENSORFLOW_LOGGER
 from npu_bridge_compat.plan import HostFacts, detect_host
 from npu_bridge_compat.scan.classify import Classifier
 from npu_bridge_compat.scan.reader import FileFacts, read_file
-from npu_bridge_compat.scan.report import ScanReport
+from npu_bridge_compat.scan.report import ScanReport, ScriptReport
+from npu_bridge_compat.scan.world import Imported, ProgramFile, decide, local_modules, reached_files
 
 PARALLEL_FROM = 200  # files; below this, starting worker processes costs more than it saves
 
@@ -101,10 +103,31 @@ def scan(
             progress(0, len(by_path))
         host = host or detect_host()
         classifier = Classifier(host)  # imports TensorFlow and the alias tree while the workers parse
+        imports: dict[str, list[Imported]] = {}  # path -> the files of the tree it imports
         for done, fact in enumerate(facts, start=1):
             file = by_path[fact.path]
             scripts.append(classifier.script(fact, file.shown, file.root))
+            imports[fact.path] = local_modules(fact, file.root) if fact.error is None else []
             if progress is not None:
                 progress(done, len(by_path))
+    scripts = with_worlds(scripts, {file.shown: path for path, file in by_path.items()}, imports)
     scripts.sort(key=lambda script: script.path)
     return ScanReport(tuple(paths), host.describe(), tuple(scripts))
+
+
+def with_worlds(
+    scripts: Sequence[ScriptReport], paths: dict[str, str], imports: dict[str, list[Imported]]
+) -> list[ScriptReport]:
+    """Each script with the world decided from its signs and those of the scanned files it imports (directly or
+    through others); `paths`: a script's shown path -> its file, `imports`: a file -> the files it imports."""
+    by_file = {paths[script.path]: script for script in scripts}
+    decided = []
+    for script in scripts:
+        path = paths[script.path]
+        folder = os.path.dirname(path)
+        files = reached_files(path, lambda file: imports.get(file, ()), by_file)
+        decision = decide(
+            ProgramFile(os.path.relpath(file, folder), place, by_file[file].signs) for file, place in files
+        )
+        decided.append(dataclasses.replace(script, world=decision))
+    return decided

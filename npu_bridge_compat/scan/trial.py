@@ -4,9 +4,10 @@
     print(render_trial_text(report))       # grouped by outcome, then by cause, most common first
 
 An entry script is a file with a `__main__` guard or an `app.run(` call. Each starts as
-`python -m npu_bridge_compat run [--tf1] SCRIPT --help` (with `--tf1` where the static scan finds TF 1.15 names
-in it or in the project modules it imports), in its own folder, with the environment a ported single-device
-script expects (RANK_SIZE=1, RANK_ID=0, DEVICE_ID=0, ...), `jobs` at a time, each for at most `time_limit_s`.
+`python -m npu_bridge_compat run --tf1|--tf2 SCRIPT --help` (the world `run` would choose: world.py decides it
+from the static scan's signs in the script and the project modules it imports), in its own folder, with the
+environment a ported single-device script expects (RANK_SIZE=1, RANK_ID=0, DEVICE_ID=0, ...), `jobs` at a time,
+each for at most `time_limit_s`.
 
 Where the system allows user namespaces, the trials are forked by a warm starter (`trial_child.py --serve`) that
 runs in a network namespace with no interface up (a script reaches nothing) and, when a script of the tree
@@ -43,6 +44,15 @@ from npu_bridge_compat.legacy import ALIASED_PACKAGES
 from npu_bridge_compat.scan.reader import FileFacts, read_file
 from npu_bridge_compat.scan.scanner import SourceFile, default_workers, python_files, scan
 from npu_bridge_compat.scan.tf1 import tf1_name_status
+from npu_bridge_compat.scan.world import (
+    TF1,
+    Imported,
+    ProgramFile,
+    WorldDecision,
+    decide,
+    local_modules,
+    reached_files,
+)
 
 DEFAULT_TIME_LIMIT_S = 60.0
 ENTRY_MARKS = re.compile(rb"""__name__\s*==\s*['"]__main__['"]|['"]__main__['"]\s*==\s*__name__|\bapp\.run\(""")
@@ -123,7 +133,7 @@ class TrialOutcome(enum.StrEnum):
 @dataclasses.dataclass(frozen=True)
 class Trial:
     path: str  # as the user named it
-    tf1: bool  # started with --tf1
+    world: WorldDecision  # started with --tf1 or --tf2, and why
     seconds: float
     outcome: TrialOutcome
     cause: str  # what the report groups by: a package, a name, an exception type
@@ -132,8 +142,18 @@ class Trial:
     output_tail: str = ""  # the last lines the script printed (for the failures)
     ended_left_behind: int = 0  # processes it left running that the trial ended (outside a PID namespace)
 
+    @property
+    def tf1(self) -> bool:
+        return self.world.world == TF1
+
     def as_json(self) -> dict:
-        return {**dataclasses.asdict(self), "outcome": self.outcome.value, "seconds": round(self.seconds, 2)}
+        fields = {field.name: getattr(self, field.name) for field in dataclasses.fields(self)}
+        return {
+            **fields,
+            "world": self.world.as_json(),
+            "outcome": self.outcome.value,
+            "seconds": round(self.seconds, 2),
+        }
 
 
 @dataclasses.dataclass(frozen=True)
@@ -163,13 +183,14 @@ class TrialReport:
         return {
             "scripts": len(self.trials),
             "with_tf1": sum(trial.tf1 for trial in self.trials),
+            "world_weighed": sum(trial.world.guessed and trial.world.has_signs for trial in self.trials),
             "seconds": round(self.seconds, 1),
             **{outcome.value: len(trials) for outcome, trials in self.by_outcome().items()},
         }
 
     def as_json(self) -> dict:
         return {
-            "schema": "npu_bridge_compat.scan-try/1",
+            "schema": "npu_bridge_compat.scan-try/2",
             "paths": list(self.paths),
             "isolation": self.isolation,
             "jobs": self.jobs,
@@ -183,7 +204,7 @@ class TrialReport:
         }
 
 
-# --- which scripts, and which need --tf1 ---------------------------------------------------------------------
+# --- which scripts, and their worlds -------------------------------------------------------------------------
 
 
 def entry_scripts(paths: Sequence[str]) -> list[SourceFile]:
@@ -199,72 +220,34 @@ def entry_scripts(paths: Sequence[str]) -> list[SourceFile]:
     return entries
 
 
-def local_modules(facts: FileFacts, root: str) -> list[str]:
-    """The files of the tree that a file imports: relative imports, and absolute ones found next to it, in a
-    folder above it up to `root`, or in a literal folder it adds to sys.path."""
-    folder = os.path.dirname(facts.path)
-    searched = [os.path.normpath(os.path.join(folder, extra)) for extra in facts.search_paths]
-    directory = folder
-    while True:
-        searched.append(directory)
-        if directory == root or os.path.dirname(directory) == directory:
-            break
-        directory = os.path.dirname(directory)
-    found = []
-    for imported in facts.imports:
-        parts = [part for part in imported.module.split(".") if part]
-        names = [] if imported.name in (None, "*") else [imported.name]
-        if imported.level:
-            base = folder
-            for _ in range(imported.level - 1):
-                base = os.path.dirname(base)
-            bases = [base]
-        elif parts and parts[0] in ADAPTER_ROOTS + ("tensorflow",):
-            continue
-        else:
-            bases = searched
-        for base in bases:
-            hit = _module_file(base, parts, names)
-            if hit:
-                found.extend(hit)
-                break
-    return found
-
-
-def _module_file(base: str, parts: list[str], names: list[str]) -> list[str]:
-    stem = os.path.join(base, *parts)
-    module = next((path for path in (stem + ".py", os.path.join(stem, "__init__.py")) if os.path.isfile(path)), None)
-    if module is None and parts:
-        return []
-    submodules = [os.path.join(stem, name + ".py") for name in names]
-    return [path for path in ([module] if module else []) + submodules if os.path.isfile(path)]
-
-
-def read_projects(entries: Sequence[SourceFile]) -> tuple[dict[str, set[str]], dict[str, FileFacts]]:
-    """The files of the tree each entry script reaches through its imports (itself included), and their facts."""
-    reached: dict[str, set[str]] = {}
+def read_projects(entries: Sequence[SourceFile]) -> tuple[dict[str, list[Imported]], dict[str, FileFacts]]:
+    """The files of the tree each entry script reaches through its imports (itself first; world.reached_files),
+    and their facts."""
     facts_of: dict[str, FileFacts] = {}
-    for entry in entries:
-        seen = {entry.path}
-        pending = [entry.path]
-        while pending:
-            path = pending.pop()
-            if path not in facts_of:
-                facts_of[path] = read_file(path)
-            for module in local_modules(facts_of[path], entry.root):
-                if module not in seen:
-                    seen.add(module)
-                    pending.append(module)
-        reached[entry.path] = seen
+
+    def facts(path: str) -> FileFacts:
+        if path not in facts_of:
+            facts_of[path] = read_file(path)
+        return facts_of[path]
+
+    reached = {
+        entry.path: reached_files(entry.path, lambda path, root=entry.root: local_modules(facts(path), root))
+        for entry in entries
+    }
     return reached, facts_of
 
 
-def tf1_scripts(reached: dict[str, set[str]]) -> set[str]:
-    """The entry scripts that need `run --tf1`: the static scan finds TF 1.15 names in them or in a module of the
-    tree they import (directly or through other such modules)."""
-    report = scan(sorted(set().union(*reached.values())), workers=1)
-    tf1_files = {script.path for script in report.scripts if script.needs_tf1}
-    return {entry for entry, files in reached.items() if files & tf1_files}
+def decide_worlds(reached: dict[str, list[Imported]]) -> dict[str, WorldDecision]:
+    """The world of each entry script (world.py), from the static scan's signs in it and in the modules of the
+    tree it imports (directly or through other such modules)."""
+    report = scan(sorted({file.path for files in reached.values() for file in files}), workers=1)
+    signs = {script.path: script.signs for script in report.scripts}
+    return {
+        entry: decide(
+            ProgramFile(os.path.relpath(file, os.path.dirname(entry)), place, signs[file]) for file, place in files
+        )
+        for entry, files in reached.items()
+    }
 
 
 def imports_tensorflow(facts: Iterable[FileFacts]) -> bool:
@@ -412,13 +395,13 @@ class _Plan:
     environment: dict[str, str]
 
 
-def _start_trial(entry: SourceFile, tf1: bool, plan: _Plan, number: int) -> _Ran:
+def _start_trial(entry: SourceFile, world: str, plan: _Plan, number: int) -> _Ran:
     """Start one script and wait for it, at most the time limit; then end whatever it left running."""
     root = plan.copies.get(entry.root, entry.root)
     script = os.path.join(root, os.path.relpath(entry.path, entry.root))
     work = os.path.join(plan.scratch, str(number))
     os.makedirs(work)
-    run_arguments = [*(["--tf1"] if tf1 else []), script, "--help"]
+    run_arguments = [f"--{world}", script, "--help"]
     search_last = _folders_above(os.path.dirname(script), root)
     output_path = os.path.join(work, "output")
     if plan.starter is not None:
@@ -639,7 +622,8 @@ def try_entry_scripts(
     entries = entry_scripts(paths)
     reached, facts = read_projects(entries)
     with_tensorflow = imports_tensorflow(facts.values())
-    tf1 = tf1_scripts(reached) if with_tensorflow else set()  # (the scan itself imports TensorFlow)
+    # (the scan itself imports TensorFlow)
+    worlds = decide_worlds(reached) if with_tensorflow else {entry: decide(()) for entry in reached}
     own_modules = tree_modules(paths)
     refusal = namespace_refusal() if namespaces is not False else "asked for a copy"
     environment = {name: value for name, value in os.environ.items() if name not in _JOB_VARIABLES}
@@ -661,20 +645,20 @@ def try_entry_scripts(
             if starter is not None:
                 stack.callback(starter.close)
             futures = {
-                pool.submit(_start_trial, entry, entry.path in tf1, plan, number): entry
+                pool.submit(_start_trial, entry, worlds[entry.path].world, plan, number): entry
                 for number, entry in enumerate(entries)
             }
             for done, future in enumerate(as_completed(futures), start=1):
                 entry, ran = futures[future], future.result()
-                tf1_used = entry.path in tf1
+                world = worlds[entry.path]
                 outcome, cause, detail, where = classify(
-                    ran.result, ran.status, ran.timed_out, tf1_used, own_modules[entry.root], time_limit_s
+                    ran.result, ran.status, ran.timed_out, world.world == TF1, own_modules[entry.root], time_limit_s
                 )
                 if ran.result and "isolation" in ran.result:
                     isolations.add(ran.result["isolation"])
                 tail = "" if outcome is TrialOutcome.STARTED else ran.output_tail
                 left = ran.ended_left_behind
-                trials.append(Trial(entry.shown, tf1_used, ran.seconds, outcome, cause, detail, where, tail, left))
+                trials.append(Trial(entry.shown, world, ran.seconds, outcome, cause, detail, where, tail, left))
                 if progress is not None:
                     progress(done, len(entries))
     hidden = " or ".join(_HIDDEN[way] for way in sorted(isolations)) or _HIDDEN["overlay"]

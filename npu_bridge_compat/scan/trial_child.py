@@ -87,14 +87,13 @@ def run_and_report(
     `search_last`: folders searched for modules after the installed packages (the project's own packages)."""
     result: dict = dict(known or {})
     sys.path.extend(search_last)
-    tf1 = run_arguments[:1] == ["--tf1"]
-    script, *script_arguments = run_arguments[tf1:]
+    world, script, *script_arguments = run_arguments  # --tf1 or --tf2, as trial.py chose
     try:
         from npu_bridge_compat.errors import NpuConfigError
         from npu_bridge_compat.runner import run_program
 
         try:
-            result["exit"] = run_program(script, script_arguments, tf1=tf1)
+            result["exit"] = run_program(script, script_arguments, world=world.removeprefix("--"))
         except NpuConfigError as error:  # as `run` answers it
             print(f"error: {error}", file=sys.stderr)
             result["exit"] = 2
