@@ -88,14 +88,13 @@ def test_estimator_example_shows_the_report_once_then_the_training_progress(tmp_
 
 
 def test_run_shows_the_report_once_and_no_deprecation_flood():
-    # --tf2: the TF2 world's path (on its own, run gives this npu_bridge session script the TF 1.15 world)
-    text = output("-m", "npu_bridge_compat", "run", "--tf2", "tests/scripts/session_port.py")
+    text = output("-m", "npu_bridge_compat", "run", "tests/scripts/session_port.py")  # decided: a TF 1.15 program
     assert text.count("NPU options from Session config") == 1  # printed as a block: the script set up no logging
     assert "global_step 20" in text and "deprecated" not in text and doubled_messages(text) == []
 
 
 def test_run_show_deprecations_brings_the_notices_back_once_each():
-    text = output("-m", "npu_bridge_compat", "run", "--tf2", "--show-deprecations", "tests/scripts/session_port.py")
+    text = output("-m", "npu_bridge_compat", "run", "--show-deprecations", "tests/scripts/session_port.py")
     assert "`tf.layers.dense` is deprecated" in text and "Variable.load (from tensorflow" in text
     assert doubled_messages(text) == [] and text.count("NPU options from Session config") == 1
 

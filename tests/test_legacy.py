@@ -141,6 +141,8 @@ def test_npu_init_star_surface():
         assert name in namespace, name
     assert namespace["RewriterConfig"].OFF == 2
     assert v1.Session.__name__ == "NPUSession"  # importing npu_init routes sessions through the session door
+    # tf.compat.v1 of a program whose tf is TF1's already (`tf = tf.compat.v1` under run --tf1) is another copy
+    assert v1.compat.v1.Session is v1.Session and v1.compat.v2.compat.v1.Session is v1.Session
 
 
 # --- run ---------------------------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ import functools
 import sys
 from collections.abc import Iterator
 
-import tensorflow.compat.v1 as tf_v1  # the module scripts see as tf.compat.v1, and as tf under `run --tf1`
+import tensorflow as tf
 
 from npu_bridge_compat import changes
 from npu_bridge_compat.changes import Owner
@@ -45,11 +45,20 @@ def decorator_tf_session(init):
     return translated_init
 
 
+def _v1_api_modules() -> list:
+    """Every module object a program reaches TF1's API through: `tf.compat.v1`, and the copies behind
+    `tf.compat.v1.compat.v1` (what `tf.compat.v1` gives a program whose `tf` is already TF1's, as under
+    `run --tf1`) and `tf.compat.v2.compat.v1`."""
+    reached = [tf.compat.v1, tf.compat.v1.compat.v1, tf.compat.v2.compat.v1]
+    return list({id(module): module for module in reached}.values())
+
+
 def patch_sessions(imported_by: str) -> None:
     """Install the session translation (idempotent, through the changes registry), as importing the module
     `imported_by` (npu_init) does; undoing it forgets that module too, so that importing it again installs it
     again."""
-    if changes.is_replaced(tf_v1, "Session"):
+    api_modules = _v1_api_modules()
+    if changes.is_replaced(api_modules[0], "Session"):
         return
     changes.enter(
         _forgotten_when_undone(imported_by),
@@ -65,12 +74,13 @@ def patch_sessions(imported_by: str) -> None:
             owner=OWNER,
             reason="sessions given a config with NpuOptimizer options get the host config (and the rank's server)",
         )
-    changes.replace_attribute(
-        tf_v1,
-        "Session",
-        NPUSession,
-        owner=OWNER,
-        reason="tf.compat.v1.Session is NPUSession, as importing the adapter's npu_init makes it",
-        label="tensorflow.compat.v1",
-    )
+    for api in api_modules:
+        changes.replace_attribute(
+            api,
+            "Session",
+            NPUSession,
+            owner=OWNER,
+            reason="tf.compat.v1.Session is NPUSession, as importing the adapter's npu_init makes it",
+            label=api.__name__,
+        )
     install_horizon_gate()  # a script's forward_compatibility_horizon(2019, 5, 1) gives the pre-V3 batch norm
