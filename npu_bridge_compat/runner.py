@@ -20,9 +20,7 @@ from npu_bridge_compat.compat.estimator_library import serve_estimator_imports
 from npu_bridge_compat.compat.xla import reserve_fusion_flags
 from npu_bridge_compat.errors import NpuConfigError
 from npu_bridge_compat.plan.platform import GRAPH_KERNEL_ENV, graph_kernel_mode
-
-TF1, TF2 = "tf1", "tf2"  # the worlds a program runs in (scan/world.py decides between them)
-WORLDS = (TF1, TF2)
+from npu_bridge_compat.scan.world import TF1, WORLDS
 
 
 class ScriptNotFound(NpuConfigError, FileNotFoundError):

@@ -76,9 +76,11 @@ def launched(
     timeout: float = TIMEOUT_S,
     **environment,
 ) -> tuple[subprocess.Popen, str]:
-    """Run tests/scripts/SCRIPT under `launch -n RANKS` (with `--tf1`); the job and its output once it ended."""
+    """Run tests/scripts/SCRIPT under `launch -n RANKS --tf1` (else `--tf2`: the scripts that import npu_bridge
+    but are written as TF2 programs, which launch alone would run as TF 1.15 ones); the job and its output once it
+    ended."""
     log = tmp_path / f"launch_{ranks}.log"
-    command = [sys.executable, "-m", "npu_bridge_compat", "launch", "-n", str(ranks), *(["--tf1"] if tf1 else [])]
+    command = [sys.executable, "-m", "npu_bridge_compat", "launch", "-n", str(ranks), "--tf1" if tf1 else "--tf2"]
     job = start(processes, [*command, str(SCRIPTS / script), *map(str, arguments)], log, **environment)
     return job, finish(job, log, timeout)
 

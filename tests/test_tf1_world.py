@@ -474,10 +474,10 @@ def test_contrib_data_batching_and_cross_shard_optimizer():
         ("class Hook(tf.train.SessionRunHook):\n    pass", "tf.train.SessionRunHook"),
     ],
 )
-def test_run_without_tf1_says_a_tf1_name_needs_it(tmp_path, code, name):
+def test_run_as_tf2_says_a_tf1_name_needs_tf1_and_run_alone_decides_tf1(tmp_path, code, name):
     script = tmp_path / "tf1_script.py"
     script.write_text(f"import tensorflow as tf\n{code}\n")
-    result = run(str(script))
+    result = run("--tf2", str(script))  # the user's explicit choice
     assert result.returncode == 1
     last = result.stderr.strip().splitlines()[-1]
     assert last.startswith(f"npu_bridge_compat: {name} is TensorFlow 1.15 API: ") and last.endswith(
@@ -485,6 +485,8 @@ def test_run_without_tf1_says_a_tf1_name_needs_it(tmp_path, code, name):
         "need it)."
     )
     assert "Traceback" in result.stderr and "has no attribute" in result.stderr  # the script's own error first
+    decided = run(str(script))  # its TF 1.15-only name decides the world
+    assert decided.returncode == 0, decided.stderr[-2000:]
 
 
 def test_loss_scale_manager_names_its_variables_as_tf_1_15_did(tmp_path):
