@@ -169,6 +169,31 @@ def replace_attribute(
         return change
 
 
+def record_library_rewrites(before: dict[tuple[type, str], Any], *, owner: Owner, reason: str) -> list[Change]:
+    """Record what a library rewrote in classes while the package loaded it for a program (tensorflow-estimator
+    wraps the constructors of TensorFlow classes it exports in deprecation notices): `before` maps (class, name)
+    to what the class itself held before (`_MISSING`-free: None for nothing). Each attribute that now holds
+    something else becomes a change of `owner`, so that undoing puts the class back as it was."""
+    made = []
+    with _lock:
+        for (target, name), held in before.items():
+            value = target.__dict__.get(name)
+            key = ("attribute", id(target), name)
+            if value is held or key in _changes:
+                continue
+
+            def undo(target: type = target, name: str = name, held: Any = held) -> None:
+                if held is None:
+                    with contextlib.suppress(AttributeError):
+                        delattr(target, name)
+                else:
+                    setattr(target, name, held)
+
+            made.append(_record(key, f"{_name_of(target)}.{name}", "attribute", owner, reason, undo))
+            _attributes[(id(target), name)] = (value, held if held is not None else _MISSING)
+    return made
+
+
 def is_in_force(change: Change) -> bool:
     """Whether `change` has not been undone."""
     return _changes.get(change._key) is change

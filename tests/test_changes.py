@@ -58,6 +58,29 @@ def test_attributes_are_replaced_once_and_restored_as_they_were():
     assert not changes.is_replaced(Derived, "method")
 
 
+def test_what_a_library_rewrote_while_loaded_is_recorded_and_put_back():
+    class Hook:
+        def __init__(self):
+            self.made = "original"
+
+    class Pair(tuple):
+        pass
+
+    before = {(Hook, "__init__"): Hook.__dict__.get("__init__"), (Pair, "__new__"): Pair.__dict__.get("__new__")}
+    original = Hook.__init__
+
+    def deprecated(self):  # what a library's own decorator leaves in the class while it loads
+        original(self)
+        self.made = "deprecated"
+
+    with changes.undone_after():
+        Hook.__init__ = deprecated
+        made = changes.record_library_rewrites(before, owner=Owner.ESTIMATOR_LIBRARY, reason="why")
+        assert [change.target for change in made] == [f"{__name__}.{Hook.__qualname__}.__init__"]
+        assert Hook().made == "deprecated" and changes.is_replaced(Hook, "__init__")
+    assert Hook.__init__ is original and Hook().made == "original" and "__new__" not in Pair.__dict__
+
+
 def test_a_property_and_an_objects_class_are_set_back():
     class Model:
         def __init__(self):

@@ -340,9 +340,30 @@ def load_estimator_api(api: str = "v2") -> types.ModuleType:
         )
     serve_estimator_imports()
     register_estimator_api()
+    constructors = _tensorflow_constructors()
     module = importlib.import_module(API_MODULES[api])
+    changes.record_library_rewrites(
+        constructors,
+        owner=OWNER,
+        reason="tensorflow-estimator's estimator_export marks the TensorFlow classes it exports (session-run hooks, "
+        "export outputs, ...) deprecated by wrapping their constructors, as loading it on TensorFlow 2.15 does",
+    )
     _meet_keras_2()
     return module
+
+
+def _tensorflow_constructors() -> dict[tuple[type, str], Any]:
+    """(class, `__init__` / `__new__`) -> what the class itself holds, for the classes of TensorFlow's loaded
+    modules."""
+    found = {}
+    for name, module in list(sys.modules.items()):
+        if not name.startswith("tensorflow.") or not isinstance(module, types.ModuleType):
+            continue
+        for value in list(vars(module).values()):
+            if isinstance(value, type) and value.__module__ == name:
+                for method in ("__init__", "__new__"):
+                    found[(value, method)] = value.__dict__.get(method)
+    return found
 
 
 def _meet_keras_2() -> None:

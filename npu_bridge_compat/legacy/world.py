@@ -575,6 +575,7 @@ class WorldFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def __init__(self, world: World) -> None:
         self.world = world
         self.created: dict[str, types.ModuleType] = {}
+        self._own_specs: dict[str, Any] = {}
 
     def find_spec(self, fullname, path=None, target=None):
         world = self.world
@@ -599,18 +600,27 @@ class WorldFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def create_module(self, spec):
         module = self.world.module_for_import(spec.name)
         self.created[spec.name] = module
+        if module.__name__ != spec.name:  # today's module under another name (`keras` served as tf_keras)
+            self._own_specs[spec.name] = module.__spec__
         return module
 
     def exec_module(self, module) -> None:
-        """Nothing to run: today's module is loaded, or the served module resolves its names when read."""
+        """Nothing to run: today's module is loaded, or the served module resolves its names when read. Today's
+        module served under another name keeps its own `__spec__`, which the import system just overwrote with
+        this finder's (it would read as served by this finder after undoing)."""
+        own_spec = self._own_specs.pop(module.__spec__.name, None)
+        if own_spec is not None:
+            module.__spec__ = own_spec
 
     def forget_created(self) -> None:
         """Take the modules this finder created out of `sys.modules` (where they are still the ones it made)."""
+        parents = {**sys.modules, **self.created}  # a parent it created (`keras`, served as tf_keras) included
+        for name, module in self.created.items():
+            parent, _, child = name.rpartition(".")  # the import system bound it to its parent package too
+            if parent in parents and inspect.getattr_static(parents[parent], child, None) is module:
+                with contextlib.suppress(AttributeError, TypeError):
+                    delattr(parents[parent], child)
         for name, module in self.created.items():
             if sys.modules.get(name) is module:
                 del sys.modules[name]
-            parent, _, child = name.rpartition(".")  # the import system bound it to its parent package too
-            if parent in sys.modules and inspect.getattr_static(sys.modules[parent], child, None) is module:
-                with contextlib.suppress(AttributeError, TypeError):
-                    delattr(sys.modules[parent], child)
         self.created.clear()
