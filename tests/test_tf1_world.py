@@ -489,6 +489,22 @@ def test_run_as_tf2_says_a_tf1_name_needs_tf1_and_run_alone_decides_tf1(tmp_path
     assert decided.returncode == 0, decided.stderr[-2000:]
 
 
+def test_run_tf1_serves_keras_2_module_paths_of_the_era(tmp_path):
+    """A TF 1.15 program's standalone-Keras imports of Keras 2's module paths (keras.layers.convolutional, ...,
+    moved under keras.src) resolve from the TF 2.6 table, and its model trains in graph mode."""
+    script = tmp_path / "keras_paths.py"
+    script.write_text(
+        "import numpy as np\nimport tensorflow as tf\nfrom keras.layers.convolutional import Conv2D\n"
+        "from keras.layers.advanced_activations import LeakyReLU\nfrom keras.models import Sequential\n"
+        "model = Sequential([Conv2D(2, 3, input_shape=(8, 8, 1)), LeakyReLU()])\nmodel.compile('sgd', 'mse')\n"
+        "model.fit(np.ones((4, 8, 8, 1)), np.ones((4, 6, 6, 2)), verbose=0)\n"
+        "print('trained', type(model.layers[0]).__name__, tf.executing_eagerly())\n"
+    )
+    result = run("--tf1", str(script))
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip().splitlines()[-1] == "trained Conv2D False"
+
+
 def test_loss_scale_manager_names_its_variables_as_tf_1_15_did(tmp_path):
     """Scripts fetch 'loss_scale:0' by name (a logging hook) and checkpoints hold TF 1.15's keys."""
     script = tmp_path / "loss_scale_names.py"

@@ -20,6 +20,7 @@ from npu_bridge_compat.legacy.program import bound_by_import, importer_is_progra
 from npu_bridge_compat.legacy.tf1 import OWNER, install_tf1_world
 from npu_bridge_compat.legacy.tf1.table import ROOTS
 from npu_bridge_compat.legacy.tf1.world import virtual_module
+from npu_bridge_compat.legacy.tf26.world import TF26
 
 # TF 1.15's private modules: real modules of TensorFlow 2 (or absent there) that its own code still imports
 _PER_IMPORTER_ROOTS = tuple(root for root in ROOTS if root.startswith("python."))
@@ -78,8 +79,11 @@ def install_tf1_imports() -> None:
         rest = name.partition(".")[2]
         try:
             module = original_import(f"{tf1_keras}.{rest}" if rest else tf1_keras, globals, locals, ["_"], 0)
-        except ImportError:  # Keras' own modules (keras.src...): as they are
-            return original_import(name, globals, locals, fromlist, 0)
+        except ImportError:
+            try:  # Keras 2's own module paths of the era (keras.layers.convolutional), from the TF 2.6 table
+                module = TF26.served_module(name)
+            except ImportError:  # Keras' own modules (keras.src...): as they are
+                return original_import(name, globals, locals, fromlist, 0)
         return module if fromlist else sys.modules[tf1_keras]
 
     changes.replace_attribute(
