@@ -1,6 +1,7 @@
 """`scan`: the porting report over a tree of ported-style scripts (tests/data/scan_tree), checked against `run`."""
 
 import importlib
+import importlib.util
 import io
 import json
 import pkgutil
@@ -17,9 +18,12 @@ from test_legacy import _resolves
 from npu_bridge_compat import compat, legacy
 from npu_bridge_compat.cli import main
 from npu_bridge_compat.errors import DeviceOnlyFeatureError, NpuOptionValueError
+from npu_bridge_compat.legacy.era import era_name_status
+from npu_bridge_compat.legacy.era.table import NO_SETUPTOOLS
+from npu_bridge_compat.legacy.world import NameStatus
 from npu_bridge_compat.options import OPTIONS, Kind, options_from_config_proto
 from npu_bridge_compat.plan import HostFacts
-from npu_bridge_compat.scan import Category, Outcome, Severity, scan, scanner
+from npu_bridge_compat.scan import Category, Outcome, Severity, era, scan, scanner
 from npu_bridge_compat.scan.progress import LARGE_TREE, ProgressBar
 
 HERE = Path(__file__).parent
@@ -34,6 +38,8 @@ ADAPTER, OPTION, TF1, PACKAGE, SYNTAX = (
     Category.SYNTAX,
 )
 TRANSLATED, APPROXIMATED, NOT_NEEDED = Outcome.TRANSLATED, Outcome.APPROXIMATED, Outcome.NOT_NEEDED
+NUMPY, PYTHON = Category.NUMPY, Category.PYTHON
+NO_IMP = importlib.util.find_spec("imp") is None  # Python 3.12 removed it: `run` serves it
 
 
 @pytest.fixture(scope="module")
@@ -138,6 +144,22 @@ EXPECTED = {
     # the scripts' own modules (imported as `import resnet_model`, and through sys.path.append("../common"))
     "estimator/resnet_model.py": (READY, []),
     "common/data_helpers.py": (READY, []),
+    # the ports' NumPy and Python: no package missing, names `run` serves (imp only where this Python lacks it)
+    "common/preprocess.py": (
+        WARNING,
+        [
+            *(
+                [
+                    (4, PYTHON, "imp", None, "works under run", READY),
+                    (10, PYTHON, "imp.load_source", None, "served under run", WARNING),
+                ]
+                if NO_IMP
+                else []
+            ),
+            (14, PYTHON, "collections.Mapping", None, "served under run", WARNING),
+            (16, NUMPY, "numpy.float", None, "served under run", WARNING),
+        ],
+    ),
 }
 
 
@@ -192,14 +214,78 @@ def test_tf1_names_say_what_they_become_under_run_tf1(report, tmp_path):
 @LINE_2_15
 def test_totals(report):
     assert report.totals() == {
-        "scripts": 10,
+        "scripts": 11,
         "ready": 4,
-        "warning": 2,
+        "warning": 3,
         "blocked": 4,
         "worlds": {"tf1": 7, "tf2": 0, "weighed": 0},  # 7 import npu_bridge; resnet_model and data_helpers: no sign
         "blocked_by": {"device-only": 1, "does not parse": 1, "not installed": 1, "invalid": 1},
         "not_installed": {"moxing": 1, "ais_bench": 1},
     }
+
+
+def test_the_eras_numpy_and_python_names_are_their_own_class(report):
+    """On both lines: what `run`'s era world does with each name, from its table, read through the program's
+    aliases (`np.float`); never a missing package (`import imp` on Python 3.12)."""
+    findings = script(report, "common/preprocess.py").findings
+    assert [(f.name, f.category) for f in findings] == [
+        *([("imp", PYTHON), ("imp.load_source", PYTHON)] if NO_IMP else []),
+        ("collections.Mapping", PYTHON),
+        ("numpy.float", NUMPY),
+    ]
+    for finding in findings:
+        assert finding.detail == era_name_status(finding.name).detail
+    assert findings[-1].detail == "NumPy 1.24 removed np.float, which was Python's float: served as float"
+    assert not any(f.category is PACKAGE for s in report.scripts for f in s.findings if f.name == "imp")
+
+
+@pytest.mark.parametrize(
+    "statuses, expected",
+    [
+        # Python 3.11: imp is there as it is
+        ({"imp": "current", "imp.load_source": "current", "imp.init_builtin": "current"}, []),
+        # Python 3.12: the era world serves imp on importlib; what has no counterpart raises when used
+        (
+            {"imp": "works", "imp.load_source": "differs", "imp.init_builtin": "missing"},
+            [
+                (1, PYTHON, "imp", "works under run", READY),
+                (2, PYTHON, "imp.load_source", "served under run", WARNING),
+                (3, PYTHON, "imp.init_builtin", "no counterpart under run", BLOCKED),
+            ],
+        ),
+        # a name the table does not know is no finding of the era's
+        (
+            {"imp": "works", "imp.load_source": "unknown", "imp.init_builtin": "unknown"},
+            [(1, PYTHON, "imp", "works under run", READY)],
+        ),
+    ],
+)
+def test_an_era_finding_follows_the_names_status_here(tmp_path, monkeypatch, statuses, expected):
+    """The status as data: what each Python gives, on whichever Python runs the test."""
+    monkeypatch.setattr(era, "era_name_status", lambda name: NameStatus(statuses[name], f"{name} here"))
+    (tmp_path / "train.py").write_text("import imp\nimp.load_source('config', 'config.py')\nimp.init_builtin('x')\n")
+    findings = scan([str(tmp_path)], host=CPU).scripts[0].findings
+    assert [(f.line, f.category, f.name, f.outcome, f.severity) for f in findings] == expected
+    assert all(f.detail == f"{f.name} here" for f in findings)
+
+
+def test_distutils_without_setuptools_names_its_remedy():
+    """Python 3.12 removed distutils; setuptools keeps a copy, which `run` serves. Without setuptools the name
+    has no counterpart, and the finding says to install it (on 3.11 distutils is Python's own)."""
+    probe = (
+        "import sys; sys.modules['setuptools'] = None\n"  # as if it were not installed
+        "from npu_bridge_compat.scan.era import classify_era_name\n"
+        "found = classify_era_name('distutils.version.LooseVersion')\n"
+        "print(found and [found.name, found.category.value, found.outcome, found.severity.label, found.detail])\n"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    if sys.version_info < (3, 12):
+        assert result.stdout.strip() == "None"
+    else:
+        assert result.stdout.strip() == str(
+            ["distutils", "Python 3.7 name", "no counterpart under run", "blocked", NO_SETUPTOOLS]
+        )
 
 
 def scan_cli(capsys, *arguments):
@@ -223,7 +309,7 @@ def test_json_schema(capsys):
         "blocked_by",
         "not_installed",
     }
-    assert len(document["scripts"]) == document["totals"]["scripts"] == 10
+    assert len(document["scripts"]) == document["totals"]["scripts"] == 11
     for entry in document["scripts"]:
         assert set(entry) == {"path", "status", "world", "findings"}
         assert entry["status"] in ("ready", "warning", "blocked") and entry["world"]["world"] in ("tf1", "tf2")
@@ -252,13 +338,13 @@ def test_text_lists_blocked_scripts_first_and_totals(capsys):
     code, out, _ = scan_cli(capsys, "--host", "cpu-native-bfloat16", str(TREE))
     assert code == 0
     headers = [line for line in out.splitlines() if line.startswith(("blocked ", "warning ", "ready "))]
-    assert [line.split()[0] for line in headers] == ["blocked"] * 4 + ["warning"] * 2 + ["ready"] * 2
+    assert [line.split()[0] for line in headers] == ["blocked"] * 4 + ["warning"] * 3 + ["ready"] * 2
     assert (
         "         world: TF 1.15 (decided by: tf.contrib (tf.contrib.layers.xavier_initializer, tf115_contrib.py:6), "
         "TF 1.15 names (tf.placeholder, tf115_contrib.py:5), and 1 more): run --tf1\n"
     ) in out
     assert out.rstrip().splitlines()[-4:] == [
-        f"10 Python files on this host (TensorFlow {tf.__version__}, CPU only): 4 ready, 2 with warnings, 4 blocked; "
+        f"11 Python files on this host (TensorFlow {tf.__version__}, CPU only): 4 ready, 3 with warnings, 4 blocked; "
         "2 without anything to port",
         "  blocked by: device-only (1), does not parse (1), invalid (1), not installed (1)",
         "  not installed here: ais_bench (1), moxing (1)",

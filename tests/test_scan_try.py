@@ -8,20 +8,24 @@ import io
 import json
 import os
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
 
 from npu_bridge_compat.cli import EXIT_FAILED_CHECK, main
-from npu_bridge_compat.scan import render_trial_json, render_trial_text
+from npu_bridge_compat.legacy.era.table import NO_SETUPTOOLS
+from npu_bridge_compat.scan import render_trial_json, render_trial_text, trial
 from npu_bridge_compat.scan.progress import ProgressBar
 from npu_bridge_compat.scan.trial import (
     TrialOutcome,
+    classify,
     end_marked_processes,
     entry_scripts,
     namespace_refusal,
     try_entry_scripts,
 )
+from npu_bridge_compat.scan.trial_child import describe_exception
 
 QUICK_LIMIT_S = 10.0  # the hanging script's cost; the others end in a second or two (more on a loaded machine)
 NAMESPACES = namespace_refusal() is None
@@ -368,3 +372,92 @@ def test_own_modules_are_those_of_the_scanned_folder(tmp_path):
     write_tree(tmp_path / "project_b", {"train.py": "import helpers_of_a\nif __name__ == '__main__':\n    pass\n"})
     report = try_entry_scripts([str(tmp_path / "project_a"), str(tmp_path / "project_b")], jobs=1, time_limit_s=30)
     assert [(trial.outcome, trial.cause) for trial in report.trials] == [(TrialOutcome.PACKAGE, "helpers_of_a")]
+
+
+def stopped_on(error: BaseException) -> dict:
+    """What a trial reports of the error that stopped its script."""
+    return describe_exception(error, "/no/tree")
+
+
+def raised_by(use) -> BaseException:
+    try:
+        use()
+    except Exception as error:  # noqa: BLE001 - the error is the data
+        return error
+    raise AssertionError("it did not raise")
+
+
+def era_errors() -> dict[str, dict]:
+    """Errors of the era's names, raised for real on this Python and NumPy: the era world's stand-ins (run serves
+    no counterpart for them), and the names as this host lacks them where `run` is not there to serve them."""
+    import numpy
+
+    from npu_bridge_compat.legacy.era import ERA
+
+    type_dict = ERA.filled_getattr("numpy", numpy)("typeDict")  # what the era world gives a program for np.typeDict
+    return {
+        "np.typeDict used": stopped_on(raised_by(type_dict)),
+        "imp.init_builtin used": stopped_on(raised_by(lambda: ERA.attribute("imp", "init_builtin")("x"))),
+        "np.float": stopped_on(raised_by(lambda: numpy.float)),  # NumPy 2 names no owner: read from the message
+        "time.clock": stopped_on(raised_by(lambda: time.clock)),
+        "from collections import Iterable": stopped_on(raised_by(lambda: exec("from collections import Iterable"))),
+    }
+
+
+@pytest.mark.parametrize(
+    "error, tf1, expected",
+    [
+        ("np.typeDict used", False, (TrialOutcome.NUMPY_NAME, "numpy.typeDict")),
+        ("imp.init_builtin used", True, (TrialOutcome.PYTHON_NAME, "imp.init_builtin")),
+        ("np.float", False, (TrialOutcome.NUMPY_NAME, "numpy.float")),
+        ("time.clock", True, (TrialOutcome.PYTHON_NAME, "time.clock")),
+        ("from collections import Iterable", False, (TrialOutcome.PYTHON_NAME, "collections.Iterable")),
+        # where `run` would not serve them (it does): a Python name, never a package
+        (
+            {"type": "ModuleNotFoundError", "message": "No module named 'imp'", "module": "imp"},
+            False,
+            (TrialOutcome.PYTHON_NAME, "imp"),
+        ),
+        (
+            {"type": "ModuleNotFoundError", "message": f"distutils.core: {NO_SETUPTOOLS}.", "module": "distutils.core"},
+            True,
+            (TrialOutcome.PYTHON_NAME, "distutils.core"),
+        ),
+        # the other worlds' stand-ins, as their messages read (test_tf1_world.py, test_tf26_world.py)
+        (
+            {
+                "type": "NoCounterpartError",
+                "message": "tensorflow.python.keras.utils.multi_gpu_model (TF 2.6) has no counterpart on TensorFlow "
+                "2.15.1: removed in TensorFlow 2.4; tf.distribute.MirroredStrategy replaces it.",
+            },
+            False,
+            (TrialOutcome.TF2_NAME, "tensorflow.python.keras.utils.multi_gpu_model"),
+        ),
+        (
+            {
+                "type": "NoCounterpartError",
+                "message": "tensorflow.contrib.quantize.create_training_graph has no counterpart on TensorFlow 2.15.1: "
+                "quantization-aware training is tensorflow_model_optimization's.",
+            },
+            True,
+            (TrialOutcome.TF1_NAME, "tensorflow.contrib.quantize.create_training_graph"),
+        ),
+        # packages stay packages
+        (
+            {"type": "ModuleNotFoundError", "message": "No module named 'cv2'", "module": "cv2"},
+            False,
+            (TrialOutcome.PACKAGE, "cv2 (pip install opencv-python)"),
+        ),
+    ],
+)
+def test_a_trial_stopped_on_a_name_is_filed_under_its_world(error, tf1, expected):
+    error = era_errors()[error] if isinstance(error, str) else error
+    outcome, cause, detail, _ = classify({"error": error}, 1, False, tf1, frozenset(), 60.0)
+    assert (outcome, cause) == expected
+    assert detail == f"{error['type']}: {error['message']}"
+
+
+def test_numpy_itself_missing_is_a_package(monkeypatch):
+    monkeypatch.setattr(trial, "_installed", lambda module: False)
+    error = {"type": "ModuleNotFoundError", "message": "No module named 'numpy'", "module": "numpy"}
+    assert classify({"error": error}, 1, False, False, frozenset(), 60.0)[:2] == (TrialOutcome.PACKAGE, "numpy")

@@ -4,9 +4,9 @@
     print(render_text(report))             # per script: what each adapter name, NPU option and import becomes
     report.totals()                        # ready / with warnings / blocked, and by what
 
-reader.py turns syntax into facts (worker processes, no TensorFlow); classify.py, names.py, configs.py and
-tf1.py give each fact its meaning through the runtime's own option table, readers, rules, host plan and alias
-tree; report.py is the model, render.py its text and JSON.
+reader.py turns syntax into facts (worker processes, no TensorFlow); classify.py, names.py, configs.py, tf1.py,
+tf26.py and era.py give each fact its meaning through the runtime's own option table, readers, rules, host plan,
+alias tree and worlds' tables; report.py is the model, render.py its text and JSON.
 
 `scan --try` (trial.py, trial_child.py) starts the entry scripts instead: which would not start here, and why.
 """

@@ -1,4 +1,5 @@
-"""From a file's facts to its findings: adapter names, TF 1.15 names, packages, NPU configuration."""
+"""From a file's facts to its findings: adapter names, TF 1.15 and TF 2.6 names, the NumPy and Python names of the
+ports' era, packages, NPU configuration."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from npu_bridge_compat import compat
 from npu_bridge_compat.plan import HostFacts
 from npu_bridge_compat.scan import names
 from npu_bridge_compat.scan.configs import ConfigChecker, Place
+from npu_bridge_compat.scan.era import EraName, classify_era_name, era_category, is_served_module
 from npu_bridge_compat.scan.reader import ADAPTER_ROOTS, AT_IMPORT, IN_FUNCTION, Call, FileFacts
 from npu_bridge_compat.scan.report import Category, Finding, Outcome, ScriptReport, Severity
 from npu_bridge_compat.scan.tf1 import classify_tf1_name, in_tf1_namespace
@@ -60,8 +62,8 @@ class Classifier:
     def _packages(self, facts: FileFacts, script_dir: str, project_root: str) -> list[Finding]:
         packages: dict[str, Finding] = {}
         for imported in facts.imports:
-            if imported.level:
-                continue  # relative: the script's own package
+            if imported.level or is_served_module(imported.module):
+                continue  # relative: the script's own package; imp, distutils: the era's names say what they become
             top = imported.module.split(".")[0]
             if (
                 top not in _NAMED_ROOTS
@@ -104,7 +106,7 @@ def file_signs(facts: FileFacts) -> tuple[Sign, ...]:
 
 
 def _names(facts: FileFacts, found: _NameFindings) -> None:
-    """Every adapter, Keras and TensorFlow name a file imports or uses, into `found`."""
+    """Every adapter, Keras, TensorFlow and NumPy / Python era name a file imports or uses, into `found`."""
     for imported in facts.imports:
         if imported.level:
             continue
@@ -116,6 +118,8 @@ def _names(facts: FileFacts, found: _NameFindings) -> None:
             found.keras(dotted, imported.line, imported.place)
         elif top == "tensorflow":
             found.tensorflow([dotted], imported.line, imported.place)
+        elif era_category(dotted) is not None:
+            found.era(dotted, imported.line)
     for (root, attributes), (line, _, place) in facts.uses.items():
         targets, certain = _targets(facts, root)
         dotted = [".".join((target, *attributes)) for target in targets]
@@ -127,6 +131,8 @@ def _names(facts: FileFacts, found: _NameFindings) -> None:
             found.keras(dotted[0], line, place)
         elif adapter:
             found.adapter(adapter[0], line, used=True, certain=certain, place=place)
+        elif dotted and all(era_category(name) is not None for name in dotted):
+            found.era(dotted[0], line)
 
 
 def _targets(facts: FileFacts, root: str) -> tuple[tuple[str, ...], bool]:
@@ -154,6 +160,7 @@ class _NameFindings:
         self._adapter: dict[str, tuple[int, names.Resolved, bool, bool]] = {}  # name -> (line, resolved, used, star)
         self._tensorflow: dict[str, int] = {}
         self._tf26: dict[str, tuple[int, tuple[str, Severity, str]]] = {}  # name -> (line, its classification)
+        self._era: dict[str, tuple[int, EraName]] = {}  # name -> (line, its classification)
         self._signs: list[Sign] = []
 
     def adapter(
@@ -203,6 +210,15 @@ class _NameFindings:
             self._signs.append(Sign("TF 2.6 name", dotted.replace("tensorflow.", "tf.", 1), line, place))
         return True
 
+    def era(self, dotted: str, line: int) -> None:
+        """A NumPy or Python name of the ports' era that this host lacks (no sign of a TensorFlow world)."""
+        if not self._report:
+            return
+        classified = classify_era_name(dotted)
+        if classified is not None:
+            seen = self._era.get(classified.name)
+            self._era[classified.name] = (min(line, seen[0]) if seen else line, classified)
+
     def world_signs(self, facts: FileFacts) -> tuple[Sign, ...]:
         """The file's signs of its world, NPU options written into a session config included."""
         options = [
@@ -218,6 +234,8 @@ class _NameFindings:
             findings.append(Finding(line, Category.TENSORFLOW, name, outcome, severity, detail))
         for name, (line, (outcome, severity, detail)) in self._tf26.items():
             findings.append(Finding(line, Category.TF26, name, outcome, severity, detail))
+        for name, (line, era) in self._era.items():
+            findings.append(Finding(line, era.category, name, era.outcome, era.severity, era.detail))
         return findings
 
     @staticmethod

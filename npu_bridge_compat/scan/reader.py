@@ -14,9 +14,12 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from npu_bridge_compat.legacy import ALIASED_PACKAGES
+from npu_bridge_compat.legacy.era.table import FILLED, MODULES
 
 ADAPTER_ROOTS = frozenset(ALIASED_PACKAGES) | {"npu_bridge_compat"}  # where NPU configuration calls come from
-RECORDED_ROOTS = ADAPTER_ROOTS | {"tensorflow"}  # packages whose names the classifier checks one by one
+# the modules of the ports' NumPy and Python era, from its table: numpy, collections, time, inspect, imp, distutils, xml
+ERA_ROOTS = frozenset(path.split(".")[0] for path in (*FILLED, *MODULES))
+RECORDED_ROOTS = ADAPTER_ROOTS | ERA_ROOTS | {"tensorflow"}  # packages whose names the classifier checks one by one
 _BUILTINS = frozenset(dir(builtins)) | {"__file__", "__builtins__", "__cached__", "__annotations__", "__path__"}
 _IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
 _NAME_ERRORS = frozenset({"AttributeError", "ImportError", "ModuleNotFoundError", "Exception", "BaseException"})

@@ -36,6 +36,10 @@ class Category(enum.StrEnum):
     ARGUMENT = "argument"  # a keyword of NPURunConfig or a holder that is not an NPU option
     TENSORFLOW = "TF 1.15 name"
     TF26 = "TF 2.6 name"  # TensorFlow 2.6 / Keras 2.6 names that `run` maps for TF2 programs
+    # names of the ports' era that today's NumPy (1.24 and 2.0's removals alike: NumPy < 1.24 had them all) and
+    # Python removed, which `run` serves in both worlds (era.py)
+    NUMPY = "NumPy < 1.24 name"
+    PYTHON = "Python 3.7 name"
     PACKAGE = "package"
     SYNTAX = "syntax"
 

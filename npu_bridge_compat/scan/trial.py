@@ -41,7 +41,10 @@ from typing import NamedTuple
 
 from npu_bridge_compat.distributed.launch import unshare_refusal
 from npu_bridge_compat.legacy import ALIASED_PACKAGES
+from npu_bridge_compat.legacy.tf26.world import TF26
+from npu_bridge_compat.scan.era import era_category, is_served_module
 from npu_bridge_compat.scan.reader import FileFacts, read_file
+from npu_bridge_compat.scan.report import Category
 from npu_bridge_compat.scan.scanner import SourceFile, default_workers, python_files, scan
 from npu_bridge_compat.scan.tf1 import tf1_name_status
 from npu_bridge_compat.scan.world import (
@@ -126,6 +129,8 @@ class TrialOutcome(enum.StrEnum):
     ADAPTER = "adapter name missing"
     TF1_NAME = "TF 1.15 name missing"
     TF2_NAME = "TF 2.6 name missing"
+    NUMPY_NAME = "NumPy < 1.24 name missing"  # NumPy's removed names (1.24's aliases, 2.0's spellings): era.py
+    PYTHON_NAME = "Python 3.7 name missing"  # Python's removed names and modules (collections' ABCs, imp, ...)
     SCRIPT = "script's own error"
     TIMED_OUT = "timed out"
 
@@ -506,6 +511,7 @@ _FLAG_ERRORS = ("UnrecognizedFlagError",)  # absl's, for flags parsed by hand (F
 _CANNOT_IMPORT = re.compile(r"cannot import name '([\w.]+)' from '([\w.]+)'")
 _NO_NETWORK = re.compile(r"name resolution|Network is unreachable|Name or service not known|Connection refused")
 _NO_ATTRIBUTE = re.compile(r"'[\w.]+' object has no attribute '\w+'$")
+_NO_MODULE_ATTRIBUTE = re.compile(r"module '([\w.]+)' has no attribute '(\w+)'")  # NumPy 2's, which name no owner
 _SHARED_LIBRARY = re.compile(r"([\w.+-]+\.so[\w.]*): cannot open shared object file")
 
 
@@ -547,12 +553,15 @@ def _classify_error(error: dict, tf1: bool, own_modules: frozenset[str]) -> tupl
         library = _SHARED_LIBRARY.search(message)
         if library:
             return TrialOutcome.PACKAGE, f"system library {library.group(1)}"
-    if kind == "NoCounterpartError":  # the TF 1.15 world's stand-in for a name it cannot serve, named first
-        return TrialOutcome.TF1_NAME, _public(message.split(" ", 1)[0])
-    if kind == "AttributeError" and error.get("owner"):
+    if kind == "NoCounterpartError":  # a world's stand-in for a name it cannot serve, named first
+        return _stand_in(message)
+    owner, name = error.get("owner"), error.get("name")
+    if kind == "AttributeError" and not owner and (named := _NO_MODULE_ATTRIBUTE.match(message)):
+        owner, name = named.groups()
+    if kind == "AttributeError" and owner:
         if error.get("tf1_hint") and not tf1:
-            return TrialOutcome.TF1_NAME, f"{_public(error['owner'])}.{error['name']} (run --tf1 serves it)"
-        return _missing_name(f"{error['owner']}.{error['name']}", tf1, own_modules, whole_module=False)
+            return TrialOutcome.TF1_NAME, f"{_public(owner)}.{name} (run --tf1 serves it)"
+        return _missing_name(f"{owner}.{name}", tf1, own_modules, whole_module=False)
     if kind == "DeviceOnlyFeatureError":
         return TrialOutcome.ADAPTER, f"Ascend-only: {message.split(':')[0]}"
     if kind in ("SyntaxError", "IndentationError", "TabError"):
@@ -566,6 +575,22 @@ def _classify_error(error: dict, tf1: bool, own_modules: frozenset[str]) -> tupl
     if error.get("file"):
         return TrialOutcome.SCRIPT, f"{kind} (a file it reads at start)"
     return TrialOutcome.SCRIPT, kind
+
+
+_ERA_OUTCOMES = {Category.NUMPY: TrialOutcome.NUMPY_NAME, Category.PYTHON: TrialOutcome.PYTHON_NAME}
+
+
+def _stand_in(message: str) -> tuple[TrialOutcome, str]:
+    """The outcome of a world's stand-in that was used, by which world's name it stands for: the era's (NumPy's,
+    Python's), TF 2.6's (its messages say so after the name) or TF 1.15's."""
+    named = message.split(" ", 1)[0]
+    dotted = _public(named)
+    category = era_category(dotted)
+    if category is not None:
+        return _ERA_OUTCOMES[category], dotted
+    if message.startswith(f"{named}{TF26.label} "):
+        return TrialOutcome.TF2_NAME, dotted
+    return TrialOutcome.TF1_NAME, dotted
 
 
 def _missing_name(dotted: str, tf1: bool, own_modules: frozenset[str], whole_module: bool) -> tuple[TrialOutcome, str]:
@@ -583,6 +608,9 @@ def _missing_name(dotted: str, tf1: bool, own_modules: frozenset[str], whole_mod
         if dotted.endswith("_pb2"):  # generated from a .proto file by protoc, which its setup runs
             return TrialOutcome.SCRIPT, f"its own {dotted.rpartition('.')[0]}.*_pb2 modules are not generated"
         return TrialOutcome.SCRIPT, f"its own module {top} is not on its path" if dotted == top else f"no {dotted}"
+    category = era_category(dotted)
+    if category is not None and (is_served_module(dotted) or _installed(top)):
+        return _ERA_OUTCOMES[category], dotted  # (NumPy itself not installed is a package)
     if whole_module and not _installed(top):
         if top in ASCEND_PACKAGES:
             return TrialOutcome.PACKAGE, f"{top} ({ASCEND_PACKAGES[top]}: not on the public index)"

@@ -23,10 +23,12 @@ from npu_bridge_compat.changes import Owner
 from npu_bridge_compat.legacy.era.table import FILLED, MODULES, NO_SETUPTOOLS
 from npu_bridge_compat.legacy.world import (
     DifferenceWarning,
+    Found,
     NameStatus,
     World,
     WorldFinder,
     fills_names,
+    importable,
 )
 
 __all__ = ["ERA", "EraNameWarning", "era_name_status", "install_era_world", "era_world_installed"]
@@ -44,14 +46,25 @@ def _where(path: str) -> str:
     return f"Python {sys.version_info.major}.{sys.version_info.minor}"
 
 
+def _is_distutils(path: str) -> bool:
+    return path == "distutils" or path.startswith("distutils.")
+
+
 class _EraWorld(World):
     def module_for_import(self, fullname: str) -> types.ModuleType:
         try:
             return super().module_for_import(fullname)
         except ImportError:
-            if fullname == "distutils" or fullname.startswith("distutils."):
+            if _is_distutils(fullname):
                 raise ModuleNotFoundError(f"{fullname}: {NO_SETUPTOOLS}.", name=fullname) from None
             raise
+
+    def module_found(self, path: str) -> Found:
+        """As the engine's, but distutils without setuptools is missing, as importing it raises (so that `scan`
+        says so rather than calling it served)."""
+        if _is_distutils(path) and not importable(MODULES["distutils"].sources[0]):
+            return Found("missing", NO_SETUPTOOLS, module=path)
+        return super().module_found(path)
 
 
 ERA = _EraWorld(
