@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from npu_bridge_compat import changes
-from npu_bridge_compat.compat import is_repeated
+from npu_bridge_compat.compat import is_repeated, select_keras_2
 from npu_bridge_compat.compat.xla import FUSION_FLAGS
 from npu_bridge_compat.errors import NpuConfigError
 from npu_bridge_compat.options import OPTIONS, Kind, options_from_kwargs
@@ -255,6 +255,7 @@ def scan_paths(arguments: argparse.Namespace) -> int:
 
     if arguments.trial:
         return try_paths(arguments)
+    select_keras_2()  # names are looked up as `run` gives them to a program: with Keras 2 (tf_keras from 2.16)
     host = detect_host()
     if arguments.host:
         host = host.with_device(arguments.host)

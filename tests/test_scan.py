@@ -4,6 +4,7 @@ import importlib
 import importlib.util
 import io
 import json
+import os
 import pkgutil
 import subprocess
 import sys
@@ -667,3 +668,21 @@ def test_the_users_world_wins_and_the_flags_exclude_each_other(tmp_path, capsys)
     with pytest.raises(SystemExit):
         main(["run", "--tf1", "--tf2", "train.py"])
     assert "not allowed with argument" in capsys.readouterr().err
+
+
+def test_scan_looks_names_up_as_run_gives_them(tmp_path):
+    """scan selects Keras 2 as `run` does before TensorFlow loads, so that TF 1.15 names Keras implements
+    (tf.contrib.rnn.LSTMCell: tf.compat.v1.nn.rnn_cell, Keras 3's lazy loader fails to list it) resolve."""
+    script = tmp_path / "rnn.py"
+    script.write_text("import tensorflow as tf\ncell = tf.contrib.rnn.LSTMCell(8)\n")
+    environment = {name: value for name, value in os.environ.items() if name != "TF_USE_LEGACY_KERAS"}
+    result = subprocess.run(
+        [sys.executable, "-m", "npu_bridge_compat", "scan", "--format", "json", str(script)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=environment,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    [finding] = [f for f in json.loads(result.stdout)["scripts"][0]["findings"] if f["name"].endswith("LSTMCell")]
+    assert finding["outcome"] == "works under run --tf1" and "rnn_cell.LSTMCell" in finding["detail"]

@@ -414,11 +414,11 @@ class World:
         names = set(spec.names) | set(spec.missing)
         names |= {key[len(path) + 1 :] for key in self.modules if key.startswith(path + ".")}
         for candidate in spec.sources:
-            try:
+            try:  # a lazy loader whose module cannot load here (Keras 3's TF1 layers) lists nothing
                 module = resolve(source(candidate))
+                names |= set(getattr(module, "__all__", None) or (n for n in dir(module) if not n.startswith("_")))
             except ImportError:
                 continue
-            names |= set(getattr(module, "__all__", None) or (n for n in dir(module) if not n.startswith("_")))
         return frozenset(name for name in names if "." not in name and self.lookup_in(path, name).status != "unknown")
 
     def detail_of(self, path: str, name: str, found: Found) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import builtins
 import re
+import warnings
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -110,7 +111,9 @@ def read_file(path: str) -> FileFacts:
 
 def read_source(source: bytes | str, path: str) -> FileFacts:
     try:
-        tree = compile(source, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+        with warnings.catch_warnings():  # the scanned code's own SyntaxWarnings (`'\.'`) are not the scan's to print
+            warnings.simplefilter("ignore", SyntaxWarning)
+            tree = compile(source, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
     except SyntaxError as error:
         return FileFacts(path, error=f"line {error.lineno}: {error.msg}")
     except ValueError as error:  # e.g. null bytes
