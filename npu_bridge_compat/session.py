@@ -33,7 +33,7 @@ from npu_bridge_compat.plan.features import BatchNormWorkaround
 from npu_bridge_compat.runtime.doors import RUN_UNITS, SESSION_SETTINGS, Door, enter_plan, plan_for_door
 from npu_bridge_compat.runtime.loop import LoopServer
 from npu_bridge_compat.runtime.probes import StepProbes
-from npu_bridge_compat.runtime.units import FusionUnit, units_for
+from npu_bridge_compat.runtime.units import SETTLING_UNITS, units_for
 
 SESSION_DOOR = Door("NPUSession", (*RUN_UNITS, *SESSION_SETTINGS), measures_precision=True)
 V3_BATCH_NORM_OPS = frozenset({"FusedBatchNormV3", "FusedBatchNormGradV3"})
@@ -74,9 +74,8 @@ class NPUSession(tf.compat.v1.Session):
         self._loops = LoopServer(self.graph, self._probes_for)
         self._units = units_for(self.npu_plan)
         self._hooked = session_running_hooks(_PlainRuns(self), self._units) if self._units else None
-        # A fusion unit alone may let a decided run skip the hook driver (FusionUnit.settled).
-        alone = self._units[0] if len(self._units) == 1 else None
-        self._fusion_alone = alone if isinstance(alone, FusionUnit) else None
+        # Units that settle what a run adds alone let a settled run skip the hook driver (units.SETTLING_UNITS).
+        self._settling = self._units if all(isinstance(unit, SETTLING_UNITS) for unit in self._units) else ()
         for unit in self._units:
             unit.after_create_session(self, None)
 
@@ -105,9 +104,7 @@ class NPUSession(tf.compat.v1.Session):
         if self.graph.version != self._graph_version_checked:
             self._prepare_new_ops()
         if self._hooked is not None:
-            targets = None
-            if self._fusion_alone is not None and not self._loops.serves_any:
-                targets = self._fusion_alone.settled(fetches, feed_dict)
+            targets = self._settled(fetches, feed_dict) if self._settling and not self._loops.serves_any else None
             if targets is None:
                 return self._hooked.run(fetches, feed_dict, options, run_metadata)
             if not targets:
@@ -116,6 +113,16 @@ class NPUSession(tf.compat.v1.Session):
         if not self._loops.serves_any:  # the common case, kept short: a plain run
             return super().run(fetches, feed_dict, options, run_metadata)
         return self._plain_run(fetches, feed_dict, options, run_metadata)
+
+    def _settled(self, fetches, feed_dict) -> tuple | None:
+        """The extra targets the settling units add to this run, or None while one is unsettled."""
+        targets: tuple = ()
+        for unit in self._settling:
+            more = unit.settled(fetches, feed_dict)
+            if more is None:
+                return None
+            targets += more
+        return targets
 
     def _plain_run(self, fetches, feed_dict=None, options=None, run_metadata=None):
         """A run with the loop server, without the units."""

@@ -114,6 +114,12 @@ class KeepDtypeUnit(_PerFetchStructureUnit):
             self._kept[key] = kept_dtype_operations(graph, fetched)
         return self._kept[key] or None
 
+    def settled(self, fetches, feed_dict) -> tuple | None:
+        """The kept ops this run's fetch structure computes, as extra targets, once its first run (through the
+        hooks) found them; None before."""
+        kept = self._kept.get(tuple(op.name for op in fetched_operations(fetches)))
+        return None if kept is None else tuple(kept)
+
     def looped_run(self, graph, looped) -> None:
         """A loop runs a copy of the step, which no run fetches: its marked ops follow mixed precision."""
         if looped.train_op.name not in self._warned_loops:
@@ -347,6 +353,7 @@ class PrecisionUnit(tf.compat.v1.train.SessionRunHook):
         self._current: tuple | None = None  # (trial, form, start) of a timed run
         self._float32_form: contextlib.ExitStack | None = None
         self._op_types: tuple[int, set[str]] = (-1, set())  # (graph version, its op types)
+        self._last_settled: tuple = (None, None)  # an op or tensor run without feeds, and its decided targets
 
     def begin(self) -> None:
         self._float32_marker = tf.no_op(name="npu_precision_float32_form")
@@ -355,6 +362,24 @@ class PrecisionUnit(tf.compat.v1.train.SessionRunHook):
         """Whether the signature of `key` (`_trial_key`) has its form; signatures beyond the first
         MOST_SIGNATURES keep reduced precision undecided."""
         return self._chooser.kept(key) is not None or key[0] not in self._signatures
+
+    def settled(self, fetches, feed_dict) -> tuple | None:
+        """Where this run's signature has its form, the extra targets of the kept form (the float32 form's marker,
+        or none): the session runs `fetches` with them straight through, outside the hook driver, on the executors
+        the trial built (the float32 form's with nothing converted). None while undecided."""
+        if fetches is self._last_settled[0] and not feed_dict:  # a loop's `run(train_op)`
+            return self._last_settled[1]
+        names = tuple(op.name for op in fetched_operations(fetches))
+        signature = (names, _feed_names(feed_dict or {}))
+        if signature not in self._signatures:
+            return () if len(self._signatures) >= self.MOST_SIGNATURES else None  # beyond them: as asked
+        reduced = self._chooser.kept(_trial_key(signature, feed_dict or {}))
+        if reduced is None:
+            return None
+        targets = () if reduced else (self._float32_marker,)
+        if isinstance(fetches, (tf.Operation, tf.Tensor)) and not feed_dict:  # what it runs cannot change
+            self._last_settled = (fetches, targets)
+        return targets
 
     def before_run(self, run_context):
         graph, names, _, _ = _run_of(run_context)
@@ -437,6 +462,11 @@ class LoopServingUnit(tf.compat.v1.train.SessionRunHook):
         if self._served is not None:
             changes.undo(changes=[self._served])
             self._served = None
+
+
+# The units that decide per run signature, or per fetch structure, what a run adds: where a session's units are all
+# of these, a run whose additions are settled skips the hook driver (their `settled`).
+SETTLING_UNITS: tuple[type, ...] = (FusionUnit, PrecisionUnit, KeepDtypeUnit)
 
 
 def units_for(plan, graph_name: str | None = None) -> list:
