@@ -248,7 +248,47 @@ class ProfilerUnit(tf.compat.v1.train.SessionRunHook):
         self.stop()
 
 
-class FusionUnit(tf.compat.v1.train.SessionRunHook):
+class _PerSignatureUnit(tf.compat.v1.train.SessionRunHook):
+    """A unit that decides per run signature (the fetches and the feeds' names, the first MOST_SIGNATURES of them)
+    and lets a decided run go straight through the session with the kept form's extra targets (`settled`)."""
+
+    MOST_SIGNATURES = 8
+
+    def __init__(self) -> None:
+        self._signatures: set[tuple] = set()
+        self._last_settled: tuple = (None, None)  # an op or tensor run without feeds, and its decided targets
+
+    def _admitted(self, run_context) -> tuple | None:
+        """(graph, fetch names, feeds, signature) of a run this unit decides for; None for a run without fetches
+        and for signatures beyond the first MOST_SIGNATURES."""
+        graph, names, _, _ = _run_of(run_context)
+        if not names:
+            return None
+        feeds = run_context.original_args.feed_dict or {}
+        signature = (names, _feed_names(feeds))
+        if signature not in self._signatures:
+            if len(self._signatures) >= self.MOST_SIGNATURES:
+                return None
+            self._signatures.add(signature)
+        return graph, names, feeds, signature
+
+    def settled(self, fetches, feed_dict) -> tuple | None:
+        """The extra targets of the form kept for this run's signature: the session runs `fetches` with them
+        straight through, outside the hook driver, on the executors the trial built. None while undecided."""
+        if fetches is self._last_settled[0] and not feed_dict:  # a loop's `run(train_op)`: 2% of a 0.5 ms step
+            return self._last_settled[1]
+        signature = (tuple(op.name for op in fetched_operations(fetches)), _feed_names(feed_dict or {}))
+        targets = self._kept_targets(signature, feed_dict or {})
+        if targets is not None and isinstance(fetches, (tf.Operation, tf.Tensor)) and not feed_dict:
+            self._last_settled = (fetches, targets)  # what it runs cannot change
+        return targets
+
+    def _kept_targets(self, signature: tuple, feeds) -> tuple | None:
+        """The extra targets of the form kept for `signature` with `feeds`, or None while undecided."""
+        raise NotImplementedError
+
+
+class FusionUnit(_PerSignatureUnit):
     """Graph-kernel fusion around session runs, per run signature (the fetches, the feeds and their shapes; the
     first MOST_SIGNATURES). In mode auto (runtime/fusion.py) a signature's first runs try its fused and unfused
     forms and keep the faster. The fused form runs with an extra target (a NoOp made in `begin`), so the session
@@ -257,51 +297,36 @@ class FusionUnit(tf.compat.v1.train.SessionRunHook):
     first fused run of a signature, the clusters its executed graphs hold and the op types they absorbed are
     reported."""
 
-    MOST_SIGNATURES = 8
-
     def __init__(self, fusion: GraphKernelFusion, precision: PrecisionUnit | None = None) -> None:
+        super().__init__()
         self._measured = fusion.measured
         self._precision = precision  # a signature's trial waits until its mixed precision is decided
         self._chooser = FusionChooser()
-        self._signatures: set[tuple] = set()
         self._reported: set[tuple] = set()
         self._fused_marker: Any = None
         self._current: tuple | None = None
-        self._last_settled: tuple = (None, None)  # an op or tensor run without feeds, and its decided targets
 
     def begin(self) -> None:
         if self._measured:
             self._fused_marker = tf.no_op(name="npu_graph_kernel_fused")
 
     def settled(self, fetches, feed_dict) -> tuple | None:
-        """Where this run's signature has a decided form (mode auto), the extra targets of the kept form (the
-        fused form's marker, or none): the session runs `fetches` with them straight through, outside the hook
-        driver (whose work per run costs as much as a small fused step gains), on the executors the trial
-        measured. None while undecided: the run goes through the hooks."""
-        if not self._measured:
-            return None
-        if fetches is self._last_settled[0] and not feed_dict:  # a loop's `run(train_op)`: 2% of a 0.5 ms step
-            return self._last_settled[1]
-        names = tuple(op.name for op in fetched_operations(fetches))
-        trial = self._chooser.decided(_trial_key((names, _feed_names(feed_dict or {})), feed_dict or {}))
+        """As `_PerSignatureUnit.settled`, in mode auto (runtime/fusion.py): the fused form's marker, or none; its
+        hook driver's work per run costs as much as a small fused step gains."""
+        return super().settled(fetches, feed_dict) if self._measured else None
+
+    def _kept_targets(self, signature: tuple, feeds) -> tuple | None:
+        trial = self._chooser.decided(_trial_key(signature, feeds))
         if trial is None:
             return None
-        targets = (self._fused_marker,) if trial.decision.fused else ()
-        if isinstance(fetches, (tf.Operation, tf.Tensor)) and not feed_dict:  # what it runs cannot change
-            self._last_settled = (fetches, targets)
-        return targets
+        return (self._fused_marker,) if trial.decision.fused else ()
 
     def before_run(self, run_context):
-        graph, names, _, _ = _run_of(run_context)
         self._current = None
-        if not names:
-            return None
-        feeds = run_context.original_args.feed_dict or {}
-        signature = (names, _feed_names(feeds))
-        if signature not in self._signatures:
-            if len(self._signatures) >= self.MOST_SIGNATURES:
-                return None  # undecided, so unfused in mode auto
-            self._signatures.add(signature)
+        admitted = self._admitted(run_context)
+        if admitted is None:
+            return None  # beyond the first signatures: undecided, so unfused in mode auto
+        graph, names, feeds, signature = admitted
         fused, trial, fetch = True, None, None
         if self._measured:
             key = _trial_key(signature, feeds)
@@ -336,7 +361,7 @@ class FusionUnit(tf.compat.v1.train.SessionRunHook):
                 record(summary)
 
 
-class PrecisionUnit(tf.compat.v1.train.SessionRunHook):
+class PrecisionUnit(_PerSignatureUnit):
     """Mixed precision decided per run signature (MEASURED, runtime/precision.py): a signature's first runs
     (the first MOST_SIGNATURES signatures) run its reduced-precision form, the run as asked (the session's config
     turns the pass on), and its float32 form in turn, and keep the faster. The float32 form runs with an extra
@@ -344,16 +369,13 @@ class PrecisionUnit(tf.compat.v1.train.SessionRunHook):
     grappler's allow list leaves out every op type of the graph (`converting_nothing`), so that the pass converts
     nothing in it."""
 
-    MOST_SIGNATURES = 8
-
     def __init__(self, mixed: MixedPrecision) -> None:
+        super().__init__()
         self._chooser = PrecisionChooser(mixed.dtype)
-        self._signatures: set[tuple] = set()
         self._float32_marker: Any = None
         self._current: tuple | None = None  # (trial, form, start) of a timed run
         self._float32_form: contextlib.ExitStack | None = None
         self._op_types: tuple[int, set[str]] = (-1, set())  # (graph version, its op types)
-        self._last_settled: tuple = (None, None)  # an op or tensor run without feeds, and its decided targets
 
     def begin(self) -> None:
         self._float32_marker = tf.no_op(name="npu_precision_float32_form")
@@ -363,35 +385,20 @@ class PrecisionUnit(tf.compat.v1.train.SessionRunHook):
         MOST_SIGNATURES keep reduced precision undecided."""
         return self._chooser.kept(key) is not None or key[0] not in self._signatures
 
-    def settled(self, fetches, feed_dict) -> tuple | None:
-        """Where this run's signature has its form, the extra targets of the kept form (the float32 form's marker,
-        or none): the session runs `fetches` with them straight through, outside the hook driver, on the executors
-        the trial built (the float32 form's with nothing converted). None while undecided."""
-        if fetches is self._last_settled[0] and not feed_dict:  # a loop's `run(train_op)`
-            return self._last_settled[1]
-        names = tuple(op.name for op in fetched_operations(fetches))
-        signature = (names, _feed_names(feed_dict or {}))
-        if signature not in self._signatures:
-            return () if len(self._signatures) >= self.MOST_SIGNATURES else None  # beyond them: as asked
-        reduced = self._chooser.kept(_trial_key(signature, feed_dict or {}))
+    def _kept_targets(self, signature: tuple, feeds) -> tuple | None:
+        if signature not in self._signatures:  # beyond the first signatures: as asked
+            return () if len(self._signatures) >= self.MOST_SIGNATURES else None
+        reduced = self._chooser.kept(_trial_key(signature, feeds))
         if reduced is None:
             return None
-        targets = () if reduced else (self._float32_marker,)
-        if isinstance(fetches, (tf.Operation, tf.Tensor)) and not feed_dict:  # what it runs cannot change
-            self._last_settled = (fetches, targets)
-        return targets
+        return () if reduced else (self._float32_marker,)
 
     def before_run(self, run_context):
-        graph, names, _, _ = _run_of(run_context)
         self._current = None
-        if not names:
+        admitted = self._admitted(run_context)
+        if admitted is None:
             return None
-        feeds = run_context.original_args.feed_dict or {}
-        signature = (names, _feed_names(feeds))
-        if signature not in self._signatures:
-            if len(self._signatures) >= self.MOST_SIGNATURES:
-                return None
-            self._signatures.add(signature)
+        graph, names, feeds, signature = admitted
         key = _trial_key(signature, feeds)
         trial = self._chooser.trial(key, f"session run of {_described(names)}")
         reduced = trial.next_form()
