@@ -77,10 +77,12 @@ class ConfigurationAdvice(NpuCompatWarning):
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
-def warn(message: str, category: type[Warning]) -> None:
-    """Warn with the location of the user's code: the first caller outside this package."""
+def warn(message: str, category: type[Warning], *, libraries: tuple[str, ...] = ()) -> None:
+    """Warn with the location of the user's code: the first caller outside this package (and outside the
+    `libraries` directories, for a warning raised from a library's call into this package)."""
+    skipped = (_PACKAGE_DIR, *libraries)
     frame, level = sys._getframe(1), 2
-    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+    while frame is not None and frame.f_code.co_filename.startswith(skipped):
         frame, level = frame.f_back, level + 1
     warnings.warn(message, category, stacklevel=level)
 

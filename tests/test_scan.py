@@ -270,6 +270,26 @@ def test_an_era_finding_follows_the_names_status_here(tmp_path, monkeypatch, sta
     assert all(f.detail == f"{f.name} here" for f in findings)
 
 
+@pytest.mark.parametrize("refuses", [True, False])
+def test_a_str_enum_values_is_a_python_era_finding_where_absl_refuses_it(tmp_path, monkeypatch, refuses):
+    """absl-py 2.0 refuses a str as DEFINE_enum's enum_values, which TF's official models' flags pass (absl-py <
+    2.0 took it): served under run. Both absl-py lines, as data; a list of values is no finding."""
+    monkeypatch.setattr(era, "refuses_str_enum_values", lambda: refuses)
+    (tmp_path / "flags.py").write_text(
+        "from absl import flags\nimport tensorflow as tf\n"
+        "flags.DEFINE_enum(name='impl', default='keras', enum_values=(\"keras', 'graph_rewrite\"), help='')\n"
+        "tf.compat.v1.flags.DEFINE_enum('mode', 'a', 'ab', 'positional')\n"
+        "flags.DEFINE_enum('data_format', None, ['channels_first', 'channels_last'], '')\n"
+    )
+    findings = [f for f in scan([str(tmp_path)], host=CPU).scripts[0].findings if f.category is PYTHON]
+    expected = [
+        (3, "absl.flags.DEFINE_enum", "served under run", WARNING),
+        (4, "absl.flags.DEFINE_enum", "served under run", WARNING),
+    ]
+    assert [(f.line, f.name, f.outcome, f.severity) for f in findings] == (expected if refuses else [])
+    assert all(f.detail.startswith("absl-py 2.0 refuses a str as enum_values") for f in findings)
+
+
 def test_distutils_without_setuptools_names_its_remedy():
     """Python 3.12 removed distutils; setuptools keeps a copy, which `run` serves. Without setuptools the name
     has no counterpart, and the finding says to install it (on 3.11 distutils is Python's own)."""

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from absl import flags as absl_flags
 from test_legacy import run
 
 from npu_bridge_compat import changes
@@ -57,7 +58,8 @@ def era_port(tmp_path_factory):
 def test_a_port_using_removed_numpy_and_python_names_trains(era_port):
     report, _ = era_port
     assert report["types"] == [True] * 4 and report["counts"] == [0, 2, 0]
-    assert report["numpy_2_names"] == [6.0, True, True] and report["asscalar"] == 7
+    assert report["numpy_2_names"] == [6.0, True, True, True] and report["asscalar"] == 7
+    assert report["fp16_implementation"] == "graph_rewrite"  # absl-py < 2.0 took the str enum_values
     assert report["argspec"] == ["features", "labels", "size"] and report["elapsed"]
     assert report["loose_version"] and report["settings"] == [0.1, True]  # imp.load_source ran the file
     assert report["losses"][1] < report["losses"][0]
@@ -71,11 +73,15 @@ def test_a_port_using_removed_numpy_and_python_names_trains(era_port):
 def test_each_era_name_warns_once_at_the_line_that_used_it(era_port):
     _, stderr = era_port
     script = str(HERE / "scripts" / "era_port.py")
-    # np.float is used on lines 29 (each batch) and 32; line 32 runs first
+    # np.float is used on lines 30 (each batch) and 34; line 34 runs first
     assert stderr.count("EraNameWarning: numpy.float on NumPy") == 1
-    assert f"{script}:32: EraNameWarning: numpy.float on NumPy {np.__version__}: NumPy 1.24 removed np.float" in stderr
-    assert f"{script}:26: EraNameWarning: collections.Iterable on Python" in stderr
+    assert f"{script}:34: EraNameWarning: numpy.float on NumPy {np.__version__}: NumPy 1.24 removed np.float" in stderr
+    assert f"{script}:28: EraNameWarning: collections.Iterable on Python" in stderr
     assert stderr.count("EraNameWarning: numpy.int on") == 1
+    assert (
+        f"{script}:44: EraNameWarning: enum_values=\"keras', 'graph_rewrite\" of absl.flags.DEFINE_enum: absl-py 2.0 "
+        "refuses a str" in stderr
+    )
 
 
 @pytest.mark.parametrize(
@@ -117,6 +123,11 @@ def test_the_era_world_serves_names_without_writing_them_into_numpy_and_undoes_c
         np.typeDict()
     with pytest.raises(AttributeError, match="no_such_name"):
         np.no_such_name  # noqa: B018 - NumPy's own error, as before
+    with pytest.warns(EraNameWarning, match="absl-py 2.0 refuses a str as enum_values"):
+        parser = absl_flags.EnumParser("keras', 'graph_rewrite")
+    assert parser.parse("graph_rewrite") == "graph_rewrite"  # part of the string, as absl-py < 2.0 accepted it
+    with pytest.raises(ValueError, match="should be one of"):
+        parser.parse("fp16")
     targets = {change.target for change in changes.in_force(owner=changes.Owner.ERA_WORLD)}
     assert {"numpy.__getattr__", "collections.__getattr__", "sys.meta_path[WorldFinder]"} <= targets
     if sys.version_info >= (3, 12):
@@ -127,6 +138,8 @@ def test_the_era_world_serves_names_without_writing_them_into_numpy_and_undoes_c
     assert inspect.getattr_static(collections, "__getattr__", None) is None
     with pytest.raises(AttributeError):
         collections.Sequence  # noqa: B018
+    with pytest.raises(ValueError, match="enum_values cannot be a str"):
+        absl_flags.EnumParser("keras")
     if sys.version_info >= (3, 12):
         assert "imp" not in sys.modules  # the module the finder created is forgotten
         with pytest.raises(ModuleNotFoundError):

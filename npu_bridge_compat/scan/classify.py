@@ -10,7 +10,13 @@ from npu_bridge_compat import compat
 from npu_bridge_compat.plan import HostFacts
 from npu_bridge_compat.scan import names
 from npu_bridge_compat.scan.configs import ConfigChecker, Place
-from npu_bridge_compat.scan.era import EraName, classify_era_name, era_category, is_served_module
+from npu_bridge_compat.scan.era import (
+    EraName,
+    classify_era_name,
+    era_category,
+    is_served_module,
+    str_enum_values_findings,
+)
 from npu_bridge_compat.scan.reader import ADAPTER_ROOTS, AT_IMPORT, IN_FUNCTION, Call, FileFacts
 from npu_bridge_compat.scan.report import Category, Finding, Outcome, ScriptReport, Severity
 from npu_bridge_compat.scan.tf1 import classify_tf1_name, in_tf1_namespace
@@ -48,7 +54,11 @@ class Classifier:
         script_dir = os.path.dirname(os.path.abspath(facts.path))
         names_found = _NameFindings()
         _names(facts, names_found)
-        findings = [*self._packages(facts, script_dir, project_root), *names_found.findings()]
+        findings = [
+            *self._packages(facts, script_dir, project_root),
+            *names_found.findings(),
+            *str_enum_values_findings(facts.str_enum_values),
+        ]
         if facts.option_sets or facts.calls or facts.tree_option_sets:
             place = Place(shown_path, _folders_up_to(script_dir, project_root))
             findings += self.configs.option_sets(facts.option_sets, place)

@@ -1,6 +1,7 @@
 """The ports' NumPy and Python names: what a name that ported programs, written for NumPy < 1.24 and Python 3.7,
 use and today's NumPy or Python removed (`np.float`, `np.NaN`, `collections.Iterable`, `import imp`,
-`time.clock`, `inspect.getargspec`) becomes under `run`, which serves them in both worlds.
+`time.clock`, `inspect.getargspec`) becomes under `run`, which serves them in both worlds; and absl-py < 2.0's
+str `enum_values`, which `run` serves too.
 
 Answered by `npu_bridge_compat.legacy.era.era_name_status`, from the table that serves them at run time: a name
 this NumPy or Python still has is no finding (so `import imp` is one on Python 3.12, not on 3.11), nor is one the
@@ -12,8 +13,9 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from npu_bridge_compat.legacy.era import ERA, era_name_status
+from npu_bridge_compat.legacy.era.absl_flags import STR_ENUM_VALUES, refuses_str_enum_values
 from npu_bridge_compat.legacy.world import NameStatus
-from npu_bridge_compat.scan.report import Category, Severity
+from npu_bridge_compat.scan.report import Category, Finding, Severity
 
 ROOTS = ERA.roots  # the modules whose names the era's table knows (numpy, collections, time, inspect, imp, ...)
 SERVED_MODULES = tuple(ERA.modules)  # the modules the era world serves where this Python has none (imp, distutils)
@@ -91,3 +93,14 @@ def classify_era_name(dotted: str) -> EraName | None:
         elif status.status == "unknown":
             break
     return served
+
+
+def str_enum_values_findings(lines: tuple[int, ...]) -> list[Finding]:
+    """The `DEFINE_enum` calls at `lines` given a str as `enum_values`, where this absl-py refuses one: served
+    under `run` as absl-py < 2.0 took it (a Python-era finding, as the era's names)."""
+    if not lines or not refuses_str_enum_values():
+        return []
+    outcome, severity = _OUTCOMES["differs"]
+    return [
+        Finding(line, Category.PYTHON, "absl.flags.DEFINE_enum", outcome, severity, STR_ENUM_VALUES) for line in lines
+    ]

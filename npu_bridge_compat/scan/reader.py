@@ -97,6 +97,7 @@ class FileFacts(NamedTuple):
     option_sets: tuple[OptionSet, ...] = ()
     tree_option_sets: tuple[TreeOptionSet, ...] = ()
     search_paths: tuple[str, ...] = ()  # literal folders the script adds with sys.path.append / insert
+    str_enum_values: tuple[int, ...] = ()  # lines of absl DEFINE_enum calls given a str as enum_values
 
 
 def read_file(path: str) -> FileFacts:
@@ -133,7 +134,29 @@ def read_source(source: bytes | str, path: str) -> FileFacts:
         tuple(reader.option_sets),
         tuple(reader.tree_option_sets),
         tuple(reader.search_paths),
+        _str_enum_values(tree) if (b"_enum" if isinstance(source, bytes) else "_enum") in source else (),
     )
+
+
+_ENUM_DEFINES = frozenset({"DEFINE_enum", "DEFINE_multi_enum"})
+
+
+def _str_enum_values(tree: ast.Module) -> tuple[int, ...]:
+    """The lines of absl's `DEFINE_enum` / `DEFINE_multi_enum` calls (also as `tf.flags.`) given a str literal as
+    `enum_values`, which absl-py 2.0 refuses (legacy/era/absl_flags.py)."""
+    lines = []
+    for node in ast.walk(tree):
+        if type(node) is not ast.Call:
+            continue
+        func = node.func
+        if (func.attr if type(func) is ast.Attribute else getattr(func, "id", None)) not in _ENUM_DEFINES:
+            continue
+        values = next((keyword.value for keyword in node.keywords if keyword.arg == "enum_values"), None)
+        if values is None and len(node.args) > 2:
+            values = node.args[2]
+        if type(values) is ast.Constant and isinstance(values.value, str):
+            lines.append(node.lineno)
+    return tuple(lines)
 
 
 def literal_value(node: ast.expr) -> Value:

@@ -1,6 +1,7 @@
 """A port written for NumPy < 1.24 and Python 3.7, as ModelZoo's are (unmodified by the tests; run with
 `run SCRIPT DIR`): NumPy's removed aliases and NumPy 2.0's removed spellings, collections' ABC aliases, `imp`,
-`distutils`, `time.clock`, `inspect.getargspec`; it trains a small Keras model on data typed with them. Prints
+`distutils`, `time.clock`, `inspect.getargspec`, and absl-py < 2.0's str `enum_values` (as TensorFlow's official
+models' flags pass one); it trains a small Keras model on data typed with them. Prints
 one JSON line for the test."""
 
 import collections
@@ -14,6 +15,7 @@ from distutils.version import LooseVersion
 
 import numpy as np
 import tensorflow as tf
+from absl import flags
 
 directory = sys.argv[1]
 start = time.clock()
@@ -39,6 +41,8 @@ for _ in range(settings.STEPS // 4):
         losses.append(float(model.train_on_batch(x.astype(np.float32), y[:, None])))
 counts = np.zeros(3, dtype=np.int)
 counts[1] += 2
+flags.DEFINE_enum(name="fp16_implementation", default="keras", enum_values=("keras', 'graph_rewrite"), help="How.")
+flags.FLAGS(["era_port.py", "--fp16_implementation=graph_rewrite"])
 try:
     np.find_common_type([np.float32], [])
     no_counterpart = None
@@ -48,13 +52,19 @@ print(
     json.dumps(
         {
             "types": [np.float is float, np.int is int, np.object is object, np.bool is bool or np.bool is np.bool_],
-            "numpy_2_names": [float(np.product([2, 3])), bool(np.isnan(np.NaN)), np.Inf == np.inf],
+            "numpy_2_names": [
+                float(np.product([2, 3])),
+                bool(np.isnan(np.NaN)),
+                np.Inf == np.inf,
+                np.bool8 == np.bool_,
+            ],
             "asscalar": np.asscalar(np.array([7])),
             "argspec": list(inspect.getargspec(batches).args),
             "elapsed": time.clock() - start >= 0,
             "loose_version": LooseVersion("1.15.0") < LooseVersion("2.6.0"),
             "settings": [settings.LEARNING_RATE, sys.modules["settings"] is settings],
             "counts": counts.tolist(),
+            "fp16_implementation": flags.FLAGS.fp16_implementation,
             "losses": [losses[0], losses[-1]],
             "no_counterpart": no_counterpart,
         }

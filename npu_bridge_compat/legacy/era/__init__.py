@@ -3,7 +3,8 @@ today's NumPy and Python removed (`np.float`, `np.int`, `collections.Iterable`, 
 `time.clock`, `inspect.getargspec`, NumPy 2.0's `np.NaN`, `np.product`, ...). In this world, from one table
 (table.py) read by the one engine of the worlds (legacy/world.py), each resolves to its documented counterpart
 and warns once per name (`EraNameWarning`, at the program's line that used it); a name with no faithful
-counterpart raises `NoCounterpartError` naming it and what replaces it when used.
+counterpart raises `NoCounterpartError` naming it and what replaces it when used. One behaviour of the era's
+libraries is served too: absl-py < 2.0's `DEFINE_enum` with a str as `enum_values` (absl_flags.py).
 
 `run` installs it for every script (both worlds); `install_era_world()` does it from Python, undone with
 `changes.undo(owner=Owner.ERA_WORLD)`. `era_name_status(dotted)` is what `scan` reads. Importing this package
@@ -20,6 +21,7 @@ import types
 
 from npu_bridge_compat import changes
 from npu_bridge_compat.changes import Owner
+from npu_bridge_compat.legacy.era.absl_flags import STR_ENUM_VALUES, refuses_str_enum_values, str_enum_values_init
 from npu_bridge_compat.legacy.era.table import FILLED, MODULES, NO_SETUPTOOLS
 from npu_bridge_compat.legacy.world import (
     DifferenceWarning,
@@ -85,8 +87,8 @@ def era_world_installed() -> bool:
 
 def install_era_world() -> None:
     """Serve the removed NumPy and Python names for the rest of the process (idempotent, through the changes
-    registry): the filled-in names on numpy, collections, time and inspect, and the modules imp, distutils and
-    xml.etree.cElementTree where this Python has none."""
+    registry): the filled-in names on numpy, collections, time and inspect, the modules imp, distutils and
+    xml.etree.cElementTree where this Python has none, and absl-py < 2.0's str `enum_values`."""
     if era_world_installed():
         return
     changes.add_import_finder(
@@ -111,6 +113,27 @@ def install_era_world() -> None:
             reason=f"names ported programs use that {_where(key)} removed ({', '.join(sorted(FILLED[key].names)[:4])}, "
             "...), served by their counterparts",
         )
+    _serve_str_enum_values()
+
+
+def _serve_str_enum_values() -> None:
+    if not refuses_str_enum_values():
+        return
+    from absl import flags
+
+    def on_first_use() -> bool:
+        first = STR_ENUM_VALUES not in ERA.warned
+        ERA.warned.add(STR_ENUM_VALUES)
+        return first
+
+    changes.replace_attribute(
+        flags.EnumParser,
+        "__init__",
+        str_enum_values_init(flags.EnumParser.__init__, on_first_use),
+        owner=OWNER,
+        label="absl.flags.EnumParser.__init__",
+        reason=f"a str as DEFINE_enum's enum_values, as the TF official models' flags pass one: {STR_ENUM_VALUES}",
+    )
 
 
 def era_name_status(dotted: str) -> NameStatus:
