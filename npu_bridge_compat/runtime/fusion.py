@@ -281,7 +281,10 @@ class FusionTrial:
 
 
 class FusionChooser:
-    """The trials of one door's functions, per function and input shapes; logs each decision once."""
+    """The trials of one door's functions, per function and input shapes; logs each decision once. A subclass
+    names its own `TRIAL` class and what `finished` keeps (runtime/precision.py)."""
+
+    TRIAL: type[FusionTrial] = FusionTrial
 
     def __init__(self) -> None:
         self._trials: dict[Hashable, FusionTrial] = {}
@@ -291,7 +294,7 @@ class FusionChooser:
         with self._lock:
             trial = self._trials.get(key)
             if trial is None:
-                trial = self._trials[key] = FusionTrial(where)
+                trial = self._trials[key] = self.TRIAL(where)
             return trial
 
     def decided(self, key: Hashable) -> FusionTrial | None:
@@ -307,8 +310,11 @@ class FusionChooser:
             return run(fused)
         started = run_started()
         result = run(fused)
-        run_finished(trial, fused, started)
+        self.finished(trial, fused, started)
         return result
+
+    def finished(self, trial: FusionTrial, fused: bool, started: tuple[float, int]) -> None:
+        run_finished(trial, fused, started)
 
 
 def run_started() -> tuple[float, int]:

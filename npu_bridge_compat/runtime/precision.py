@@ -37,7 +37,6 @@ import sys
 import threading
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import TypeVar
 
 from npu_bridge_compat import changes
 from npu_bridge_compat.changes import Owner
@@ -52,7 +51,7 @@ from npu_bridge_compat.plan.platform import (
     Support,
 )
 from npu_bridge_compat.plan.precision import MEASURED_HOW, precision_key
-from npu_bridge_compat.runtime.fusion import FusionTrial, paired_ratios, run_started
+from npu_bridge_compat.runtime.fusion import FusionChooser, FusionTrial, paired_ratios, run_started
 
 CACHE_DIR_ENV = "NPU_BRIDGE_COMPAT_CACHE_DIR"
 PROBE_FILE = "precision_probe.json"
@@ -60,7 +59,6 @@ PROBE_TIMEOUT_SECONDS = 300
 PAYS = FusionTrial.PAYS  # what reduced precision must gain, as for fusion: more than a run's noise
 OWNER = Owner.PRECISION
 ALLOWLIST_REMOVE = AMP_ENV_PREFIX + "ALLOWLIST_REMOVE"
-Result = TypeVar("Result")
 
 _lock = threading.Lock()
 _decided: list[PrecisionDecision] = []
@@ -279,36 +277,20 @@ class PrecisionTrial(FusionTrial):
         return super().ran(fused, seconds, fresh_pages)
 
 
-class PrecisionChooser:
-    """The trials of one door's functions, per function and input shapes; logs each decision once."""
+class PrecisionChooser(FusionChooser):
+    """The trials of one door's functions, per function and input shapes (FusionChooser's, with PrecisionTrial's
+    rules); logs each decision once, as the reduced-precision form or float32 kept."""
+
+    TRIAL = PrecisionTrial
 
     def __init__(self, dtype: str) -> None:
+        super().__init__()
         self.dtype = dtype
-        self._trials: dict[Hashable, PrecisionTrial] = {}
-        self._lock = threading.Lock()
-
-    def trial(self, key: Hashable, where: str) -> PrecisionTrial:
-        with self._lock:
-            trial = self._trials.get(key)
-            if trial is None:
-                trial = self._trials[key] = PrecisionTrial(where)
-            return trial
 
     def kept(self, key: Hashable) -> bool | None:
         """The form kept for `key` (True: reduced precision), or None while undecided."""
-        trial = self._trials.get(key)
-        return trial.decision.fused if trial is not None and trial.decision is not None else None
-
-    def run(self, key: Hashable, where: str, run: Callable[[bool], Result]) -> Result:
-        """`run(reduced)` in the form the trial of `key` asks for (or keeps), timed while the trial lasts."""
-        trial = self.trial(key, where)
-        reduced = trial.next_form()
-        if trial.decision is not None:
-            return run(reduced)
-        started = run_started()
-        result = run(reduced)
-        self.finished(trial, reduced, started)
-        return result
+        trial = self.decided(key)
+        return trial.decision.fused if trial is not None else None
 
     def finished(self, trial: PrecisionTrial, reduced: bool, started: tuple[float, int]) -> None:
         """Give the trial the time and page faults of a run that began at `started` (`run_started()`); a decision
