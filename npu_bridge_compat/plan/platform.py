@@ -21,6 +21,7 @@ import enum
 import functools
 import os
 import platform
+from collections.abc import Mapping
 
 from npu_bridge_compat.errors import NpuOptionValueError
 
@@ -191,29 +192,38 @@ def _compute_capability(tf, gpu) -> tuple[int, int] | None:
     return tuple(capability) if capability else None
 
 
+def _switch_mode(variable: str, value: str, spellings: Mapping[str, str], modes: tuple[str, ...], refused: str) -> str:
+    """The mode (one of `modes`) that a value of the environment `variable` asks for, its other `spellings`
+    mapped; anything else is refused: `refused` says what the variable is and the modes allowed."""
+    text = value.strip().lower()
+    mode = spellings.get(text, text)
+    if mode not in modes:
+        raise NpuOptionValueError(f"{variable}={value!r} is not {refused}")
+    return mode
+
+
 def graph_kernel_mode(value: str) -> str:
     """The graph-kernel fusion mode (GRAPH_KERNEL_MODES) that a value of GRAPH_KERNEL_ENV asks for."""
-    text = value.strip().lower()
-    mode = _GRAPH_KERNEL_VALUES.get(text, text)
-    if mode not in GRAPH_KERNEL_MODES:
-        raise NpuOptionValueError(
-            f"{GRAPH_KERNEL_ENV}={value!r} is not a graph-kernel fusion mode; allowed: auto (or 1: measure both "
-            "forms, keep the faster), on (always fused), off (or 0, or empty)"
-        )
-    return mode
+    return _switch_mode(
+        GRAPH_KERNEL_ENV,
+        value,
+        _GRAPH_KERNEL_VALUES,
+        GRAPH_KERNEL_MODES,
+        "a graph-kernel fusion mode; allowed: auto (or 1: measure both forms, keep the faster), on (always fused), "
+        "off (or 0, or empty)",
+    )
 
 
 def reduced_precision_mode(value: str) -> str:
     """The reduced-precision mode (REDUCED_PRECISION_MODES) that a value of REDUCED_PRECISION_ENV asks for."""
-    text = value.strip().lower()
-    mode = _REDUCED_PRECISION_VALUES.get(text, text)
-    if mode not in REDUCED_PRECISION_MODES:
-        raise NpuOptionValueError(
-            f"{REDUCED_PRECISION_ENV}={value!r} is not a reduced-precision mode; allowed: auto (or empty: reduced "
-            "precision where it runs faster than float32 on this host), on (or 1: wherever the host has a pass for "
-            "it, even slower), off (or 0: float32 throughout)"
-        )
-    return mode
+    return _switch_mode(
+        REDUCED_PRECISION_ENV,
+        value,
+        _REDUCED_PRECISION_VALUES,
+        REDUCED_PRECISION_MODES,
+        "a reduced-precision mode; allowed: auto (or empty: reduced precision where it runs faster than float32 on "
+        "this host), on (or 1: wherever the host has a pass for it, even slower), off (or 0: float32 throughout)",
+    )
 
 
 def _switched_on(variable: str) -> bool:
