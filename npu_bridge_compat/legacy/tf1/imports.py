@@ -16,6 +16,7 @@ from typing import Any
 
 from npu_bridge_compat import changes
 from npu_bridge_compat.compat.config import disable_v2_behaviour
+from npu_bridge_compat.legacy.keras2 import keras2_module
 from npu_bridge_compat.legacy.program import bound_by_import, importer_is_program, is_program_file, with_child
 from npu_bridge_compat.legacy.tf1 import OWNER, install_tf1_world
 from npu_bridge_compat.legacy.tf1.table import ROOTS
@@ -25,6 +26,11 @@ from npu_bridge_compat.legacy.tf26.world import TF26
 # TF 1.15's private modules: real modules of TensorFlow 2 (or absent there) that its own code still imports
 _PER_IMPORTER_ROOTS = tuple(root for root in ROOTS if root.startswith("python."))
 sees_tf1 = is_program_file  # whether a module's file is the user's program (TF 1.15 view)
+
+
+def _per_importer(path: str) -> bool:
+    """Whether a path below `tensorflow.` is one of TF 1.15's private modules the table serves to the program."""
+    return any(path == root or path.startswith(root + ".") for root in _PER_IMPORTER_ROOTS)
 
 
 def install_tf1_imports() -> None:
@@ -46,7 +52,7 @@ def install_tf1_imports() -> None:
     original_import = builtins.__import__
 
     def module_for(path: str) -> Any:
-        if path.startswith(_PER_IMPORTER_ROOTS):
+        if _per_importer(path):
             return virtual_module(path)
         module = sys.modules.get(f"tensorflow.{path}")  # imported by original_import, or an API attribute
         if module is None:
@@ -63,7 +69,7 @@ def install_tf1_imports() -> None:
         if not importer_is_program(globals):
             return original_import(name, globals, locals, fromlist, level)
         parts = name.split(".")[1:]
-        if not ".".join(parts).startswith(_PER_IMPORTER_ROOTS):
+        if not _per_importer(".".join(parts)):
             original_import(name, globals, locals, fromlist, level)
         if fromlist:
             return module_for(".".join(parts)) if parts else v1
@@ -72,7 +78,8 @@ def install_tf1_imports() -> None:
 
     def keras_import(name, globals, locals, fromlist):
         """The program's `import keras...` gets the Keras of its `tf.keras`: Keras 2's TF 1.15 API, whose
-        optimizers work in graph mode (Keras 2.15's own new optimizers need eager execution)."""
+        optimizers work in graph mode (Keras 2.15's own new optimizers need eager execution); the standalone
+        Keras 2.2 table answers the package itself and what that API lacks."""
         if not importer_is_program(globals):
             return original_import(name, globals, locals, fromlist, 0)
         tf1_keras = v1.keras.__name__  # keras.api._v1.keras, or tf_keras.api._v1.keras from TensorFlow 2.16
@@ -80,11 +87,15 @@ def install_tf1_imports() -> None:
         try:
             module = original_import(f"{tf1_keras}.{rest}" if rest else tf1_keras, globals, locals, ["_"], 0)
         except ImportError:
+            module = None
+        if not rest or module is None or any(item != "*" and not hasattr(module, item) for item in fromlist or ()):
+            module = keras2_module(name) or module
+        if module is None:
             try:  # Keras 2's own module paths of the era (keras.layers.convolutional), from the TF 2.6 table
                 module = TF26.served_module(name)
             except ImportError:  # Keras' own modules (keras.src...): as they are
                 return original_import(name, globals, locals, fromlist, 0)
-        return module if fromlist else sys.modules[tf1_keras]
+        return module if fromlist else keras2_module("keras")
 
     changes.replace_attribute(
         builtins,

@@ -10,11 +10,31 @@ differently from TF 1.15 say how in `differs`; that sentence is the warning, the
 
 from __future__ import annotations
 
+from npu_bridge_compat.legacy.tf26.table import MOVED_TENSORFLOW_MODULES
 from npu_bridge_compat.legacy.world import KERAS, Module
 
+# TF 1.15's private modules that TensorFlow 2 moved, lacks names of, or removed (below `tensorflow.`)
+_PRIVATE_ROOTS = (
+    "python.framework.ops",
+    "python.framework.graph_util",
+    "python.graph_util",
+    "python.data.experimental.ops.threadpool",
+    "python.ops.rnn_cell_impl",
+    "python.util.tf_export",
+    "python.tpu.tpu_config",
+    "python.tpu.tpu_estimator",
+    "python.eager.profiler",
+    *(
+        path[len("tensorflow.") :]
+        for path in MOVED_TENSORFLOW_MODULES
+        if path.rpartition(".")[0] not in MOVED_TENSORFLOW_MODULES  # a tree's top (training.tracking), not its modules
+    ),
+)
 # The trees of `tensorflow.` that this table answers for. TF 1.15's private modules (`python.*`) are answered for
 # the user's program only: TensorFlow's own code keeps importing its real ones.
-ROOTS = ("contrib", "python.keras", "python.framework.ops", "python.data.experimental.ops.threadpool", "examples")
+ROOTS = ("contrib", "python.keras", *_PRIVATE_ROOTS, "examples", "tools.graph_transforms")
+# The trees the world's import finder serves to everyone: TensorFlow 2 has no module of these paths at all.
+PUBLIC_ROOTS = ("contrib", "examples", "tools.graph_transforms")
 # The namespaces whose names `scan` reads as TF 1.15 names (what `run --tf1` answers for).
 TF1_NAMESPACES = ("tensorflow.contrib", "tensorflow.python.keras", "tensorflow.examples")
 LOCAL = "npu_bridge_compat.legacy.tf1.contrib"  # counterparts written in this package
@@ -95,6 +115,7 @@ _FRAMEWORK_NAMES = {
     "deprecated_args": "tensorflow.python.util.deprecation.deprecated_args",
     "py_func": "tensorflow.compat.v1.py_func",
 }
+_TENSOR_UTIL_NAMES = {name: f"{LOCAL}.framework.{name}" for name in ("with_shape", "with_same_shape")}
 _RNN_SOURCES = ("tensorflow.compat.v1.nn.rnn_cell",)
 _RNN_PRIVATE = {"_Linear": f"{LOCAL}.rnn.Linear"}  # private, but custom cells of ported scripts build on it
 _RNN_NAMES = {
@@ -181,6 +202,7 @@ _TPU_MISSING = {
         "tpu_ops",
     )
 }
+_SEQ2SEQ_MODULES = ("attention_wrapper", "helper", "decoder", "basic_decoder", "beam_search_decoder", "beam_search_ops")
 _SEQ2SEQ_NAMES = {"sequence_loss": f"{LOCAL}.seq2seq.sequence_loss", "tile_batch": f"{LOCAL}.seq2seq.tile_batch"}
 _SEQ2SEQ_MISSING = {
     name: KERAS_ONLY_SEQ2SEQ
@@ -258,6 +280,52 @@ _DATASETS_BASE = Module(
     },
 )
 _LEARN_GONE = "contrib.learn's Estimators and Experiment were removed; tf.compat.v1.estimator replaces them"
+GRAPH_TRANSFORMS = (
+    "the Graph Transform Tool was removed from TensorFlow's pip package; tf.compat.v1.graph_util "
+    "(extract_sub_graph, remove_training_nodes, convert_variables_to_constants) and grappler do its rewrites"
+)
+TFA_SEQ2SEQ = "contrib.seq2seq's {} module was removed; tensorflow-addons' tfa.seq2seq has its Keras classes"
+MULTI_GPU = "removed in TensorFlow 2.4; tf.distribute.MirroredStrategy replaces it"
+_GRAPH_UTIL = Module(
+    sources=("tensorflow.compat.v1.graph_util", "tensorflow.python.framework.graph_util"),
+    note="tf.compat.v1.graph_util",
+)
+_KERAS = Module(
+    sources=("tensorflow.compat.v1.keras", f"{KERAS}.src"),
+    note="the Keras 2 of this TensorFlow (tf.keras: Keras 2.15, or tf_keras): its TF 1.15 API, then its modules",
+)
+# TF 1.15's Keras modules that Keras 2.15 moved or split (the others are children of the sources above)
+_KERAS_MOVED = {
+    "python.keras.layers.merge": Module(sources=(f"{KERAS}.src.layers.merging",)),
+    "python.keras.layers.advanced_activations": Module(sources=(f"{KERAS}.src.layers.activation",)),
+    "python.keras.layers.normalization": Module(
+        sources=(
+            f"{KERAS}.src.layers.normalization.batch_normalization_v1",
+            f"{KERAS}.src.layers.normalization.layer_normalization",
+        ),
+        note="TF 1.15's BatchNormalization (the V1 layer) and LayerNormalization",
+    ),
+    "python.keras.layers.normalization_v2": Module(sources=(f"{KERAS}.src.layers.normalization.batch_normalization",)),
+    "python.keras.optimizer_v2": Module(sources=(f"{KERAS}.src.optimizers.legacy", f"{KERAS}.src.optimizers")),
+    "python.keras.testing_utils": Module(sources=(f"{KERAS}.src.testing_infra.test_utils",)),
+    "python.keras.keras_parameterized": Module(sources=(f"{KERAS}.src.testing_infra.test_combinations",)),
+    "python.keras.utils": Module(
+        sources=("tensorflow.compat.v1.keras.utils", f"{KERAS}.src.utils"), missing={"multi_gpu_model": MULTI_GPU}
+    ),
+    # Keras 2.13 moved the serialization functions and the custom object registry out of generic_utils
+    "python.keras.utils.generic_utils": Module(
+        sources=(
+            f"{KERAS}.src.utils.generic_utils",
+            f"{KERAS}.src.saving.legacy.serialization",
+            f"{KERAS}.src.saving.object_registration",
+        )
+    ),
+    "python.keras.engine.network": Module(
+        sources=(f"{KERAS}.src.engine.functional",),
+        names={"Network": f"{KERAS}.src.engine.functional.Functional"},
+        differs={"Network": "Keras' Functional model, which Network became in TensorFlow 2.2: it is a Model too"},
+    ),
+}
 
 MODULES: dict[str, Module] = {
     # --- tensorflow.contrib, in order of the ModelZoo model folders that use it ---------------------------------
@@ -296,7 +364,11 @@ MODULES: dict[str, Module] = {
         note="tf.compat.v1.estimator.tpu and tf.compat.v1.tpu, with TPU use turned off",
     ),
     "contrib.tpu.python": Module(),
-    "contrib.tpu.python.tpu": Module(sources=("tensorflow.python.tpu",), names=_TPU_LOCAL, differs=_TPU_DIFFERS),
+    "contrib.tpu.python.tpu": Module(
+        sources=("tensorflow.python.tpu", "tensorflow_estimator.python.estimator.tpu"),
+        names=_TPU_LOCAL,
+        differs=_TPU_DIFFERS,
+    ),
     "contrib.tpu.python.tpu.tpu_estimator": Module(
         sources=("tensorflow_estimator.python.estimator.tpu.tpu_estimator",),
         names={"TPUEstimator": _TPU_LOCAL["TPUEstimator"]},
@@ -308,6 +380,7 @@ MODULES: dict[str, Module] = {
         differs={"CrossShardOptimizer": _TPU_DIFFERS["CrossShardOptimizer"]},
     ),
     "contrib.tpu.python.ops": Module(sources=("tensorflow.python.tpu.ops",)),
+    "contrib.tpu.proto": Module(sources=("tensorflow.core.protobuf.tpu",)),
     "contrib.framework": Module(
         sources=_FRAMEWORK_SOURCES,
         names=_FRAMEWORK_NAMES,
@@ -321,6 +394,55 @@ MODULES: dict[str, Module] = {
     "contrib.framework.python.ops.arg_scope": Module(sources=("tf_slim.ops.arg_scope",)),
     "contrib.framework.python.ops.variables": Module(sources=("tf_slim.ops.variables",)),
     "contrib.framework.python.ops.audio_ops": Module(sources=("tensorflow.python.ops.gen_audio_ops",)),
+    "contrib.framework.python.framework": Module(
+        sources=("tensorflow.python.training.checkpoint_utils",), names=_TENSOR_UTIL_NAMES
+    ),
+    "contrib.framework.python.framework.tensor_util": Module(
+        sources=("tensorflow.python.framework.tensor_util", "tensorflow.python.ops.check_ops"),
+        names=_TENSOR_UTIL_NAMES,
+    ),
+    "contrib.framework.python.framework.checkpoint_utils": Module(
+        sources=("tensorflow.python.training.checkpoint_utils",)
+    ),
+    "contrib.all_reduce": Module(sources=("tensorflow.python.distribute.v1.all_reduce",)),
+    "contrib.all_reduce.python": Module(),
+    "contrib.all_reduce.python.all_reduce": Module(sources=("tensorflow.python.distribute.v1.all_reduce",)),
+    "contrib.eager": Module(
+        names={
+            "in_eager_mode": "tensorflow.executing_eagerly",
+            "executing_eagerly": "tensorflow.executing_eagerly",
+            "enable_eager_execution": "tensorflow.compat.v1.enable_eager_execution",
+            "Iterator": "tensorflow.python.data.ops.iterator_ops.OwnedIterator",
+            "defun": "tensorflow.function",
+            "Variable": "tensorflow.Variable",
+            "Checkpoint": "tensorflow.train.Checkpoint",
+            "py_func": "tensorflow.py_function",
+            "num_gpus": "tensorflow.python.eager.context.num_gpus",
+            "gradients_function": "tensorflow.python.eager.backprop.gradients_function",
+            "implicit_gradients": "tensorflow.python.eager.backprop.implicit_grad",
+        },
+        differs={"defun": "tf.function, which defun became; its experimental_* arguments are not taken"},
+        note="TensorFlow's eager execution, which contrib.eager previewed",
+    ),
+    "contrib.resampler": Module(
+        gone="contrib.resampler was removed; tensorflow-addons' tfa.image.resampler does the same bilinear sampling"
+    ),
+    "contrib.saved_model": Module(),
+    "contrib.saved_model.python": Module(),
+    "contrib.saved_model.python.saved_model": Module(),
+    "contrib.saved_model.python.saved_model.reader": Module(sources=("tensorflow.python.tools.saved_model_utils",)),
+    "contrib.tensorrt": Module(
+        sources=("tensorflow.python.compiler.tensorrt.trt_convert",),
+        note="TF-TRT's converter (tensorflow.python.compiler.tensorrt.trt_convert); converting needs TensorRT",
+    ),
+    "contrib.ctc": Module(
+        names={
+            "ctc_loss": "tensorflow.compat.v1.nn.ctc_loss",
+            "ctc_greedy_decoder": "tensorflow.compat.v1.nn.ctc_greedy_decoder",
+            "ctc_beam_search_decoder": "tensorflow.compat.v1.nn.ctc_beam_search_decoder",
+        }
+    ),
+    "contrib.util.loader": Module(names={"load_op_library": "tensorflow.load_op_library"}),
     "contrib.cluster_resolver": Module(sources=("tensorflow.distribute.cluster_resolver",)),
     "contrib.rnn": Module(
         sources=_RNN_SOURCES,
@@ -333,6 +455,9 @@ MODULES: dict[str, Module] = {
     "contrib.rnn.python.ops.rnn_cell": Module(sources=_RNN_SOURCES, names=_RNN_PRIVATE, missing=_RNN_MISSING),
     "contrib.rnn.python.ops.core_rnn_cell": Module(sources=_RNN_SOURCES, names=_RNN_PRIVATE, missing=_RNN_MISSING),
     "contrib.rnn.python.ops.rnn": Module(sources=(f"{LOCAL}.rnn",)),
+    # contrib's LSTMBlock kernels moved into TensorFlow's own RNN ops (block_lstm, lstm_block_cell, ...)
+    "contrib.rnn.ops": Module(),
+    "contrib.rnn.ops.gen_lstm_ops": Module(sources=("tensorflow.python.ops.gen_rnn_ops",)),
     "contrib.training": Module(
         sources=_TRAINING_SOURCES, missing=_TRAINING_MISSING, note="tf_slim.training and HParams written here"
     ),
@@ -341,6 +466,9 @@ MODULES: dict[str, Module] = {
     "contrib.training.python.training.hparam": Module(sources=(f"{LOCAL}.training",)),
     "contrib.training.python.training.evaluation": Module(sources=("tf_slim.training.evaluation",)),
     "contrib.training.python.training.training": Module(sources=("tf_slim.training.training",)),
+    "contrib.training.python.training.sequence_queueing_state_saver": Module(
+        gone="removed with contrib; tf.data does input pipelines on TensorFlow 2"
+    ),
     "contrib.opt": Module(
         names={"LazyAdamOptimizer": f"{LOCAL}.opt.LazyAdamOptimizer", "AdamWOptimizer": f"{LOCAL}.opt.AdamWOptimizer"},
         missing={
@@ -379,6 +507,9 @@ MODULES: dict[str, Module] = {
     "contrib.image.python.ops": Module(names=_IMAGE_NAMES, missing=_IMAGE_MISSING),
     "contrib.image.python.ops.image_ops": Module(names=_IMAGE_NAMES, missing=_IMAGE_MISSING),
     "contrib.image.python.ops.distort_image_ops": Module(names=_IMAGE_NAMES),
+    # contrib's image kernels moved into TensorFlow's own image ops (image_projective_transform_v2, ...)
+    "contrib.image.ops": Module(),
+    "contrib.image.ops.gen_image_ops": Module(sources=("tensorflow.python.ops.gen_image_ops",)),
     "contrib.learn": Module(
         names={"ModeKeys": f"{LOCAL}.learn.ModeKeys"},
         missing={
@@ -400,6 +531,7 @@ MODULES: dict[str, Module] = {
     ),
     "contrib.learn.python": Module(),
     "contrib.learn.python.learn": Module(names={"ModeKeys": f"{LOCAL}.learn.ModeKeys"}),
+    "contrib.learn.python.learn.monitored_session": Module(sources=("tensorflow.python.training.monitored_session",)),
     "contrib.learn.python.learn.datasets": Module(),
     "contrib.learn.python.learn.datasets.mnist": _MNIST,
     "contrib.learn.python.learn.datasets.base": _DATASETS_BASE,
@@ -439,6 +571,8 @@ MODULES: dict[str, Module] = {
     "contrib.seq2seq": Module(names=_SEQ2SEQ_NAMES, missing=_SEQ2SEQ_MISSING),
     "contrib.seq2seq.python": Module(),
     "contrib.seq2seq.python.ops": Module(names=_SEQ2SEQ_NAMES, missing=_SEQ2SEQ_MISSING),
+    **{f"contrib.seq2seq.python.ops.{name}": Module(gone=TFA_SEQ2SEQ.format(name)) for name in _SEQ2SEQ_MODULES},
+    "contrib.seq2seq.python.ops.loss": Module(names={"sequence_loss": _SEQ2SEQ_NAMES["sequence_loss"]}),
     "contrib.hccl": Module(note="the adapter's hccl_ops (pre-npu_bridge path)"),
     "contrib.hccl.python": Module(),
     "contrib.hccl.python.ops": Module(sources=(f"{ADAPTER}.hccl",)),
@@ -506,6 +640,7 @@ MODULES: dict[str, Module] = {
     ),
     "contrib.distributions": Module(
         sources=("tensorflow.compat.v1.distributions",),
+        missing={"percentile": "removed with contrib; tensorflow-probability's tfp.stats.percentile replaces it"},
         note="tf.compat.v1.distributions (the TF 1.15 core distributions; the others moved to tensorflow-probability)",
     ),
     "contrib.legacy_seq2seq": Module(
@@ -581,12 +716,29 @@ MODULES: dict[str, Module] = {
     "contrib.model_pruning": Module(gone="model pruning moved to tensorflow-model-optimization (Keras only)"),
     "contrib.bigtable": Module(gone="the Cloud Bigtable reader was removed with contrib"),
     # --- tensorflow.python.keras: TF 1.15's Keras internals, on the Keras 2 of tf.keras ---------------------------
-    "python.keras": Module(
-        sources=("tensorflow.compat.v1.keras", f"{KERAS}.src"),
-        note="the Keras 2 of this TensorFlow (tf.keras: Keras 2.15, or tf_keras): its TF 1.15 API, then its modules",
-    ),
+    "python.keras": _KERAS,
     "python.keras.layers.recurrent": Module(sources=(f"{KERAS}.src.layers.rnn",)),
+    **_KERAS_MOVED,
+    # TensorFlow 1.4 to 1.6 kept tf.keras at tensorflow.python.keras._impl.keras
+    "python.keras._impl": Module(),
+    "python.keras._impl.keras": _KERAS,
+    **{f"python.keras._impl.keras{path[len('python.keras') :]}": spec for path, spec in _KERAS_MOVED.items()},
     # --- TF 1.15's private modules that scripts import: moved names, removed modules ---------------------------
+    **{path[len("tensorflow.") :]: spec for path, spec in MOVED_TENSORFLOW_MODULES.items()},
+    "python.framework.graph_util": _GRAPH_UTIL,
+    "python.graph_util": _GRAPH_UTIL,  # TF 1.15's tensorflow.python package imported graph_util as one of its names
+    "python.ops.rnn_cell_impl": Module(sources=("tensorflow.python.ops.rnn_cell_impl",), names=_RNN_PRIVATE),
+    "python.util.tf_export": Module(
+        sources=("tensorflow.python.util.tf_export",),
+        names={"estimator_export": "tensorflow_estimator.python.estimator.estimator_export.estimator_export"},
+    ),
+    # TF 1.15's TPU Estimator modules forwarded to the Estimator package, where they still are
+    "python.tpu.tpu_config": Module(sources=("tensorflow_estimator.python.estimator.tpu.tpu_config",)),
+    "python.tpu.tpu_estimator": Module(sources=("tensorflow_estimator.python.estimator.tpu.tpu_estimator",)),
+    "python.eager.profiler": Module(
+        sources=("tensorflow.python.eager.profiler", "tensorflow.python.profiler.profiler_v2"),
+        note="TensorFlow's eager profiler, or tf.profiler.experimental where this line removed it",
+    ),
     "python.framework.ops": Module(
         sources=("tensorflow.python.framework.ops",),
         names={"Tensor": "tensorflow.Tensor"},
@@ -599,6 +751,8 @@ MODULES: dict[str, Module] = {
         },
         note="tf.data.Options().threading (private_threadpool_size, max_intra_op_parallelism)",
     ),
+    # --- tensorflow.tools ---------------------------------------------------------------------------------------
+    "tools.graph_transforms": Module(gone=GRAPH_TRANSFORMS),
     # --- tensorflow.examples ------------------------------------------------------------------------------------
     "examples": Module(),
     "examples.tutorials": Module(),

@@ -13,7 +13,7 @@ import functools
 import importlib.machinery
 from typing import Any
 
-from npu_bridge_compat.legacy.tf1.table import MODULES, ROOTS, Module
+from npu_bridge_compat.legacy.tf1.table import MODULES, PUBLIC_ROOTS, ROOTS, Module
 from npu_bridge_compat.legacy.world import (
     DifferenceWarning,
     NameStatus,
@@ -38,7 +38,6 @@ __all__ = [
     "virtual_module",
 ]
 
-PUBLIC_ROOTS = ("contrib", "examples")  # `tensorflow.<root>` is importable once installed; python.* is per importer
 _PREFIX = "tensorflow."
 _UNKNOWN_TREE = NameStatus(
     "unknown",

@@ -50,7 +50,8 @@ _MIXED_PRECISION_EXPERIMENTAL = Module(
     },
 )
 
-_TRACKING = {
+# TensorFlow's own modules that TF 1.15 and TF 2.6 had and later lines moved (both worlds serve them)
+MOVED_TENSORFLOW_MODULES: dict[str, Module] = {
     # a module of its own (two sources), so that its TF 2.6 children (tracking, util) are found below it
     "tensorflow.python.training.tracking": Module(
         sources=("tensorflow.python.trackable", "tensorflow.python.checkpoint")
@@ -70,6 +71,14 @@ _TRACKING = {
     "tensorflow.python.training.tracking.python_state": Module(sources=("tensorflow.python.trackable.python_state",)),
     "tensorflow.python.training.tracking.util": Module(sources=("tensorflow.python.checkpoint.checkpoint",)),
     "tensorflow.python.training.tracking.graph_view": Module(sources=("tensorflow.python.checkpoint.graph_view",)),
+    "tensorflow.python.distribute.distribution_strategy_context": Module(
+        sources=("tensorflow.python.distribute.distribute_lib",)
+    ),
+    "tensorflow.python.training.distribution_strategy_context": Module(
+        sources=("tensorflow.python.distribute.distribute_lib",)
+    ),
+    "tensorflow.python.training.gen_training_ops": Module(sources=("tensorflow.python.ops.gen_training_ops",)),
+    "tensorflow.python.training.training_ops": Module(sources=("tensorflow.python.ops.gen_training_ops",)),
 }
 
 MODULES: dict[str, Module] = {
@@ -101,8 +110,14 @@ MODULES: dict[str, Module] = {
     "keras.layers.cudnn_recurrent": Module(
         sources=(f"{KERAS}.src.layers.rnn.cudnn_lstm", f"{KERAS}.src.layers.rnn.cudnn_gru")
     ),
+    # Keras 2.13 moved the serialization functions and the custom object registry out of generic_utils
     "keras.utils.generic_utils": Module(
-        sources=(f"{KERAS}.src.utils.generic_utils",), names={"object_list_uid": f"{KERAS_UTILS}.object_list_uid"}
+        sources=(
+            f"{KERAS}.src.utils.generic_utils",
+            f"{KERAS}.src.saving.legacy.serialization",
+            f"{KERAS}.src.saving.object_registration",
+        ),
+        names={"object_list_uid": f"{KERAS_UTILS}.object_list_uid"},
     ),
     "keras.preprocessing.dataset_utils": Module(sources=(f"{KERAS}.src.utils.dataset_utils",)),
     "keras.wrappers": Module(
@@ -118,12 +133,7 @@ MODULES: dict[str, Module] = {
         sources=(f"{KERAS}.utils", f"{KERAS}.src.utils"), missing={"multi_gpu_model": MULTI_GPU}
     ),
     # --- TensorFlow's own modules that moved ---------------------------------------------------------------
-    "tensorflow.python.distribute.distribution_strategy_context": Module(
-        sources=("tensorflow.python.distribute.distribute_lib",)
-    ),
-    **_TRACKING,
-    "tensorflow.python.training.gen_training_ops": Module(sources=("tensorflow.python.ops.gen_training_ops",)),
-    "tensorflow.python.training.training_ops": Module(sources=("tensorflow.python.ops.gen_training_ops",)),
+    **MOVED_TENSORFLOW_MODULES,
     "tensorflow.python.eager.profiler": Module(sources=("tensorflow.python.profiler.profiler_v2",)),
     # TF 2.6's `tensorflow.python` package carried these op modules as attributes
     "tensorflow.python.math_ops": Module(sources=("tensorflow.python.ops.math_ops",)),
@@ -148,6 +158,8 @@ FILLED: dict[str, Module] = {
     "keras.applications.imagenet_utils": Module(sources=(f"{KERAS}.src.applications.imagenet_utils",)),
     "keras.applications.resnet": Module(sources=(f"{KERAS}.src.applications.resnet",)),
     "keras.preprocessing.image": Module(sources=(f"{KERAS}.src.preprocessing.image",)),
+    # Keras 2.6's preprocessing package held dataset_utils, which moved to utils (a child module read as a name)
+    "keras.preprocessing": Module(names={"dataset_utils": "keras.preprocessing.dataset_utils"}),
     "keras.mixed_precision": Module(names={"experimental": "keras.mixed_precision.experimental"}),
     "tensorflow.python.ops.rnn_cell_impl": Module(names={"_Linear": f"{TF1_RNN}.Linear"}),
     # `from tensorflow.python import ops` gave TF 2.6 programs the framework's ops (ops.convert_to_tensor in

@@ -1,0 +1,62 @@
+"""The standalone Keras 2.2 / 2.3 world: what TF 1.15 programs import from the Keras package that ran beside
+TensorFlow 1.15 and this line's Keras 2 lays out differently (`keras.engine.topology`, `keras.backend.
+tensorflow_backend`, `keras.utils.np_utils`, `keras.__version__`, ...), from one table (table.py) read by the one
+engine (legacy/world.py). Names resolve to the TF 1.15 API of the line's Keras 2 (Keras 2.15 on TensorFlow 2.15,
+tf_keras from 2.16); Keras 1's `Merge` / `merge`, which no Keras 2 has, resolve to stand-ins that raise
+`NoCounterpartError` naming the merge layers that replace them.
+
+`run --tf1` serves it to the program's own `import keras...` (legacy/tf1/imports.py) where the TF 1.15 API of the
+line's Keras lacks the module or name. Importing this package changes nothing.
+"""
+
+from __future__ import annotations
+
+import importlib
+import types
+
+from npu_bridge_compat.legacy.keras2.table import MODULES
+from npu_bridge_compat.legacy.world import DifferenceWarning, Module, World, WorldModule, keras_root
+
+__all__ = ["KERAS2", "Keras2DifferenceWarning", "keras2_module"]
+
+_NO_ENTRY = Module()
+
+
+class Keras2DifferenceWarning(DifferenceWarning):
+    """A Keras 2.2 name runs on a counterpart that behaves differently; said once per name."""
+
+
+def _keras_version() -> str:
+    return importlib.import_module(keras_root()).__version__
+
+
+class Keras2Module(WorldModule):
+    """A Keras 2.2 module whose names resolve from the table on first access; a `__version__` in its table entry
+    (the package's: `keras.__version__`) is set when it is made, since a module's dunder names are not looked up."""
+
+    def __init__(self, world: World, path: str) -> None:
+        super().__init__(world, path)
+        if "__version__" in world.modules.get(path, _NO_ENTRY).names:
+            self.__version__ = world.attribute(path, "__version__")
+
+
+class _Keras2World(World):
+    module_class = Keras2Module
+
+
+KERAS2 = _Keras2World(
+    era="standalone Keras 2.2 / 2.3",
+    modules=MODULES,
+    warning=Keras2DifferenceWarning,
+    roots=("keras",),
+    label=" (standalone Keras)",
+    where=lambda path: f"Keras {_keras_version()} (tf.compat.v1.keras)",
+)
+
+
+def keras2_module(path: str) -> types.ModuleType | None:
+    """The module a program's `import <path>` gets from the Keras 2.2 table, or None where it serves none."""
+    try:
+        return KERAS2.served_module(path)
+    except ImportError:
+        return None
