@@ -12,6 +12,7 @@ from __future__ import annotations
 import builtins
 import functools
 import sys
+import types
 from typing import Any
 
 from npu_bridge_compat import changes
@@ -31,6 +32,13 @@ sees_tf1 = is_program_file  # whether a module's file is the user's program (TF 
 def _per_importer(path: str) -> bool:
     """Whether a path below `tensorflow.` is one of TF 1.15's private modules the table serves to the program."""
     return any(path == root or path.startswith(root + ".") for root in _PER_IMPORTER_ROOTS)
+
+
+def _attribute_path(obj: Any, parts: list[str]) -> Any:
+    """`obj.<parts...>`, or None where one is missing."""
+    for part in parts:
+        obj = getattr(obj, part, None)
+    return obj
 
 
 def install_tf1_imports() -> None:
@@ -56,10 +64,17 @@ def install_tf1_imports() -> None:
             return virtual_module(path)
         module = sys.modules.get(f"tensorflow.{path}")  # imported by original_import, or an API attribute
         if module is None:
-            module = functools.reduce(getattr, path.split("."), tf)
+            module = api_module(path)
         # `from tensorflow.python import keras` gets the redirected one too
         redirected = {root: functools.partial(virtual_module, root) for root in _PER_IMPORTER_ROOTS}
         return with_child(module, path, redirected)
+
+    def api_module(path: str) -> Any:
+        """`tensorflow.<path>` as an API attribute: TensorFlow 2's, else TF 1.15's (`tensorflow.layers`)."""
+        try:
+            return functools.reduce(getattr, path.split("."), tf)
+        except AttributeError:
+            return functools.reduce(getattr, path.split("."), v1)
 
     def tf1_import(name, globals=None, locals=None, fromlist=(), level=0):
         if not level and (name == "keras" or name.startswith("keras.")):
@@ -70,7 +85,11 @@ def install_tf1_imports() -> None:
             return original_import(name, globals, locals, fromlist, level)
         parts = name.split(".")[1:]
         if not _per_importer(".".join(parts)):
-            original_import(name, globals, locals, fromlist, level)
+            try:
+                original_import(name, globals, locals, fromlist, level)
+            except ModuleNotFoundError:  # a module of TF 1.15's API alone, imported by its path (tensorflow.layers)
+                if not isinstance(_attribute_path(v1, parts), types.ModuleType):
+                    raise
         if fromlist:
             return module_for(".".join(parts)) if parts else v1
         # `import tensorflow.a.b` binds `tensorflow`: v1, whose `a.b` leads to the module just imported

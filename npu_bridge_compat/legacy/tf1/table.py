@@ -335,6 +335,19 @@ MODULES: dict[str, Module] = {
     "contrib.layers.python.layers": _LAYERS,
     "contrib.layers.python.layers.feature_column": Module(gone=FEATURE_COLUMNS),
     "contrib.slim": Module(sources=("tf_slim",)),
+    # slim re-exported contrib.layers' utils, whose __all__ leaves out the alias helpers that slim's users call
+    "contrib.slim.utils": Module(
+        sources=("tf_slim.layers.utils",),
+        names={
+            name: f"tf_slim.layers.utils.{name}"
+            for name in (
+                "convert_collection_to_dict",
+                "append_tensor_alias",
+                "gather_tensors_aliases",
+                "get_tensor_aliases",
+            )
+        },
+    ),
     "contrib.slim.python": Module(),
     "contrib.slim.python.slim": Module(sources=("tf_slim",)),
     "contrib.data": Module(
@@ -378,6 +391,13 @@ MODULES: dict[str, Module] = {
     "contrib.tpu.python.tpu.tpu_optimizer": Module(
         names={"CrossShardOptimizer": _TPU_LOCAL["CrossShardOptimizer"]},
         differs={"CrossShardOptimizer": _TPU_DIFFERS["CrossShardOptimizer"]},
+    ),
+    "contrib.tpu.python.tpu.async_checkpoint": Module(
+        names={"AsyncCheckpointSaverHook": "tensorflow.compat.v1.train.CheckpointSaverHook"},
+        differs={
+            "AsyncCheckpointSaverHook": "tf.compat.v1.train.CheckpointSaverHook, which saves in the training thread "
+            "rather than a background one"
+        },
     ),
     "contrib.tpu.python.ops": Module(sources=("tensorflow.python.tpu.ops",)),
     "contrib.tpu.proto": Module(sources=("tensorflow.core.protobuf.tpu",)),
