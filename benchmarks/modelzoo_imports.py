@@ -6,11 +6,12 @@
 Every `tensorflow.python.*`, `tensorflow.contrib.*`, `tensorflow.tools.*`, `tensorflow.keras.*` and `keras.*` name
 that a model folder's Python files import (read by scan's reader, never run) is imported as a program statement
 (`from M import N`, `import M`, `from M import *`, as the folder wrote it) in a child started as a user starts a
-ported script: `python -m npu_bridge_compat run --tf1` for TensorFlow/ (the TF1 adapter's ports), `run` for
-TensorFlow2/. One child per tree imports all of its names, each in its own try/except, and says of each: it
-resolves; it resolves to a stand-in that raises NoCounterpartError when used (with the error's message, which names
-what replaces it); or it fails, with the error. A name counts once per model folder that imports it; a name imported
-in several forms fails when one of them does.
+ported script: `python -m npu_bridge_compat run --tf1` for TensorFlow/ (the TF1 adapter's ports); for TensorFlow2/,
+`run` in the world it chooses for the importing file (`--tf2`, or `--tf1` for the TF 1.15 files of the libraries
+some folders vendor). One child per tree and world imports all of its names, each in its own try/except, and says
+of each: it resolves; it resolves to a stand-in that raises NoCounterpartError when used (with the error's message,
+which names what replaces it); or it fails, with the error. A name counts once per model folder that imports it; a
+name imported in several forms fails when one of them does.
 
 A model folder is the first folder, two levels below the tree's `built-in` / `contrib` (below the domain folder),
 whose name says `_for_TensorFlow` or that holds a .py or .sh file, or a test/ or scripts/ folder, itself. Names whose
@@ -26,7 +27,6 @@ import re
 import subprocess
 import sys
 import tempfile
-from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,7 +36,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the package of t
 from npu_bridge_compat.scan.reader import read_file  # noqa: E402
 
 DEFAULT_MODELZOO = "/work/modelzoo"
-TREES = {"TensorFlow": ("--tf1",), "TensorFlow2": ()}  # the tree and the `run` flags its programs start with
+# The world each tree's programs run in: TensorFlow/ holds the TF1 adapter's ports (`run --tf1`); for TensorFlow2/,
+# the world `run` itself chooses for the importing file from its signs (a TF 1.15 file of a vendored library runs
+# as one).
+TREES = {"TensorFlow": "tf1", "TensorFlow2": None}
 PREFIXES = ("tensorflow.python", "tensorflow.contrib", "tensorflow.tools", "tensorflow.keras", "keras")
 MODEL_NAME = re.compile(r"_for_tensorflow", re.IGNORECASE)
 MODEL_MARKERS = {"test", "scripts", "script"}
@@ -118,6 +121,7 @@ class Name:
     """A dotted name some model folders import, the statements they import it with, and what became of it."""
 
     dotted: str
+    world: str  # tf1 | tf2: the world `run` imports it in
     statements: set[str] = field(default_factory=set)
     folders: set[str] = field(default_factory=set)
     unguarded: set[str] = field(default_factory=set)  # the folders importing it outside a try/except ImportError
@@ -149,15 +153,12 @@ def _counted(dotted: str) -> bool:
     return any(dotted == prefix or dotted.startswith(prefix + ".") for prefix in PREFIXES)
 
 
-def folder_statements(folder: Path) -> dict[str, tuple[set[str], bool]]:
-    """dotted name -> the statements the folder imports it with, and whether one of them is unguarded (outside a
-    try/except ImportError)."""
+def counted_imports(folder: Path) -> Iterator[tuple[Path, str, str, bool]]:
+    """(file, dotted name, statement, unguarded) for each counted import of the folder's Python files; unguarded:
+    outside a try/except ImportError."""
     vendored = {path.parent.name for path in folder.rglob("__init__.py")}
-    found: dict[str, set[str]] = defaultdict(set)
-    unguarded: set[str] = set()
-    for path in folder.rglob("*.py"):
-        facts = read_file(str(path))
-        for imported in facts.imports:
+    for path in sorted(folder.rglob("*.py")):
+        for imported in read_file(str(path)).imports:
             if imported.level or not imported.module:
                 continue
             module, name = imported.module, imported.name
@@ -165,32 +166,49 @@ def folder_statements(folder: Path) -> dict[str, tuple[set[str], bool]]:
             root = module.split(".")[0]
             if not _counted(dotted) or root in vendored or (path.parent / f"{root}.py").exists():
                 continue
-            if name is None:
-                statement = f"import {module}"
-            else:
-                statement = f"from {module} import {name}"
-            found[dotted].add(statement)
-            if not imported.optional:
-                unguarded.add(dotted)
-    return {dotted: (statements, dotted in unguarded) for dotted, statements in found.items()}
+            statement = f"import {module}" if name is None else f"from {module} import {name}"
+            yield path, dotted, statement, not imported.optional
 
 
-def collect(tree: Path) -> tuple[dict[str, Name], int]:
-    names: dict[str, Name] = {}
-    folders = 0
-    for folder in model_folders(tree):
-        folders += 1
-        label = str(folder.relative_to(tree))
-        for dotted, (statements, unguarded) in folder_statements(folder).items():
-            entry = names.setdefault(dotted, Name(dotted))
-            entry.statements |= statements
-            entry.folders.add(label)
-            if unguarded:
-                entry.unguarded.add(label)
+CHOOSER = """
+import json, sys
+from npu_bridge_compat.runner import choose_world
+print(json.dumps({path: choose_world(path, None) for path in json.load(sys.stdin)}))
+"""
+
+
+def chosen_worlds(paths: list[str], python: str) -> dict[str, str]:
+    """The world `run` chooses for each file (runner.choose_world: its signs, read, never run), in one child."""
+    child = subprocess.run(
+        [python, "-c", CHOOSER],
+        input=json.dumps(paths),
+        capture_output=True,
+        text=True,
+        timeout=CHILD_LIMIT_SECONDS,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
+    )
+    if child.returncode:
+        raise RuntimeError(f"choosing the files' worlds failed: {child.stderr[-2000:]}")
+    return json.loads(child.stdout.strip().splitlines()[-1])
+
+
+def collect(tree: Path, world: str | None, python: str) -> tuple[dict[tuple[str, str], Name], int]:
+    """(world, dotted name) -> Name, and the number of model folders."""
+    imports = [(folder, *found) for folder in model_folders(tree) for found in counted_imports(folder)]
+    folders = len(set(model_folders(tree)))
+    worlds = chosen_worlds(sorted({str(path) for _, path, *_ in imports}), python) if world is None else {}
+    names: dict[tuple[str, str], Name] = {}
+    for folder, path, dotted, statement, unguarded in imports:
+        file_world = world or worlds[str(path)]
+        entry = names.setdefault((file_world, dotted), Name(dotted, file_world))
+        entry.statements.add(statement)
+        entry.folders.add(str(folder.relative_to(tree)))
+        if unguarded:
+            entry.unguarded.add(str(folder.relative_to(tree)))
     return names, folders
 
 
-def import_all(statements: list[str], flags: tuple[str, ...], python: str) -> dict[str, list[str]]:
+def import_all(statements: list[str], world: str, python: str) -> dict[str, list[str]]:
     """statement -> [outcome, detail], from children of `run` (a child that dies is restarted after the statement
     that killed it, which fails with its exit status)."""
     results: dict[str, list[str]] = {}
@@ -203,7 +221,7 @@ def import_all(statements: list[str], flags: tuple[str, ...], python: str) -> di
             listing = Path(folder) / "statements.json"
             listing.write_text(json.dumps(todo))
             child = subprocess.run(
-                [python, "-m", "npu_bridge_compat", "run", *flags, str(program), str(listing), str(output)],
+                [python, "-m", "npu_bridge_compat", "run", f"--{world}", str(program), str(listing), str(output)],
                 capture_output=True,
                 text=True,
                 timeout=CHILD_LIMIT_SECONDS,
@@ -222,13 +240,16 @@ def import_all(statements: list[str], flags: tuple[str, ...], python: str) -> di
 
 def measure(modelzoo: Path, tree_name: str, python: str) -> dict:
     tree = modelzoo / tree_name
-    names, folder_count = collect(tree)
-    statements = sorted({statement for name in names.values() for statement in name.statements})
-    results = import_all(statements, TREES[tree_name], python)
+    names, folder_count = collect(tree, TREES[tree_name], python)
+    results = {}
+    for world in sorted({name.world for name in names.values()}):
+        chosen = [name for name in names.values() if name.world == world]
+        statements = sorted({statement for name in chosen for statement in name.statements})
+        results[world] = import_all(statements, world, python)
     rank = {RESOLVES: 0, NO_COUNTERPART: 1, FAILS: 2}
     for name in names.values():
         for statement in sorted(name.statements):
-            outcome, detail = results[statement]
+            outcome, detail = results[name.world][statement]
             if rank[outcome] > rank[name.outcome]:
                 name.outcome, name.detail, name.statement = outcome, detail, statement
     importing = set().union(*(name.folders for name in names.values())) if names else set()
@@ -249,7 +270,8 @@ def measure(modelzoo: Path, tree_name: str, python: str) -> dict:
     )
     return {
         "tree": tree_name,
-        "run": " ".join(["run", *TREES[tree_name]]),
+        "run": "run --tf1" if TREES[tree_name] else "run (the world it chooses per file)",
+        "worlds": {world: sum(1 for name in names.values() if name.world == world) for world in results},
         "model_folders": folder_count,
         "importing_folders": len(importing),
         "names": len(names),
@@ -260,6 +282,7 @@ def measure(modelzoo: Path, tree_name: str, python: str) -> dict:
         "not_resolving": [
             {
                 "name": name.dotted,
+                "world": name.world,
                 "outcome": name.outcome,
                 "folders": len(name.folders),
                 "unguarded_folders": len(name.unguarded),
@@ -275,7 +298,8 @@ def measure(modelzoo: Path, tree_name: str, python: str) -> dict:
 def render(report: dict) -> str:
     lines = [
         f"{report['tree']} under `{report['run']}`: {report['model_folders']} model folders, "
-        f"{report['importing_folders']} import {report['names']} such names ({report['uses']} folder-weighted uses)",
+        f"{report['importing_folders']} import {report['names']} such names ({report['uses']} folder-weighted uses; "
+        f"names by world: {report['worlds']})",
     ]
     lines.append("  (uses / folders; in brackets, those importing it outside a try/except ImportError)")
     for outcome in (RESOLVES, NO_COUNTERPART, FAILS):
@@ -289,7 +313,8 @@ def render(report: dict) -> str:
         if rows:
             lines.append(f"  {outcome}, by folder count (unguarded in brackets):")
             lines.extend(
-                f"    {row['folders']:4} ({row['unguarded_folders']})  {row['statement']}\n          {row['detail']}"
+                f"    {row['folders']:4} ({row['unguarded_folders']})  [{row['world']}] {row['statement']}\n"
+                f"          {row['detail']}"
                 for row in rows
             )
     return "\n".join(lines)

@@ -231,7 +231,9 @@ def _with_added_callback(model_class: type, original: Callable) -> Callable:
     @functools.wraps(original)
     def call(self, *args, **kwargs):
         bound = signature.bind(self, *args, **kwargs)
-        callbacks = list(bound.arguments.get("callbacks") or [])
+        import tensorflow as tf
+
+        callbacks = tf.nest.flatten(bound.arguments.get("callbacks") or [])  # Keras takes one callback, or a list
         added = _added_callbacks[model_class](self)
         if added is not None and not any(isinstance(callback, type(added)) for callback in callbacks):
             callbacks.append(added)

@@ -117,7 +117,8 @@ _FRAMEWORK_NAMES = {
 }
 _TENSOR_UTIL_NAMES = {name: f"{LOCAL}.framework.{name}" for name in ("with_shape", "with_same_shape")}
 _RNN_SOURCES = ("tensorflow.compat.v1.nn.rnn_cell",)
-_RNN_PRIVATE = {"_Linear": f"{LOCAL}.rnn.Linear"}  # private, but custom cells of ported scripts build on it
+# private, but custom cells and dynamic RNNs of ported scripts build on them
+_RNN_PRIVATE = {"_Linear": f"{LOCAL}.rnn.Linear", "_like_rnncell": f"{LOCAL}.rnn.like_rnncell"}
 _RNN_NAMES = {
     "static_rnn": "tensorflow.compat.v1.nn.static_rnn",
     "static_bidirectional_rnn": "tensorflow.compat.v1.nn.static_bidirectional_rnn",

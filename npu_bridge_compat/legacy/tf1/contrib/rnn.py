@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-__all__ = ["Linear", "stack_bidirectional_dynamic_rnn", "stack_bidirectional_rnn"]
+__all__ = ["Linear", "like_rnncell", "stack_bidirectional_dynamic_rnn", "stack_bidirectional_rnn"]
 
 v1 = tf.compat.v1
 
@@ -110,6 +110,17 @@ def stack_bidirectional_rnn(
     if not inputs:
         raise ValueError("inputs must not be empty")
     return _stack(layer, cells_fw, cells_bw, inputs, initial_states_fw, initial_states_bw, scope)
+
+
+def like_rnncell(cell) -> bool:
+    """Whether `cell` has an RNN cell's interface (TF 1.15's private `rnn_cell_impl._like_rnncell`, which custom
+    dynamic RNNs call; TensorFlow 2 keeps only `assert_like_rnncell`)."""
+    return (
+        hasattr(cell, "output_size")
+        and hasattr(cell, "state_size")
+        and (hasattr(cell, "get_initial_state") or hasattr(cell, "zero_state"))
+        and callable(cell)
+    )
 
 
 class Linear:
