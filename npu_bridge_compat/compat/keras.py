@@ -12,7 +12,7 @@ import importlib.util
 import inspect
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from npu_bridge_compat import changes
@@ -231,9 +231,8 @@ def _with_added_callback(model_class: type, original: Callable) -> Callable:
     @functools.wraps(original)
     def call(self, *args, **kwargs):
         bound = signature.bind(self, *args, **kwargs)
-        import tensorflow as tf
-
-        callbacks = tf.nest.flatten(bound.arguments.get("callbacks") or [])  # Keras takes one callback, or a list
+        given = bound.arguments.get("callbacks") or []
+        callbacks = list(given) if isinstance(given, Iterable) else [given]  # Keras takes one callback, or several
         added = _added_callbacks[model_class](self)
         if added is not None and not any(isinstance(callback, type(added)) for callback in callbacks):
             callbacks.append(added)
