@@ -48,6 +48,7 @@ KERAS_ONLY_SEQ2SEQ = (
     "contrib.seq2seq's decoders and attention exist on TensorFlow 2 only as Keras classes "
     "(tensorflow-addons' tfa.seq2seq), not as TF1 graph-mode objects"
 )
+CUDNN_KERAS = "tf.keras.layers.LSTM / GRU run cuDNN's kernels on a GPU by themselves"
 FUSED_RNN = "contrib's fused RNN kernels were removed; tf.compat.v1.nn.rnn_cell.LSTMCell / GRUCell compute the same"
 QUANTIZE = (
     "the graph rewrite for quantization-aware training was removed; tensorflow-model-optimization does it "
@@ -505,7 +506,6 @@ MODULES: dict[str, Module] = {
                 "GGTOptimizer",
                 "ShampooOptimizer",
                 "AdaMaxOptimizer",
-                "LARSOptimizer",
                 "MultitaskOptimizerWrapper",
                 "VariableClippingOptimizer",
                 "DropStaleGradientOptimizer",
@@ -516,7 +516,8 @@ MODULES: dict[str, Module] = {
                 "DecoupledWeightDecayExtension",
                 "clip_gradients_by_global_norm",
             )
-        },
+        }
+        | {"LARSOptimizer": "removed with contrib; the TF Model Garden's LARS optimizer (tf-models-official) does it"},
         note="LazyAdamOptimizer and AdamWOptimizer written here on tf.compat.v1.train.AdamOptimizer",
     ),
     "contrib.image": Module(
@@ -704,8 +705,8 @@ MODULES: dict[str, Module] = {
     ),
     "contrib.cudnn_rnn.python": Module(),
     "contrib.cudnn_rnn.python.ops": Module(),
-    "contrib.cudnn_rnn.python.ops.cudnn_rnn_ops": Module(gone="cuDNN RNN ops were removed with contrib"),
-    "contrib.cudnn_rnn.python.layers": Module(gone="cuDNN RNN layers were removed with contrib"),
+    "contrib.cudnn_rnn.python.ops.cudnn_rnn_ops": Module(gone=f"cuDNN RNN ops were removed; {CUDNN_KERAS}"),
+    "contrib.cudnn_rnn.python.layers": Module(gone=f"cuDNN RNN layers were removed; {CUDNN_KERAS}"),
     "contrib.util": Module(
         names={
             "constant_value": "tensorflow.get_static_value",
@@ -713,7 +714,10 @@ MODULES: dict[str, Module] = {
             "make_ndarray": "tensorflow.make_ndarray",
         }
     ),
-    "contrib.cloud": Module(gone="the Google Cloud readers (BigQuery, GCS configuration) were removed with contrib"),
+    "contrib.cloud": Module(
+        gone="the Google Cloud readers (BigQuery, Bigtable, GCS configuration) were removed with contrib; the "
+        "tensorflow-io package's readers replace them"
+    ),
     "contrib.offline_train": Module(note="the adapter's npu_bridge.estimator (pre-npu_bridge path)"),
     "contrib.offline_train.python": Module(sources=(f"{ADAPTER}.estimator",)),
     "contrib.compiler": Module(),
