@@ -59,7 +59,7 @@ if sys.argv[1] == "tf1":
     from tensorflow.python.keras.optimizer_v2 import gradient_descent
     from tensorflow.python.keras.testing_utils import layer_test
     from tensorflow.python.keras.utils import multi_gpu_model
-    from tensorflow.python.ops.rnn_cell_impl import _Linear
+    from tensorflow.python.ops.rnn_cell_impl import _like_rnncell, _Linear
     from tensorflow.python.training import distribution_strategy_context as training_strategy_context
     from tensorflow.python.training.tracking import base, tracking
     from tensorflow.python.util.tf_export import estimator_export
@@ -122,6 +122,7 @@ if sys.argv[1] == "tf1":
         ],
         "multi_gpu_model": no_counterpart(lambda: multi_gpu_model(None, gpus=2)),
         "linear": _Linear is Linear,
+        "like_rnncell": [_like_rnncell(tf.nn.rnn_cell.GRUCell(3)), _like_rnncell(lambda inputs: inputs)],
         "tracking": [base.Trackable.__module__, tracking.AutoTrackable.__module__],
         "estimator_export": callable(estimator_export("estimator.Fake")),
         "graph_transforms": no_counterpart(lambda: TransformGraph(None, [], [], [])),
