@@ -58,7 +58,9 @@ def test_the_pages_hold_runnable_examples_and_every_skip_says_why():
     skipped = [example for example in EXAMPLES if example.skip_reason]
     assert len(EXAMPLES) - len(skipped) >= 5, [example.where for example in EXAMPLES]
     # A marker anywhere else (a typo, a missing reason, no fence after it) would skip nothing: refuse it.
-    markers = sum(text.count("docs-test:") for text in (page.read_text() for page in PAGES))
+    markers = sum(
+        line.lstrip().startswith("<!-- docs-test") for page in PAGES for line in page.read_text().splitlines()
+    )
     assert markers == len(skipped), "a `docs-test:` comment is not `<!-- docs-test: skip (reason) -->` before a fence"
 
 
