@@ -131,3 +131,12 @@ def test_every_page_is_in_the_site_navigation():
     navigation = (ROOT / "mkdocs.yml").read_text()
     listed = set(re.findall(r"^  - [^:]+: (\S+\.md)$", navigation, re.MULTILINE))
     assert listed == {page.name for page in PAGES[1:]}
+
+
+def test_readme_stays_a_front_page():
+    # The README holds what a newcomer needs first (the two commands, an example per door, what runs unmodified);
+    # the rest belongs in the pages under docs/.
+    readme = (ROOT / "README.md").read_text()
+    assert len(readme.splitlines()) <= 250
+    assert 'pip install -e ".[cpu]" && python -m npu_bridge_compat run --tf1 examples/ported/train.py' in readme
+    assert 'pip install -e ".[cpu,test]" && python -m pytest -q' in readme
