@@ -31,9 +31,10 @@ def _public(tf: Any, dotted: str) -> Any:
     return value
 
 
-def restore_names_tf_slim_uses(owner: Owner) -> list[str]:
+def restore_names_tf_slim_uses() -> list[str]:
     """Put back, through the change registry, the names tf_slim reads from TensorFlow's private modules where
-    this TensorFlow lacks them (`ops.Tensor`, `control_flow_ops.cond`, ...); returns the ones restored."""
+    this TensorFlow lacks them (`ops.Tensor`, `control_flow_ops.cond`, ...); returns the ones restored. Both
+    worlds ask for them: one owner holds them, whichever world asked first."""
     import tensorflow as tf
 
     restored = []
@@ -46,7 +47,7 @@ def restore_names_tf_slim_uses(owner: Owner) -> list[str]:
                 module,
                 name,
                 _public(tf, public),
-                owner=owner,
+                owner=Owner.TF_SLIM_NAMES,
                 reason=f"tf_slim reads {module_name}.{name}, which this TensorFlow keeps as tf.{public}",
             )
             restored.append(f"{module_name}.{name}")
