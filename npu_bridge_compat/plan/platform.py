@@ -182,7 +182,7 @@ def detect_host() -> HostFacts:
         cpu_model=model,
         cpu_flags=tuple(sorted(flag for flag in flags if flag in _PRECISION_FLAGS)),
         gpu_compute_capability=_compute_capability(tf, gpus[0]) if gpus else None,
-        graph_kernel=graph_kernel_mode(os.environ.get(GRAPH_KERNEL_ENV, "")),
+        graph_kernel=requested_graph_kernel(),
         reduced_precision=reduced_precision_mode(os.environ.get(REDUCED_PRECISION_ENV, "")),
     )
 
@@ -212,6 +212,12 @@ def graph_kernel_mode(value: str) -> str:
         "a graph-kernel fusion mode; allowed: auto (or 1: measure both forms, keep the faster), on (always fused), "
         "off (or 0, or empty)",
     )
+
+
+def requested_graph_kernel() -> str:
+    """The graph-kernel fusion mode the environment asks for: what HostFacts carries, and what a door reads before
+    it detects the host (listing the devices makes TensorFlow read XLA's flags)."""
+    return graph_kernel_mode(os.environ.get(GRAPH_KERNEL_ENV, ""))
 
 
 def reduced_precision_mode(value: str) -> str:
