@@ -75,19 +75,22 @@ class Owner(str, enum.Enum):
 
 
 class Kind(str, enum.Enum):
-    """What a change changes."""
+    """What a change changes; its value is its name in words (`Kind.IMPORT_FINDER` is "import finder")."""
 
-    ATTRIBUTE = "attribute"
-    ENVIRONMENT = "environment"
-    ENVIRONMENT_LIST = "environment list"
-    IMPORT_FINDER = "import finder"
-    CONTEXT = "context"
-    SETTING = "setting"
-    IRREVERSIBLE = "irreversible"
-    EXIT_HANDLER = "exit handler"
+    def _generate_next_value_(name: str, start: int, count: int, last_values: list) -> str:
+        return name.lower().replace("_", " ")
+
+    ATTRIBUTE = enum.auto()
+    ENVIRONMENT = enum.auto()
+    ENVIRONMENT_LIST = enum.auto()
+    IMPORT_FINDER = enum.auto()
+    CONTEXT = enum.auto()
+    SETTING = enum.auto()
+    IRREVERSIBLE = enum.auto()
+    EXIT_HANDLER = enum.auto()
     SYS_PATH = "sys.path"
-    LOGGING_FILTER = "logging filter"
-    WARNINGS_FILTER = "warnings filter"
+    LOGGING_FILTER = enum.auto()
+    WARNINGS_FILTER = enum.auto()
 
     def __str__(self) -> str:
         return self.value

@@ -6,8 +6,8 @@ The plan takes a `HostFacts` value, so tests and `explain --host KIND` can plan 
 
 Reduced precision is fast only where the hardware computes in it (the capabilities, `Support`):
 - bfloat16 on a CPU: native with AVX512_BF16 or AMX-BF16 (Cooper Lake, Sapphire Rapids and later, AMD Zen 4);
-  with AVX-512 alone oneDNN emulates it, converting every operand (Skylake, Cascade Lake, Ice Lake servers: 0.32x
-  float32 on a 4-layer MLP); without AVX-512 TensorFlow's CPU rewrite has no bfloat16 kernels to use.
+  with AVX-512 alone oneDNN emulates it, converting every operand, slower than float32 (Skylake, Cascade Lake,
+  Ice Lake servers); without AVX-512 TensorFlow's CPU rewrite has no bfloat16 kernels to use.
 - float16 on a CPU: native with AVX512_FP16 or AMX-FP16 (Sapphire / Granite Rapids); TensorFlow's CPU float16
   rewrite emulates it either way (it rounds through float16, for numerics).
 - on a GPU, the compute capability: float16 tensor cores from 7.0 (Volta), bfloat16 ones from 8.0 (Ampere); below
