@@ -557,9 +557,13 @@ class Registry:
         """Whether `change` has not been undone."""
         return self._in_force.get(id(change)) is change
 
+    def attribute_change(self, target: Any, name: str) -> Change | None:
+        """The change in force that replaced `target.name`, or None."""
+        return self._holder((Kind.ATTRIBUTE, id(target), name))
+
     def is_replaced(self, target: Any, name: str) -> bool:
         """Whether this registry replaced `target.name` and the replacement is in force."""
-        return self._holder((Kind.ATTRIBUTE, id(target), name)) is not None
+        return self.attribute_change(target, name) is not None
 
     def original(self, target: Any, name: str) -> Any:
         """What `target.name` was before this registry replaced it (the attribute itself when it was not
@@ -596,15 +600,25 @@ class Registry:
         """A point to undo back to: `undo(since=mark())` undoes the changes made after it."""
         return self._count
 
-    def undo(self, *, owner: Owner | None = None, since: int = 0, changes: list[Change] | None = None) -> list[Change]:
-        """Undo changes, newest first: of the changes given (all, without), the parts of `owner` (every part,
-        without) made after `since`; returns the changes undone wholly or in part. A change undone wholly takes
-        the changes made for a call over it with it. Irreversible changes stay in force. Every undo is tried;
-        where some fail, an UndoError names them after the others were undone."""
+    def undo(
+        self,
+        *,
+        owner: Owner | None = None,
+        since: int = 0,
+        changes: list[Change] | None = None,
+        target: str | None = None,
+    ) -> list[Change]:
+        """Undo changes, newest first: of the changes given (all, without) or of `target`, the parts of `owner`
+        (every part, without) made after `since`; returns the changes undone wholly or in part. A change undone
+        wholly takes the changes made for a call over it with it. Irreversible changes stay in force. Every undo
+        is tried; where some fail, an UndoError names them after the others were undone. An owner that sets a
+        thing anew (a value it keeps current) undoes its change of it first: `undo(owner=..., target=...)`."""
         with self._lock:
             chosen: dict[int, list[_Part]] = {}
             for change in self._in_force.values():
                 if change.irreversible or (changes is not None and not any(change is given for given in changes)):
+                    continue
+                if target is not None and change.target != target:
                     continue
                 parts = [part for part in change._parts if part.number >= since and owner in (None, part.owner)]
                 if parts:
@@ -666,6 +680,7 @@ add_logging_filter = process_registry.add_logging_filter
 filter_warnings = process_registry.filter_warnings
 for_the_call = process_registry.for_the_call
 is_in_force = process_registry.is_in_force
+attribute_change = process_registry.attribute_change
 is_replaced = process_registry.is_replaced
 original = process_registry.original
 in_force = process_registry.in_force

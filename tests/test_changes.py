@@ -453,6 +453,57 @@ def test_the_tf2_doors_device_and_loop_size_last_while_their_changes_do(monkeypa
         changes.undo(since=start)
 
 
+def test_an_owner_that_keeps_a_value_current_sets_it_anew(monkeypatch):
+    """The adapter's progress hook exports each step's values, and set_npu_loop_size may be called again: each
+    undoes its own change before the next, so the user's value comes back at the end."""
+    from npu_bridge_compat.legacy.hooks import TellMeStepOrLossHook
+    from npu_bridge_compat.tf2 import device
+
+    monkeypatch.setenv("STEP_NOW", "the user's")
+    monkeypatch.delenv(device.LOOP_SIZE_VARIABLE, raising=False)
+    with changes.undone_after():
+        hook = TellMeStepOrLossHook(step="step", total_step=3)
+        for step in (1, 2):
+            hook.after_run(None, types.SimpleNamespace(results={"step": step}))
+        TellMeStepOrLossHook(total_step=5)
+        device.set_npu_loop_size(4)
+        device.set_npu_loop_size(2)
+        assert (os.environ["STEP_NOW"], os.environ["TOTAL_STEP"], device.loop_size()) == ("2", "5", 2)
+        assert [change.target for change in changes.in_force(Owner.ADAPTER_HOOKS)] == ["$STEP_NOW", "$TOTAL_STEP"]
+    assert os.environ["STEP_NOW"] == "the user's" and "TOTAL_STEP" not in os.environ
+    assert device.LOOP_SIZE_VARIABLE not in os.environ
+
+
+def test_a_functions_class_swapped_twice_by_its_owner_does_both_and_comes_back():
+    """Numeric checks after each call, then calls through the forms first runs decide: one change of the
+    tf.function's class, whose subclass does both, and undoing it gives back the tf.function's own class."""
+    import tensorflow as tf
+
+    from npu_bridge_compat.compat.eager import calls_through, checked_after_calls
+
+    @tf.function
+    def double(x):
+        return 2 * x
+
+    own = type(double)
+    events = []
+
+    def call(run, args, kwargs):
+        events.append("called")
+        return run(*args, **kwargs)
+
+    with changes.undone_after():
+        checked_after_calls(double, lambda: events.append("checked"), owner=Owner.TF2_DOOR)
+        calls_through(double, call, owner=Owner.TF2_DOOR)
+        assert double(tf.constant(2.0)).numpy() == 4.0 and events == ["called", "checked"]
+        assert isinstance(double, own) and type(double) is not own
+        [change] = [change for change in changes.in_force() if change.target == "<tf.function double>.__class__"]
+        assert change.reason.startswith("checked after each call") and "first runs decide" in change.reason
+        with pytest.raises(changes.ChangeConflict, match=r"<tf.function double>.__class__: TF2 door .* scan asked"):
+            calls_through(double, call, owner=Owner.SCAN)
+    assert type(double) is own
+
+
 def test_explain_changes_lists_what_is_in_force(capsys):
     with changes.undone_after():
         changes.set_environment("NPU_BRIDGE_COMPAT_TEST_LISTED", "1", owner=Owner.RUN, reason="fusion")
