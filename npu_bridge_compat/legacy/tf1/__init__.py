@@ -62,4 +62,4 @@ def install_tf1_world() -> None:
         label="tensorflow.compat.v1",
     )
     repair_tf1_layers_normalization()
-    restore_names_tf_slim_uses()
+    restore_names_tf_slim_uses(owner=OWNER)

@@ -58,7 +58,7 @@ def install_tf26_world() -> None:
         return
     import tensorflow as tf
 
-    restore_names_tf_slim_uses()
+    restore_names_tf_slim_uses(owner=OWNER)
     if tf_keras_is_keras_3():  # the user chose Keras 3 (TF_USE_LEGACY_KERAS=0): Keras 2.6's names cannot map onto it
         warn(
             "tf.keras is Keras 3 here, so TF 2.6 / Keras 2.6 names (keras.utils.control_flow_util, "
