@@ -504,6 +504,20 @@ def test_a_functions_class_swapped_twice_by_its_owner_does_both_and_comes_back()
     assert type(double) is own
 
 
+def test_a_switch_two_parts_ask_for_has_an_owner_of_its_own():
+    """The TF 1.15 world and npu_device.compat.enable_v1 both ask for TF1 behaviour: one change, held by the
+    switch's own owner, which undoing turns back to TF2 behaviour."""
+    from tensorflow.python import tf2
+
+    from npu_bridge_compat.compat.config import disable_v2_behaviour
+
+    with changes.undone_after():
+        first = disable_v2_behaviour(owner=Owner.TF1_WORLD, reason="the world")
+        assert disable_v2_behaviour(owner=Owner.TF2_DOOR, reason="enable_v1") is first and not tf2.enabled()
+        assert first.owner is Owner.TF1_BEHAVIOUR and first.reason == "the world (for the TF 1.15 world)"
+    assert tf2.enabled()
+
+
 def test_explain_changes_lists_what_is_in_force(capsys):
     with changes.undone_after():
         changes.set_environment("NPU_BRIDGE_COMPAT_TEST_LISTED", "1", owner=Owner.RUN, reason="fusion")
