@@ -119,23 +119,14 @@ class Change:
     """One change in force: `target` is what was changed, as a user would name it (`tensorflow.function`,
     `sys.meta_path`, `$TF_XLA_FLAGS`, `<user's Adam>.apply_gradients`)."""
 
-    def __init__(
-        self,
-        target: str,
-        kind: Kind,
-        key: tuple,
-        undo: Callable[[], None] | None,
-        *,
-        reapply: Callable[[list[_Part]], None] | None = None,
-        before: Any = NOTHING,
-        nested: bool = False,
-    ) -> None:
+    def __init__(self, target: str, kind: Kind, key: tuple, *, before: Any, nested: bool) -> None:
         self.target = target
         self.kind = kind
         self.nested = nested  # made for the length of a call (`for_the_call`)
         self._key = key
-        self._undo = undo  # puts back what was there before; None: irreversible
-        self._reapply = reapply  # sets the value the parts still in force make (a list several owners add to)
+        self._undo: Callable[[], None] | None = None  # puts back what was there before; None: irreversible
+        # sets the value the parts still in force make (a list several owners add to)
+        self._reapply: Callable[[list[_Part]], None] | None = None
         self._before = before  # what an attribute gave before the change (`original`)
         self._parts: list[_Part] = []  # in force
         self._first: _Part | None = None
@@ -246,12 +237,12 @@ class Registry:
         can). Inside `for_the_call` the change nests over one in force instead."""
         _checked(owner)
         with self._lock:
-            nested = getattr(self._nesting, "on", False)
+            nested, self._nesting.on = getattr(self._nesting, "on", False), False  # `for_the_call`'s request only
             if not nested:
                 held = self._holder(key)
                 if held is not None:
                     return self._granted_again(held, owner, asked)
-            change = Change(target, kind, key, None, before=NOTHING if before is None else before(), nested=nested)
+            change = Change(target, kind, key, before=NOTHING if before is None else before(), nested=nested)
             change._undo = apply()
             self._add_part(change, owner, asked, reason)
             self._in_force[id(change)] = change
