@@ -453,6 +453,34 @@ def test_the_tf2_doors_device_and_loop_size_last_while_their_changes_do(monkeypa
         changes.undo(since=start)
 
 
+def test_graph_kernel_fusion_and_a_plan_add_their_xla_flags_to_one_change(monkeypatch):
+    """TF_XLA_FLAGS: the user's flags, fusion's (reserved before TensorFlow reads them) and a plan's (its compile
+    cache), one change naming both owners; restoring the plan's environment takes off its flag alone."""
+    from npu_bridge_compat.compat import xla
+    from npu_bridge_compat.runtime import process
+
+    registry = changes.Registry()  # a process of its own: this one's fusion flags may be reserved already
+    for name in ("add_to_environment_list", "set_environment", "undo"):
+        monkeypatch.setattr(changes, name, getattr(registry, name))
+    monkeypatch.setenv("TF_XLA_FLAGS", "--user_flag")
+    monkeypatch.setattr(xla, "_tensorflow_read_flags", lambda: False)
+    cache = "--tf_xla_persistent_cache_directory=/nonexistent/cache"
+    plan = types.SimpleNamespace(
+        environment={"TF_XLA_FLAGS": cache}, options=types.SimpleNamespace(source="a test"), mixed_precision=None
+    )
+    xla.reserve_fusion_flags()
+    process.apply_environment(plan)
+    process.apply_environment(plan)
+    assert os.environ["TF_XLA_FLAGS"].split() == ["--user_flag", *xla.FUSION_FLAGS, cache]
+    [change] = registry.in_force()
+    assert change.target == "$TF_XLA_FLAGS" and change.owners == (Owner.GRAPH_KERNEL_FUSION, Owner.PLAN_ENVIRONMENT)
+    process.restore_environment()
+    assert os.environ["TF_XLA_FLAGS"].split() == ["--user_flag", *xla.FUSION_FLAGS]
+    assert change.owners == (Owner.GRAPH_KERNEL_FUSION,) and xla.fusion_flags_problem() is None
+    registry.undo()
+    assert os.environ["TF_XLA_FLAGS"] == "--user_flag"
+
+
 def test_an_owner_that_keeps_a_value_current_sets_it_anew(monkeypatch):
     """The adapter's progress hook exports each step's values, and set_npu_loop_size may be called again: each
     undoes its own change before the next, so the user's value comes back at the end."""
