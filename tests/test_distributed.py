@@ -394,11 +394,12 @@ def test_each_rank_gets_the_gpu_of_its_device_id(monkeypatch):
     monkeypatch.setattr(tf.config, "set_visible_devices", lambda devices, kind: chosen.append(devices))
 
     def select() -> changes.Change:
-        """One rank's choice, in a process of its own: TensorFlow takes it once, and it cannot be undone."""
-        monkeypatch.setattr(changes, "_changes", {})
-        monkeypatch.setattr(changes, "_made", {})
+        """One rank's choice, in a process (a registry) of its own: TensorFlow takes it once, and it cannot be
+        undone."""
+        registry = changes.Registry()
+        monkeypatch.setattr(changes, "change_irreversibly", registry.change_irreversibly)
         distributed.runtime._select_gpu(cluster.current_cluster())
-        [change] = changes.in_force()
+        [change] = registry.in_force()
         return change
 
     set_env(monkeypatch, RANK_SIZE=3, RANK_ID=1)

@@ -129,7 +129,7 @@ def _serve_str_enum_values() -> None:
     changes.replace_attribute(
         flags.EnumParser,
         "__init__",
-        str_enum_values_init(flags.EnumParser.__init__, on_first_use),
+        str_enum_values_init(flags.EnumParser.__init__, on_first_use, EraNameWarning),
         owner=OWNER,
         label="absl.flags.EnumParser",
         reason=f"a str as DEFINE_enum's enum_values, as the TF official models' flags pass one: {STR_ENUM_VALUES}",
