@@ -60,6 +60,7 @@ class Owner(str, enum.Enum):
     TF1_WORLD = "the TF 1.15 world"
     TF26_WORLD = "the TF 2.6 world"
     ERA_WORLD = "the ports' NumPy and Python era"
+    PROGRAM_IMPORTS = "the program's imports"
 
     def __str__(self) -> str:
         return self.value

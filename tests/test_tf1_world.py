@@ -18,10 +18,10 @@ import tensorflow as tf
 from test_legacy import resolve, run
 
 from npu_bridge_compat.legacy import install_aliases, tf1_name_status
+from npu_bridge_compat.legacy.program import is_program_file as sees_tf1
 from npu_bridge_compat.legacy.tf1 import NoCounterpartError, Tf1DifferenceWarning, world
 from npu_bridge_compat.legacy.tf1.contrib import image, legacy_seq2seq, opt, seq2seq
 from npu_bridge_compat.legacy.tf1.contrib.training import HParams
-from npu_bridge_compat.legacy.tf1.imports import sees_tf1
 from npu_bridge_compat.legacy.tf1.table import MODULES
 from npu_bridge_compat.loss_scale import NPULossScaleOptimizer
 
@@ -60,7 +60,7 @@ def test_importing_the_package_installs_nothing():
             sys.executable,
             "-c",
             "import sys, npu_bridge_compat.legacy as legacy; "
-            "print(any(type(f).__name__ == 'Tf1Finder' for f in sys.meta_path), "
+            "print(any(type(f).__name__ == 'WorldFinder' for f in sys.meta_path), "
             "'tensorflow' in sys.modules)",
         ],
         capture_output=True,
@@ -181,14 +181,14 @@ def test_names_without_counterpart_import_and_raise_when_used():
 
 def test_a_differing_counterpart_warns_once(monkeypatch):
     monkeypatch.setattr(world.TF1, "warned", set())
-    distribute = world.Tf1Module("contrib.distribute")
+    distribute = world.Tf1Module(world.TF1, "tensorflow.contrib.distribute")
     with pytest.warns(
         Tf1DifferenceWarning,
         match=rf"contrib\.distribute\.AllReduceCrossTowerOps on TensorFlow "
         rf"{re.escape(tf.__version__)}: .*agg_small_grads_\* are ignored",
     ) as caught:
         ops = distribute.AllReduceCrossTowerOps("hierarchical_copy", num_packs=2)
-        world.Tf1Module("contrib.distribute").AllReduceCrossTowerOps("nccl")
+        world.Tf1Module(world.TF1, "tensorflow.contrib.distribute").AllReduceCrossTowerOps("nccl")
     assert len(caught) == 1 and isinstance(ops, tf.distribute.HierarchicalCopyAllReduce)
     with pytest.raises(ValueError, match="all_reduce_alg must be one of"):
         distribute.AllReduceCrossTowerOps("ring")
