@@ -21,7 +21,7 @@ from npu_bridge_compat.cli import main
 from npu_bridge_compat.errors import DeviceOnlyFeatureError, NpuOptionValueError
 from npu_bridge_compat.legacy.era import era_name_status
 from npu_bridge_compat.legacy.era.table import NO_SETUPTOOLS
-from npu_bridge_compat.legacy.world import NameStatus
+from npu_bridge_compat.legacy.world import NameStatus, Status
 from npu_bridge_compat.options import OPTIONS, Kind, options_from_config_proto
 from npu_bridge_compat.plan import HostFacts
 from npu_bridge_compat.scan import Category, Outcome, Severity, era, scan, scanner
@@ -263,7 +263,7 @@ def test_the_eras_numpy_and_python_names_are_their_own_class(report):
 )
 def test_an_era_finding_follows_the_names_status_here(tmp_path, monkeypatch, statuses, expected):
     """The status as data: what each Python gives, on whichever Python runs the test."""
-    monkeypatch.setattr(era, "era_name_status", lambda name: NameStatus(statuses[name], f"{name} here"))
+    monkeypatch.setattr(era, "era_name_status", lambda name: NameStatus(Status(statuses[name]), f"{name} here"))
     (tmp_path / "train.py").write_text("import imp\nimp.load_source('config', 'config.py')\nimp.init_builtin('x')\n")
     findings = scan([str(tmp_path)], host=CPU).scripts[0].findings
     assert [(f.line, f.category, f.name, f.outcome, f.severity) for f in findings] == expected

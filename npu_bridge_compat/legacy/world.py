@@ -631,17 +631,22 @@ class World:
         return NameStatus(found.status, detail)
 
     def _walk_todays(self, path: str, rest: list[str]) -> NameStatus:
-        """A name under today's module `path`: today's attribute, or the name the world fills in."""
+        """A name under today's module `path`: today's attribute, or the name the world fills in, in the order
+        `filled_getattr` answers: a name the module does not hold is the table's own first (numpy.bool8, which
+        NumPy 1.26 still answers with a deprecation), then the module's, then the table's sources'."""
         obj: Any = resolve(path)
         for index, name in enumerate(rest):
             if not isinstance(obj, types.ModuleType):
                 break
-            value = todays_attribute(obj, name)
+            key = self.filled_key(path)
+            row = self.filled[key] if key is not None else None
+            held = inspect.getattr_static(obj, name, ABSENT)
+            in_table = row is not None and (name in row.names or name in row.missing)
+            value = ABSENT if held is ABSENT and in_table else todays_attribute(obj, name)
             if value is ABSENT:
-                key = self.filled_key(path)
-                if key is None:
+                if row is None:
                     return NameStatus(Status.UNKNOWN, f"{path} has no {name} here, and the {self.era} world maps none")
-                found = self.lookup(self.filled[key], key, name)
+                found = self.lookup(row, key, name)
                 if found.module is not None:
                     return self._walk(found.module, rest[index + 1 :])
                 return NameStatus(found.status, found.detail)

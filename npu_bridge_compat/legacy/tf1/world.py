@@ -143,9 +143,12 @@ class _Tf1World(World):
 
     @functools.cached_property
     def api(self) -> WithOwnNames:
+        """`tensorflow` as the program sees it, `tf.examples` included (`tf.contrib` is on tf.compat.v1 itself)."""
         import tensorflow as tf
 
-        return tf1_api(tf.compat.v1)
+        api = tf1_api(tf.compat.v1)
+        api.examples = served_module("examples")
+        return api
 
     def _module_for(self, path: str) -> Any:
         """The module `tensorflow.<path>` as the program sees it."""
