@@ -19,9 +19,8 @@ from npu_bridge_compat.compat import select_keras_2
 from npu_bridge_compat.compat.estimator_library import serve_estimator_imports
 from npu_bridge_compat.compat.xla import reserve_fusion_flags
 from npu_bridge_compat.errors import NpuConfigError
+from npu_bridge_compat.legacy.runs import RunAs
 from npu_bridge_compat.plan.platform import GRAPH_KERNEL_ENV, graph_kernel_mode
-from npu_bridge_compat.scan.world import TF1 as TF1_FLAG
-from npu_bridge_compat.scan.world import WORLDS
 
 
 class ScriptNotFound(NpuConfigError, FileNotFoundError):
@@ -47,7 +46,7 @@ def choose_world(script: str, world: str | None) -> str:
     (scan/world.py: its file and the project modules it imports, read, never run), said in one line on stderr
     when the signs had to be weighed. Imports TensorFlow (after select_keras_2) to look names up."""
     if world is not None:
-        if world not in WORLDS:
+        if world not in tuple(RunAs):
             raise NpuConfigError(f"unknown world {world!r}: tf1 or tf2")
         return world
     from npu_bridge_compat.logs import log_line
@@ -56,7 +55,7 @@ def choose_world(script: str, world: str | None) -> str:
     select_keras_2()  # its names are looked up in the Keras the program gets
     decision = decide_program(script)
     if decision.guessed and decision.has_signs:
-        flag = "--tf1" if decision.world == TF1_FLAG else "--tf2"
+        flag = RunAs(decision.world).flag
         log_line(
             f"npu_bridge_compat: running {os.path.basename(script)} as a {decision.summary(limit=2)} program; "
             f"{flag} says so yourself"
@@ -79,9 +78,7 @@ def run_program(
     on: graph_kernel_request). Raises ScriptNotFound, or an NpuConfigError for an adapter environment that the
     adapter would refuse, before the script starts."""
     from npu_bridge_compat.legacy import install_aliases
-    from npu_bridge_compat.legacy.era import ERA
-    from npu_bridge_compat.legacy.tf1 import TF1, TF1_VERSION
-    from npu_bridge_compat.legacy.tf26 import TF26
+    from npu_bridge_compat.legacy.tf1 import TF1_VERSION
     from npu_bridge_compat.logs import defer_tensorflow_handler, log_line, quiet_library_deprecations
     from npu_bridge_compat.scan.tf1 import tf1_hint
 
@@ -92,11 +89,10 @@ def run_program(
     if graph_kernel is not None:
         ask_for_graph_kernel_fusion(graph_kernel)
     reserve_fusion_flags()  # before the script starts TensorFlow, in case one of its configurations asks for fusion
-    tf1 = choose_world(script, world) == TF1_FLAG
+    run_as = RunAs(choose_world(script, world))
+    tf1 = run_as is RunAs.TF1
     install_aliases()
-    # The worlds a program is served, as data: a TF 1.15 program, or a TF2 one written for the TF2 adapter's
-    # TensorFlow 2.6 and its Keras; both were written for NumPy < 1.24 and Python 3.7.
-    for served in (TF1, ERA) if tf1 else (TF26, ERA):
+    for served in run_as.worlds:
         served.serve_program()
     if tf1:
         import tensorflow as tf

@@ -28,11 +28,12 @@ import os
 from collections.abc import Callable, Container, Iterable, Sequence
 from typing import NamedTuple
 
+from npu_bridge_compat.legacy.runs import RunAs
 from npu_bridge_compat.scan.names import tensorflow_has
 from npu_bridge_compat.scan.reader import ADAPTER_ROOTS, AT_IMPORT, GUARDED, IN_FUNCTION, FileFacts
 
-TF1, TF2 = "tf1", "tf2"  # the worlds a program runs in (`run --tf1` / `--tf2`)
-WORLDS = (TF1, TF2)
+TF1, TF2 = RunAs.TF1, RunAs.TF2  # the worlds a program runs in (`run --tf1` / `--tf2`)
+WORLDS = tuple(RunAs)
 WORLD_NAMES = {TF1: "TF 1.15", TF2: "TF2"}
 
 

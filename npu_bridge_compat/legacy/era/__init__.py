@@ -24,7 +24,7 @@ from npu_bridge_compat.legacy.era.absl_flags import STR_ENUM_VALUES, refuses_str
 from npu_bridge_compat.legacy.era.table import FILLED, MODULES, NO_SETUPTOOLS
 from npu_bridge_compat.legacy.world import DifferenceWarning, Found, NameStatus, Status, World, importable
 
-__all__ = ["ERA", "EraNameWarning", "era_name_status", "install_era_world", "era_world_installed"]
+__all__ = ["ERA", "EraNameWarning", "era_name_status", "install_era_world"]
 
 OWNER = Owner.ERA_WORLD
 
@@ -104,10 +104,6 @@ ERA = _EraWorld(
     serves="imp, distutils and xml.etree.cElementTree (removed in Python 3.9 and 3.12) where this Python lacks them, "
     "from the era table",
 )
-
-
-def era_world_installed() -> bool:
-    return ERA.installed()
 
 
 def install_era_world() -> None:
