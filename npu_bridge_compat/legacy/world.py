@@ -33,7 +33,7 @@ from typing import Any
 
 from npu_bridge_compat import changes, compat
 from npu_bridge_compat.changes import Owner
-from npu_bridge_compat.errors import NpuCompatWarning, warn
+from npu_bridge_compat.errors import NpuCompatWarning, TensorFlowVersionError, warn
 from npu_bridge_compat.legacy.program import NOT_SERVED, PROGRAM_IMPORTS
 
 KERAS = "{keras}"  # in a source: the Keras 2 of this line, `keras` (TensorFlow 2.15) or `tf_keras` (2.16 and later)
@@ -175,7 +175,14 @@ def todays_attribute(obj: Any, name: str) -> Any:
 def resolve(dotted: str) -> Any:
     """The object a dotted path names: a module, or attributes of the longest importable one; ImportError when
     there is none. TensorFlow's API paths (`tensorflow.distribute`, not `tensorflow.python...`) are walked as
-    attributes, since implementation packages of the same names shadow some of them."""
+    attributes, since implementation packages of the same names shadow some of them; the parts of tf.compat.v1
+    that Keras 2 implements are the Keras 2 that `run` selects (tf_keras where tf.keras is Keras 3)."""
+    for api in compat.TF1_KERAS_APIS:
+        if dotted == f"tensorflow.compat.v1.{api}":
+            try:
+                return compat.tf1_keras_api(api)
+            except TensorFlowVersionError as error:
+                raise ImportError(str(error)) from error
     parent, _, name = dotted.rpartition(".")
     if parent and dotted.startswith("tensorflow.") and not dotted.startswith("tensorflow.python."):
         value = todays_attribute(resolve(parent), name)
@@ -191,6 +198,20 @@ def resolve(dotted: str) -> Any:
     if value is ABSENT:
         raise ImportError(f"{dotted} does not exist in this installation")
     return value
+
+
+def today_has(dotted: str) -> bool:
+    """Whether this installation has `dotted` as a program gets it without a world: a module, or a name reached
+    from one (past the first object that is not a module, the rest is the object's own business, not checked)."""
+    parts = dotted.split(".")
+    for cut in range(1, len(parts) + 1):
+        try:
+            value = resolve(".".join(parts[:cut]))
+        except Exception:  # noqa: BLE001 - not there, or a lazily loaded module that cannot load here
+            return False
+        if not isinstance(value, types.ModuleType):
+            return True
+    return True
 
 
 def importable(dotted: str) -> bool:
