@@ -219,6 +219,33 @@ def test_the_user_program_sees_tf1_and_installed_libraries_tf2(tmp_path):
     assert sees_tf1(str(tmp_path / "model" / "__init__.py"))
 
 
+def test_the_program_and_its_vendored_libraries_see_tf115s_version_and_installed_libraries_the_real_one(tmp_path):
+    """Code that branches on the version (DeepCTR's `if tf.__version__ >= '2.0.0'`, in its vendored deepctr/) takes
+    its TF1 branch under `run --tf1`; `run` says so first."""
+    (tmp_path / "vendored").mkdir()
+    (tmp_path / "vendored" / "__init__.py").write_text(
+        "import tensorflow as tf\nBRANCH = 'tf2' if tf.__version__ >= '2.0.0' else 'tf1'\n"
+    )
+    (tmp_path / "train.py").write_text(
+        "import importlib, json, sys\n"
+        "import tensorflow as tf\n"
+        "from tensorflow import __version__ as imported\n"
+        "from tensorflow.version import VERSION\n"
+        "import vendored\n"
+        "print(json.dumps([tf.__version__, tf.VERSION, tf.version.VERSION, tf.GIT_VERSION, imported, VERSION,\n"
+        "                  vendored.BRANCH, importlib.import_module('tensorflow').__version__,\n"
+        "                  sys.modules['tensorflow'].version.VERSION, tf.compat.v1.Session.__name__]))\n"
+    )
+    result = run("--tf1", str(tmp_path / "train.py"), cwd=tmp_path)
+    seen = last_json(result)
+    assert seen == [*["1.15.5"] * 3, "v1.15.5", "1.15.5", "1.15.5", "tf1", tf.__version__, tf.__version__, "Session"]
+    first = next(line for line in result.stderr.splitlines() if line.startswith("npu_bridge_compat:"))
+    assert first == (
+        "npu_bridge_compat: run --tf1: train.py and the modules of its folder see TensorFlow 1.15's API and version "
+        f"(tf.__version__ 1.15.5); installed libraries see TensorFlow {tf.__version__}"
+    )
+
+
 def assert_trained(checkpoint: str, steps: int, losses: list) -> dict:
     """The checkpoint's global step and the loss falling; returns the checkpoint's variable shapes."""
     assert tf.train.load_variable(checkpoint, "global_step") == steps
