@@ -139,10 +139,6 @@ def import_loops(graph: dict[str, dict[str, int]]) -> list[str]:
 # Loops another branch of this round has ended: strict, so that each is dropped once its fix is merged.
 KNOWN_LOOPS = {
     (
-        "npu_bridge_compat.scan.world",
-        "npu_bridge_compat.scan.classify",
-    ): "issue 44: scan/world.py no longer imports scan/classify.py on the imports branch",
-    (
         "npu_bridge_compat.distributed.runtime",
         "npu_bridge_compat.distributed.collectives",
     ): "issue 45: distributed/keys.py ends this loop on the ranks branch",

@@ -8,21 +8,14 @@ Answered by `npu_bridge_compat.legacy.tf26.tf26_name_status`, from the table tha
 from __future__ import annotations
 
 from npu_bridge_compat.legacy.tf26 import tf26_name_status
+from npu_bridge_compat.scan.outcomes import FINDINGS, RUN, outcome
 from npu_bridge_compat.scan.report import Severity
-
-# status -> (the finding's outcome, its severity)
-_OUTCOMES = {
-    "works": ("works under run", Severity.READY),
-    "differs": ("differs under run", Severity.WARNING),
-    "missing": ("missing under run", Severity.BLOCKED),
-}
 
 
 def classify_tf26_name(dotted: str) -> tuple[str, Severity, str] | None:
     """(outcome, severity, detail) of a TF 2.6 name this line lacks; None for a name this line has as it is, or
     one the TF 2.6 world does not map."""
     status = tf26_name_status(dotted)
-    if status.status not in _OUTCOMES:
+    if status.status not in FINDINGS:
         return None
-    outcome, severity = _OUTCOMES[status.status]
-    return outcome, severity, status.detail
+    return *outcome(status.status, RUN), status.detail

@@ -1,5 +1,5 @@
 """absl-py of the ports' era: before 2.0, `DEFINE_enum` took a str as `enum_values` and kept it as given, so a
-value was accepted when it was part of that string. The flags of TensorFlow's official models, copied into 16
+value was accepted when it was part of that string. The flags of TensorFlow's official models, copied into many
 ModelZoo folders (ResNet, BERT, Transformer, NCF, ...), pass one (`enum_values=("keras', 'graph_rewrite")`), which
 absl-py 2.0 refuses while the script defines its flags. Served as absl-py < 2.0 did, warning once at the line that
 defined the flag."""
