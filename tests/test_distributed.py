@@ -17,7 +17,7 @@ import tensorflow as tf
 
 from npu_bridge_compat import changes, distributed
 from npu_bridge_compat.changes import Owner
-from npu_bridge_compat.distributed import cluster, collectives, launch, ranks
+from npu_bridge_compat.distributed import cluster, collectives, keys, launch, ranks
 from npu_bridge_compat.distributed.ranks import RankConfigError
 from npu_bridge_compat.loss_scale import FixedLossScaleManager, NPULossScaleOptimizer, NPUOptimizer
 
@@ -440,25 +440,28 @@ def test_ranks_derive_alike_instance_keys_whatever_each_built_before(monkeypatch
     def graph_keys(extra_before: bool) -> tuple[list[int], list[str]]:
         if extra_before:
             with tf.Graph().as_default():
-                collectives._instance_key(world, "allreduce", tf.zeros([2]), "sum")
+                keys.instance_key(world.key, world.name, "allreduce", tf.zeros([2]), "sum")
         with tf.Graph().as_default() as graph:
             vector, scalar = tf.zeros([2]), tf.zeros([])
-            keys = [collectives._instance_key(world, "allreduce", value, "sum") for value in (vector, vector, scalar)]
-            keys.append(collectives._instance_key(world, "allreduce", vector, "max"))
-            keys.append(collectives._instance_key(world, "allgather", vector))
+            found_keys = [
+                keys.instance_key(world.key, world.name, "allreduce", value, "sum")
+                for value in (vector, vector, scalar)
+            ]
+            found_keys.append(keys.instance_key(world.key, world.name, "allreduce", vector, "max"))
+            found_keys.append(keys.instance_key(world.key, world.name, "allgather", vector))
 
             @tf.function
             def nested():  # runs in the same step as the graph's own collectives
-                keys.append(collectives._instance_key(world, "allreduce", tf.zeros([2]), "sum"))
+                found_keys.append(keys.instance_key(world.key, world.name, "allreduce", tf.zeros([2]), "sum"))
                 return 0
 
             nested.get_concrete_function()
-            return keys, collectives.collectives_of(graph)
+            return found_keys, keys.collectives_of(graph)
 
-    keys, described = graph_keys(extra_before=False)
-    assert graph_keys(extra_before=True)[0] == keys
-    assert len(set(keys)) == len(keys)
-    assert described[2] == f"allreduce sum of float32[] in group 'hccl_world_group' (instance key {keys[2]})"
+    found_keys, described = graph_keys(extra_before=False)
+    assert graph_keys(extra_before=True)[0] == found_keys
+    assert len(set(found_keys)) == len(found_keys)
+    assert described[2] == f"allreduce sum of float32[] in group 'hccl_world_group' (instance key {found_keys[2]})"
     assert len(described) == 6
 
 
