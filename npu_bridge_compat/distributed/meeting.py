@@ -19,6 +19,7 @@ from npu_bridge_compat.distributed.schedulers import Place, SchedulerRanks
 from npu_bridge_compat.distributed.variables import RankConfigError
 
 RETRY_S = 0.2
+VERDICT_GRACE_S = 5  # a rank waits this much past its own deadline for rank 0's answer, which may be an error
 MOST_BYTES = 1 << 20
 
 
@@ -46,10 +47,13 @@ def _host(found: SchedulerRanks, deadline: float, timeout_s: float) -> tuple[Pla
         while len(arrived) < found.size - 1:
             if time.monotonic() > deadline:
                 missing = sorted(set(range(1, found.size)) - set(arrived))
-                raise RankConfigError(
+                message = (
                     f"rank 0 waited {timeout_s:g} s (HCCL_CONNECT_TIMEOUT) at {_where(found)} and rank"
                     f"{'s' * (len(missing) > 1)} {', '.join(map(str, missing))} never arrived"
                 )
+                for connection, _, _ in arrived.values():
+                    _send(connection, {"error": message})
+                raise RankConfigError(message)
             try:
                 connection, (peer, _) = listener.accept()
             except TimeoutError:
@@ -104,9 +108,9 @@ def _join(found: SchedulerRanks, deadline: float, timeout_s: float) -> tuple[Pla
         time.sleep(RETRY_S)
     with connection:
         _send(connection, {"rank": found.rank, "size": found.size, "port": found.port})
-        answer = _read_line(connection, deadline, "rank 0", found)
+        answer = _read_line(connection, deadline + VERDICT_GRACE_S, "rank 0", found)
     if "error" in answer:
-        raise RankConfigError(f"rank {found.rank} at {_where(found)}: {answer['error']}")
+        raise RankConfigError(f"rank {found.rank} met rank 0, which ended the meeting: {answer['error']}")
     return tuple(Place(str(host), int(port)) for host, port in answer["places"])
 
 
