@@ -218,6 +218,19 @@ def test_ascend_variables_win_over_a_scheduler(monkeypatch):
         ranks.rank_id()
 
 
+def test_run_gives_ported_scripts_ascend_variables_from_the_scheduler(monkeypatch):
+    """ModelZoo's scripts read RANK_ID and RANK_SIZE themselves: `run` sets them from srun's variables, and they
+    still mean the Slurm job (its hosts, its device variable)."""
+    set_env(monkeypatch, **slurm(3, "node[01-02]", "2(x2)", size=4))
+    ranks.export_scheduler_ranks()
+    assert [os.environ[name] for name in ("RANK_SIZE", "RANK_ID", "DEVICE_ID", "ASCEND_DEVICE_ID")] == list("4311")
+    assert ranks.scheduler().scheduler == "Slurm" and ranks.device_id_source() == ("SLURM_LOCALID", 1)
+    assert cluster.current_cluster().me.address == "node02:29601"
+    monkeypatch.setenv("SLURM_PROCID", "2")  # the job changed under it: the derived values no longer hold
+    with pytest.raises(RankConfigError, match="SLURM_PROCID=2 with SLURM_LOCALID=1"):
+        ranks.rank_id()
+
+
 def test_the_launcher_nearest_the_process_names_the_ranks(monkeypatch):
     """torchrun (or mpirun) started by srun, one task per node: its variables name the ranks."""
     set_env(monkeypatch, **slurm(0, "node[01-02]", "1(x2)"), **torchrun(1, size=4))

@@ -11,7 +11,8 @@ This is the one place that reads RANK_ID, RANK_SIZE, DEVICE_ID, ASCEND_DEVICE_ID
   id first; `session_device_id` overrides both in a session config), else a scheduler's local rank. On a host it
   selects the GPU of the rank.
 - Ascend's variables win when present (RANK_SIZE, RANK_ID, CM_WORKER_SIZE or CM_CHIEF_IP set): a scheduler's are
-  then not read.
+  then not read. `run` sets them from a scheduler's (`export_scheduler_ranks`) for ported scripts that read them
+  themselves, and marks them as derived (NPU_BRIDGE_COMPAT_RANKS_FROM), so that the scheduler's facts still hold.
 - `HCCL_CONNECT_TIMEOUT` (how long ranks wait for each other to start) and `HCCL_EXEC_TIMEOUT` (how long one
   collective may wait) keep their Ascend meaning and defaults.
 """
@@ -20,6 +21,8 @@ from __future__ import annotations
 
 import os
 
+from npu_bridge_compat import changes
+from npu_bridge_compat.changes import Owner
 from npu_bridge_compat.distributed import schedulers
 from npu_bridge_compat.distributed.schedulers import SchedulerRanks
 from npu_bridge_compat.distributed.variables import RankConfigError, integer
@@ -34,13 +37,39 @@ EXEC_TIMEOUT_S = 1836  # Ascend's default HCCL_EXEC_TIMEOUT
 
 
 _ASCEND_JOB_VARIABLES = ("RANK_SIZE", "RANK_ID", "CM_WORKER_SIZE", "CM_CHIEF_IP")
+DERIVED_VARIABLE = "NPU_BRIDGE_COMPAT_RANKS_FROM"  # names the scheduler Ascend's variables were set from
 
 
 def scheduler() -> SchedulerRanks | None:
-    """What the launcher that started this process says, when Ascend's variables do not describe the job."""
-    if any(os.environ.get(name, "").strip() for name in _ASCEND_JOB_VARIABLES):
+    """What the launcher that started this process says, when Ascend's variables do not describe the job (or
+    were set from it)."""
+    derived = os.environ.get(DERIVED_VARIABLE, "")
+    if any(os.environ.get(name, "").strip() for name in _ASCEND_JOB_VARIABLES) and not derived:
         return None
-    return schedulers.find()
+    found = schedulers.find()
+    return found if not derived or (found is not None and found.scheduler == derived) else None
+
+
+def export_scheduler_ranks() -> None:
+    """Give a ported script that reads RANK_ID, RANK_SIZE, DEVICE_ID or ASCEND_DEVICE_ID itself (as ModelZoo's
+    scripts do) the values its scheduler's variables mean."""
+    found = scheduler()
+    if found is None or found.size == 1 or os.environ.get(DERIVED_VARIABLE):
+        return
+    values = {
+        "RANK_SIZE": found.size,
+        "RANK_ID": found.rank,
+        "DEVICE_ID": found.local_rank,
+        "ASCEND_DEVICE_ID": found.local_rank,
+        DERIVED_VARIABLE: found.scheduler,
+    }
+    for name, value in values.items():
+        changes.set_environment(
+            name,
+            str(value),
+            owner=Owner.RANKS,
+            reason=f"the rank facts of the {found.scheduler} job, as Ascend names them",
+        )
 
 
 def uses_cm_variables() -> bool:
@@ -62,11 +91,13 @@ def rank_size() -> int:
 def device_id_source() -> tuple[str, int] | None:
     """(variable, value) of the device id: ASCEND_DEVICE_ID, else DEVICE_ID, else the local rank a scheduler
     gave; None when none is set."""
+    found = scheduler()
+    if found is not None and found.size > 1 and os.environ.get(DERIVED_VARIABLE):
+        return found.local_rank_variable, found.local_rank
     for name in ("ASCEND_DEVICE_ID", "DEVICE_ID"):
         value = integer(name)
         if value is not None:
             return name, value
-    found = scheduler()
     if found is not None and found.size > 1:
         return found.local_rank_variable, found.local_rank
     return None
