@@ -164,7 +164,7 @@ def all_ranks_true(flag):
 def _options(chosen: Group, kind: str, value, *details) -> dict:
     """group size and keys of the next collective `kind` of `value` in `chosen`, with the runtime started. No
     timeout of its own: TensorFlow keeps a sleeping thread alive for the whole timeout of every collective that
-    has one (a thread per call, thousands a minute); the rank's run deadline and the coordination service's
+    has one (a thread per call); the rank's run deadline and the coordination service's
     heartbeats bound the wait instead (runtime.py)."""
     runtime.start()
     return dict(
