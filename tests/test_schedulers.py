@@ -207,6 +207,12 @@ def test_slurm_without_reserved_ports_counts_from_the_base_port(monkeypatch):
     assert described.source.startswith("Slurm job (SLURM_PROCID=1, ")
 
 
+def test_a_one_process_job_needs_no_local_rank(monkeypatch):
+    set_env(monkeypatch, RANK=0, WORLD_SIZE=1)  # as some containers set them for one process
+    assert (ranks.rank_size(), ranks.rank_id(), ranks.device_id_source()) == (1, 0, None)
+    assert main(["explain", "--ranks"]) == 0
+
+
 def test_ascend_variables_win_over_a_scheduler(monkeypatch):
     set_env(monkeypatch, **slurm(1), RANK_SIZE=4, RANK_ID=2, DEVICE_ID=3)
     assert ranks.scheduler() is None

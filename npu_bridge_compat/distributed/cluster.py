@@ -243,7 +243,10 @@ def describe_ranks() -> str:
     else:
         described = current_cluster()
         if described.size == 1:
-            return "Ranks: one rank (no RANK_SIZE, CM_*, Slurm, MPI, torchrun-style or TF_CONFIG variables)"
+            return (
+                "Ranks: one rank, this process (no job of several ranks in RANK_SIZE, CM_*, Slurm, MPI, "
+                "torchrun-style or TF_CONFIG variables)"
+            )
         lines = [
             f"Ranks: an Ascend job, from the {described.source}",
             f"  rank {described.rank} of {described.size}, local rank {described.local_rank}, device {device_text}",

@@ -232,12 +232,12 @@ def _read_slurm(environment: Mapping[str, str]) -> SchedulerRanks:
         )
     size = integer(size_name, 1, environment)
     _check_rank(rank, size, "SLURM_PROCID", size_name)
+    said = _said(environment, "SLURM_PROCID", size_name, "SLURM_LOCALID", "SLURM_NODEID")
+    if size == 1:  # one process: nothing to meet, no device to choose
+        return SchedulerRanks(SLURM, 0, 1, 0, "SLURM_LOCALID", said, 0, None)
     local_rank = _required(environment, "SLURM_LOCALID", SLURM, "SLURM_PROCID", "the rank's device and port")
     nodes_name = _first_set(environment, "SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST", "SLURM_NODELIST")
     tasks_name = _first_set(environment, "SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE")
-    said = _said(environment, "SLURM_PROCID", size_name, "SLURM_LOCALID", "SLURM_NODEID")
-    if size == 1:
-        return SchedulerRanks(SLURM, 0, 1, local_rank, "SLURM_LOCALID", said, 0, None)
     if nodes_name is None or tasks_name is None:
         missing = "SLURM_STEP_NODELIST (or SLURM_JOB_NODELIST)" if nodes_name is None else "SLURM_TASKS_PER_NODE"
         raise RankConfigError(f"{size_name}={size} but {missing} is not set: the ranks' hosts come from it")
@@ -287,13 +287,13 @@ def _meeting_job(
     rank = _required(environment, rank_name, scheduler, size_name, "this process's rank")
     size = _required(environment, size_name, scheduler, rank_name, "the number of ranks", minimum=1)
     _check_rank(rank, size, rank_name, size_name)
+    said = _said(environment, *names)
+    if size == 1:  # one process: nothing to meet, no device to choose
+        return SchedulerRanks(scheduler, 0, 1, 0, local_name, said, 0, None)
     local_rank = _required(environment, local_name, scheduler, rank_name, "the rank's device and port")
     local_size = integer(local_size_name, 1, environment)
     if local_size is not None:
         _check_rank(local_rank, local_size, local_name, local_size_name)
-    said = _said(environment, *names)
-    if size == 1:
-        return SchedulerRanks(scheduler, 0, 1, local_rank, local_name, said, 0, None)
     host = environment.get("MASTER_ADDR", "").strip()
     if not host:
         hint = "" if scheduler == TORCHRUN else " (mpirun does not set it: export it, with MASTER_PORT)"
