@@ -2,6 +2,7 @@
 one-rank results of every collective, groups, the distributed optimizers, NPUStrategy and the launcher.
 What needs several processes is in test_distributed_ranks.py."""
 
+import ast
 import json
 import os
 import shutil
@@ -608,3 +609,28 @@ def test_a_single_host_job_is_reachable_over_loopback_only():
     assert all(report["interfaces"] == ["lo"] for report in ranks.values())
     on_host = network_of_ranks("--host-network")  # on purpose, for scripts that reach other machines
     assert all(report["netns"] == os.readlink("/proc/self/ns/net") for report in on_host.values())
+
+
+def test_the_modules_of_distributed_import_each_other_without_a_loop():
+    """Imports inside functions count: a loop hidden in one is a loop still."""
+    package = HERE.parent / "npu_bridge_compat" / "distributed"
+    imports = {}
+    for path in package.glob("*.py"):
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("npu_bridge_compat.distributed"):
+                names = [node.module.split(".")[2]] if node.module.count(".") >= 2 else [a.name for a in node.names]
+                found.update(name for name in names if (package / f"{name}.py").is_file())
+        imports[path.stem] = found - {path.stem}
+
+    def loop_from(module: str, path: tuple[str, ...]) -> tuple[str, ...] | None:
+        for imported in sorted(imports.get(module, ())):
+            if imported in path:
+                return (*path[path.index(imported) :], imported)
+            found = loop_from(imported, (*path, imported))
+            if found:
+                return found
+        return None
+
+    loops = {module: loop_from(module, (module,)) for module in imports if module != "__init__"}
+    assert not any(loops.values()), {module: " -> ".join(loop) for module, loop in loops.items() if loop}
