@@ -265,8 +265,8 @@ def test_a_killed_rank_ends_the_others_naming_it(processes, rank_logs, victim):
 
 @pytest.mark.parametrize("mode", ["session", "function"])
 def test_collectives_cost_no_thread_each(processes, rank_logs, mode):
-    """1,500 collectives per rank leave its OS thread count flat (a collective's own timeout used to keep a
-    sleeping thread per call alive for HCCL_EXEC_TIMEOUT, and long jobs died at the process's thread limit)."""
+    """Many collectives per rank leave its OS thread count flat (a collective given its own timeout keeps a
+    sleeping thread per call alive for HCCL_EXEC_TIMEOUT, up to the process's thread limit)."""
     job, output = launched(processes, rank_logs, "dist_collective_threads.py", "--mode", mode)
     assert job.returncode == 0, output[-3000:]
     found = reports(output)
@@ -292,7 +292,7 @@ def test_a_collective_another_rank_never_joins_ends_the_run_naming_the_deadline(
 @pytest.mark.parametrize("mode, late", [("session", 1), ("eager", 1), ("session", 0), ("eager", 0)])
 def test_ranks_that_finish_apart_all_exit_cleanly(processes, rank_logs, mode, late):
     """A rank that finishes first waits for the others, so no finished rank is reported lost (rank 0 hosts the
-    coordination service: its early exit used to read as its loss on rank 1)."""
+    coordination service: its early exit would read as its loss on rank 1)."""
     job, output = launched(processes, rank_logs, "dist_finish_apart.py", "--mode", mode, "--late", late, timeout=120)
     assert job.returncode == 0 and "lost rank" not in output, output[-3000:]
     assert {rank: report["total"] for rank, report in reports(output).items()} == {0: [2.0, 1.0], 1: [2.0, 1.0]}
@@ -335,8 +335,8 @@ def evaluated_in_one_process(weights: dict, batches: int, size: int) -> dict:
 def test_evaluate_predict_export_on_two_ranks_after_training(processes, rank_logs, model_dirs, evaluated_in):
     """AlexNet_ID0072's 8p phases: NPUEstimator evaluates every checkpoint with its metrics all-reduced in their
     value ops and a collective in an evaluation hook, then predicts and exports, on each rank; rank 0 first builds
-    a collective the other rank never builds. Evaluation used to run in a local session, where the metrics'
-    allreduce waited for HCCL_EXEC_TIMEOUT."""
+    a collective the other rank never builds. Evaluation runs on the rank's server: in a local session the
+    metrics' allreduce would wait for HCCL_EXEC_TIMEOUT."""
     model, shared = rank_logs / "model", ["shared"] if model_dirs == "shared" else []
     later = "evaluate,predict,export"
     phases = [f"train,{later}"] if evaluated_in == "training process" else ["train", later]
