@@ -3,7 +3,7 @@
 `python -m npu_bridge_compat run` is this module's `run_program`; `scan --try`'s trials call it too, so that a
 trial starts a script exactly as `run` does. Every change it makes (the adapter's import paths, the TF 1.15 or
 TF 2.6 world, the ports' NumPy and Python era, `sys.argv`, the script's folder on `sys.path`, the exit listing,
-logging and warnings filters) goes through the registry.
+logging and warnings filters, RANK_ID & co. from a scheduler's variables) goes through the registry.
 """
 
 from __future__ import annotations

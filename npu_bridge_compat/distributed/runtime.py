@@ -14,9 +14,9 @@ EXIT_RANK_LOST: a collective waiting for the lost rank could not complete, and g
 cancelled from outside. A rank waiting for one that is alive but never joins (diverging graphs) is ended by the
 deadline of its session runs: HCCL_EXEC_TIMEOUT per step (N times that for an N-step run). The deadline is the
 run's, not each collective's: TensorFlow keeps a sleeping thread alive for the whole timeout of every collective
-given one, a thread per call. At a normal exit the ranks wait for each other (two
-barriers of the coordination service: every rank finished, every watchdog stopped), so that no rank leaves while
-another's watchdog could read its departure as a loss, and rank 0, which hosts the service, is never left early.
+given one, a thread per call. At a normal exit the ranks wait for each other (two barriers of the coordination
+service: every rank finished, every watchdog stopped), so that no rank leaves while another's watchdog could read
+its departure as a loss, and rank 0, which hosts the service, is never left early.
 
 Security: TensorFlow's gRPC servers have no authentication, and TensorFlow (2.15 to 2.21) always listens on every
 interface of its network (grpc_server_lib.cc binds "0.0.0.0:<port>"; no option changes it). `launch` runs a
