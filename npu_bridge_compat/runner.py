@@ -3,7 +3,7 @@
 `python -m npu_bridge_compat run` is this module's `run_program`; `scan --try`'s trials call it too, so that a
 trial starts a script exactly as `run` does. Every change it makes (the adapter's import paths, the TF 1.15 or
 TF 2.6 world, the ports' NumPy and Python era, `sys.argv`, the script's folder on `sys.path`, the exit listing,
-logging and warnings filters) goes through the registry.
+logging and warnings filters, RANK_ID & co. from a scheduler's variables) goes through the registry.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from npu_bridge_compat.changes import Owner
 from npu_bridge_compat.compat import select_keras_2
 from npu_bridge_compat.compat.estimator_library import serve_estimator_imports
 from npu_bridge_compat.compat.xla import reserve_fusion_flags
+from npu_bridge_compat.distributed.ranks import export_scheduler_ranks
 from npu_bridge_compat.errors import NpuConfigError
 from npu_bridge_compat.legacy.runs import RunAs
 from npu_bridge_compat.plan.platform import GRAPH_KERNEL_ENV, graph_kernel_mode
@@ -86,6 +87,7 @@ def run_program(
     if not os.path.isfile(path):
         raise ScriptNotFound(f"no such script: {script}")
     select_keras_2()  # before the script (or the aliases) imports TensorFlow
+    export_scheduler_ranks()  # a script started by srun, mpirun, torchrun reads RANK_ID & co. as on Ascend
     if graph_kernel is not None:
         ask_for_graph_kernel_fusion(graph_kernel)
     reserve_fusion_flags()  # before the script starts TensorFlow, in case one of its configurations asks for fusion
