@@ -2,15 +2,23 @@
 
 An attribute of TensorFlow, Keras, Estimator or a user's object replaced, an import finder on `sys.meta_path`, an
 entry of `sys.path`, an exit handler, a logging or warnings filter, a TensorFlow process setting, an environment
-variable: each is made here, by the door or command that needs it, and recorded as a `Change` (what, why, which
-part of the package asked: an `Owner`). Making the same change again is a no-op, so doors need no flags of their
-own; asking for the same thing with another value is refused (`ChangeConflict`). `in_force()` lists what holds
-now (`python -m npu_bridge_compat explain --changes` prints it) and `undo()` puts the process back, newest first,
-as pytest's monkeypatch does. What cannot be put back (a device setting once TensorFlow's context started) is
-recorded as irreversible: listed, and left in force by `undo()`. Importing npu_bridge_compat changes nothing: a
-user who uses none of it keeps the process as it was.
+variable: each is made here, by the door or command that needs it, and recorded as a `Change` (what, of which
+`Kind`, why, which part of the package asked: an `Owner`). `in_force()` lists what holds now (`python -m
+npu_bridge_compat explain --changes` prints it) and `undo()` puts the process back, newest first, as pytest's
+monkeypatch does. What cannot be put back (a device setting once TensorFlow's context started) is recorded as
+irreversible: listed, and left in force by `undo()`. Importing npu_bridge_compat changes nothing: a user who uses
+none of it keeps the process as it was.
 
-The registry only records and restores; what each change does and why lives with the code that asks for it.
+One rule holds for a repeated request, in every kind: the same owner asking for the same value gets back the change
+already made (so doors need no flags of their own); another value, or another owner, is a `ChangeConflict` naming
+both. Two requests are shaped for what the package needs beyond it: `for_the_call` makes a change for the length
+of a block, nested over a lasting one and giving its value back at the end; `add_to_environment_list` is a
+variable several owners add items to, one change that names them all and undoes each one's part. Undoing a key
+puts back what was there before its first change.
+
+The process's registry is one `Registry`, `process_registry`, which the module-level functions use; a test makes a
+registry of its own. The registry only records and restores; what each change does and why lives with the code
+that asks for it.
 """
 
 from __future__ import annotations
@@ -23,11 +31,11 @@ import os
 import sys
 import threading
 import warnings
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-_MISSING = object()  # an attribute or variable that did not exist before the change
+NOTHING: Any = object()  # what an attribute or variable held where it did not exist
 
 
 class Owner(str, enum.Enum):
@@ -59,14 +67,40 @@ class Owner(str, enum.Enum):
     ADAPTER_HOOKS = "the adapter's hooks"
     TF1_WORLD = "the TF 1.15 world"
     TF26_WORLD = "the TF 2.6 world"
+    KERAS2_WORLD = "the standalone Keras 2.2 world"
     ERA_WORLD = "the ports' NumPy and Python era"
+    PROGRAM_IMPORTS = "the program's imports"
+    TF_SLIM_NAMES = "tf_slim's names (the TF 1.15 and TF 2.6 worlds)"
+    TF1_BEHAVIOUR = "TF1 behaviour (the TF 1.15 world, npu_device.compat.enable_v1)"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class Kind(str, enum.Enum):
+    """What a change changes; its value is its name in words (`Kind.IMPORT_FINDER` is "import finder")."""
+
+    def _generate_next_value_(name: str, start: int, count: int, last_values: list) -> str:
+        return name.lower().replace("_", " ")
+
+    ATTRIBUTE = enum.auto()
+    ENVIRONMENT = enum.auto()
+    ENVIRONMENT_LIST = enum.auto()
+    IMPORT_FINDER = enum.auto()
+    CONTEXT = enum.auto()
+    SETTING = enum.auto()
+    IRREVERSIBLE = enum.auto()
+    EXIT_HANDLER = enum.auto()
+    SYS_PATH = "sys.path"
+    LOGGING_FILTER = enum.auto()
+    WARNINGS_FILTER = enum.auto()
 
     def __str__(self) -> str:
         return self.value
 
 
 class ChangeConflict(RuntimeError):
-    """Two parts of the package asked for the same thing with different values."""
+    """Two requests for one thing that cannot both hold: another value, or another owner."""
 
 
 class UndoError(RuntimeError):
@@ -74,38 +108,70 @@ class UndoError(RuntimeError):
 
 
 @dataclass(frozen=True)
+class _Part:
+    """One owner's request within a change: most changes have one; a list several owners add to has one each."""
+
+    owner: Owner
+    asked: Any  # what was asked for: the value set, the context's value, the finder, the items added
+    reason: str
+    number: int  # counting every request the registry granted, for `mark()` and the order of undoing
+
+
 class Change:
     """One change in force: `target` is what was changed, as a user would name it (`tensorflow.function`,
     `sys.meta_path`, `$TF_XLA_FLAGS`, `<user's Adam>.apply_gradients`)."""
 
-    target: str
-    kind: str  # "attribute", "environment", "import finder", "context", "sys.path", "exit handler", ...
-    owner: Owner
-    reason: str
-    _undo: Callable[[], None] | None = field(repr=False, compare=False)  # None: irreversible
-    _key: tuple = field(repr=False, compare=False)
-    _asked: Any = field(default=None, repr=False, compare=False)  # what was asked for, for conflicts
+    def __init__(self, target: str, kind: Kind, key: tuple, *, before: Any, nested: bool) -> None:
+        self.target = target
+        self.kind = kind
+        self.nested = nested  # made for the length of a call (`for_the_call`)
+        self._key = key
+        self._undo: Callable[[], None] | None = None  # puts back what was there before; None: irreversible
+        # sets the value the parts still in force make (a list several owners add to)
+        self._reapply: Callable[[list[_Part]], None] | None = None
+        self._before = before  # what an attribute gave before the change (`original`)
+        self._parts: list[_Part] = []  # in force
+        self._first: _Part | None = None
+
+    @property
+    def owner(self) -> Owner:
+        """The owner that made the change."""
+        return self._first.owner
+
+    @property
+    def owners(self) -> tuple[Owner, ...]:
+        """Every owner with a part in force, the first first."""
+        return tuple(dict.fromkeys(part.owner for part in self._parts))
+
+    @property
+    def reason(self) -> str:
+        return "; ".join(dict.fromkeys(part.reason for part in self._parts or [self._first]))
 
     @property
     def irreversible(self) -> bool:
         return self._undo is None
 
     def describe(self) -> str:
-        return f"{self.target} ({self.kind}, by {self.owner}): {self.reason}"
+        return f"{self.target} ({self.kind}, by {', '.join(map(str, self.owners))}): {self.reason}"
 
-
-_lock = threading.RLock()
-_changes: dict[tuple, Change] = {}  # in the order they were made
-_made: dict[tuple, int] = {}  # each change's number, counting every change this process made
-_count = [0]
-# Attributes replaced, by (id(target), name): the value set here and what `target.name` gave before.
-_attributes: dict[tuple[int, str], tuple[Any, Any]] = {}
+    def __repr__(self) -> str:
+        return f"<Change {self.describe()}>"
 
 
 def _checked(owner: Owner) -> Owner:
     if not isinstance(owner, Owner):
         raise TypeError(f"owner must be a changes.Owner, not {owner!r}")
     return owner
+
+
+def _same(first: Any, second: Any) -> bool:
+    """Whether two requested values are the same: the same object, or equal values."""
+    if first is second:
+        return True
+    try:
+        return bool(first == second)
+    except Exception:  # noqa: BLE001 - values without a truth for ==, such as arrays, count as different
+        return False
 
 
 def _name_of(target: Any) -> str:
@@ -116,365 +182,503 @@ def _name_of(target: Any) -> str:
     return f"<{type(target).__name__} object at {id(target):#x}>"
 
 
-def _existing(key: tuple, asked: Any, target: str, owner: Owner) -> Change | None:
-    """The change in force under `key`: the same request again is a no-op; another value is a conflict."""
-    existing = _changes.get(key)
-    if existing is not None and existing._asked != asked:
+def _attribute_undo(target: Any, name: str, held: Any) -> Callable[[], None]:
+    """What puts `target.name` back to `held` (deleting it where `held` is NOTHING)."""
+
+    def undo() -> None:
+        if held is NOTHING:
+            with contextlib.suppress(AttributeError):
+                delattr(target, name)
+        else:
+            setattr(target, name, held)
+
+    return undo
+
+
+def _environment_restore(name: str, before: str) -> None:
+    if before is NOTHING:
+        os.environ.pop(name, None)
+    else:
+        os.environ[name] = before
+
+
+def _list_value(before: str, parts: list[_Part], separator: str) -> str:
+    """The variable's items as they were, then each part's items not there yet."""
+    items = [item for item in ("" if before is NOTHING else before).split(separator) if item.strip()]
+    for part in parts:
+        items += [item for item in part.asked if item not in items]
+    return separator.join(items)
+
+
+class Registry:
+    """The changes made in one process, in the order they were made, with what undoes each."""
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._in_force: dict[int, Change] = {}  # by id, in the order they were made
+        self._lasting: dict[tuple, Change] = {}  # key -> the lasting change of it
+        self._nested: dict[tuple, list[Change]] = {}  # key -> the changes for a call over it, innermost last
+        self._count = 0
+        self._nesting = threading.local()  # whether this thread's request is for the length of a call
+
+    # --- the one rule ------------------------------------------------------------------------------------------
+
+    def _request(
+        self,
+        key: tuple,
+        kind: Kind,
+        target: str,
+        owner: Owner,
+        reason: str,
+        asked: Any,
+        apply: Callable[[], Callable[[], None] | None],
+        before: Callable[[], Any] | None = None,
+    ) -> Change:
+        """The change `key` under the one rule: the same owner and value give back the change in force; another
+        owner or value is a ChangeConflict; else `apply()` makes it and returns what undoes it (None where nothing
+        can). Inside `for_the_call` the change nests over one in force instead."""
+        _checked(owner)
+        with self._lock:
+            nested, self._nesting.on = getattr(self._nesting, "on", False), False  # `for_the_call`'s request only
+            if not nested:
+                held = self._holder(key)
+                if held is not None:
+                    return self._granted_again(held, owner, asked)
+            change = Change(target, kind, key, before=NOTHING if before is None else before(), nested=nested)
+            change._undo = apply()
+            self._add_part(change, owner, asked, reason)
+            self._in_force[id(change)] = change
+            if nested:
+                self._nested.setdefault(key, []).append(change)
+            else:
+                self._lasting[key] = change
+            return change
+
+    def _holder(self, key: tuple) -> Change | None:
+        """The change that holds `key`: the lasting one, else the innermost made for a call."""
+        return self._lasting.get(key) or (self._nested.get(key) or [None])[-1]
+
+    def _granted_again(self, held: Change, owner: Owner, asked: Any) -> Change:
+        part = next((part for part in held._parts if part.owner is owner), held._parts[0])
+        if part.owner is owner and _same(part.asked, asked) and not held.nested:
+            return held
         raise ChangeConflict(
-            f"{target}: {existing.owner} set it to {existing._asked!r}; {owner} asked for {asked!r}. Both cannot "
-            "hold in one process"
+            f"{held.target}: {part.owner} set it to {part.asked!r}"
+            f"{' for the length of a call' if held.nested else ''}; {owner} asked for {asked!r}. Both cannot hold "
+            "in one process"
         )
-    return existing
 
+    def _add_part(self, change: Change, owner: Owner, asked: Any, reason: str) -> None:
+        change._parts.append(_Part(owner, asked, reason, self._count))
+        change._first = change._first or change._parts[-1]
+        self._count += 1
 
-def replace_attribute(
-    target: Any, name: str, value: Any, *, owner: Owner, reason: str, label: str | None = None
-) -> Change:
-    """Set `target.name = value`, remembering what was there (or that nothing was) so that undoing restores it.
-    Replacing an attribute this registry already replaced with the same value is a no-op; the owner that replaced
-    it may replace it again (a class swapped once more for a subclass of the first: undoing still restores the
-    original); another owner is refused: two parts of the package would be fighting over one attribute."""
-    key = ("attribute", id(target), name)
-    _checked(owner)
-    with _lock:
-        existing = _changes.get(key)
-        if existing is not None:
-            current, before = _attributes[(id(target), name)]
-            if current is value:
-                return existing
-            if existing.owner is not owner:
-                raise ChangeConflict(f"{existing.target} was already replaced by {existing.owner}; {owner} asked again")
+    @contextlib.contextmanager
+    def for_the_call(self, make: Callable[..., Change], *arguments: Any, **keywords: Any) -> Iterator[Change]:
+        """Make a change for the length of the block (`with registry.for_the_call(registry.set_environment, NAME,
+        value, owner=..., reason=...):`) and undo it when the block ends. Where a change holds the same thing, of
+        any owner and value, this one nests over it instead of conflicting: at the end the value it set comes back,
+        and undoing it still puts back what was there before its first change."""
+        if getattr(make, "__self__", None) is not self:
+            raise TypeError(f"for_the_call makes a change through this registry's own methods, not {make!r}")
+        self._nesting.on = True
+        try:
+            change = make(*arguments, **keywords)
+        finally:
+            self._nesting.on = False
+        try:
+            yield change
+        finally:
+            self.undo(changes=[change])
+
+    # --- the kinds of change -----------------------------------------------------------------------------------
+
+    def replace_attribute(
+        self, target: Any, name: str, value: Any, *, owner: Owner, reason: str, label: str | None = None
+    ) -> Change:
+        """Set `target.name = value`, remembering what was there (or that nothing was) so that undoing restores
+        it."""
+
+        def apply() -> Callable[[], None]:
+            # Undo gives back what the object itself held; an attribute it only inherited (from its class, a base
+            # class) is deleted again rather than copied onto it. An instance's __class__ is its type, and a
+            # property (Keras' jit_compile, steps_per_execution) is set back through its setter.
+            own = getattr(target, "__dict__", None)
+            through_setter = not isinstance(target, type) and hasattr(getattr(type(target), name, None), "__set__")
+            if own is None or name == "__class__" or through_setter:
+                held = getattr(target, name, NOTHING)
+            else:
+                held = own.get(name, NOTHING)
             setattr(target, name, value)
-            _attributes[(id(target), name)] = (value, before)
-            return existing
-        # Undo gives back what the object itself held; an attribute it only inherited (from its class, a base
-        # class) is deleted again rather than copied onto it. An instance's __class__ is its type, and a property
-        # (Keras' jit_compile, steps_per_execution) is set back through its setter.
-        own = getattr(target, "__dict__", None)
-        before = getattr(target, name, _MISSING)
-        through_setter = not isinstance(target, type) and hasattr(getattr(type(target), name, None), "__set__")
-        held = before if own is None or name == "__class__" or through_setter else own.get(name, _MISSING)
-        setattr(target, name, value)
+            # The target is kept alive by the undo closure, so id(target) stays unique while the change is in force.
+            return _attribute_undo(target, name, held)
 
-        def undo() -> None:
-            if held is _MISSING:
-                with contextlib.suppress(AttributeError):
-                    delattr(target, name)
-            else:
-                setattr(target, name, held)
-
-        change = _record(key, f"{label or _name_of(target)}.{name}", "attribute", owner, reason, undo)
-        _attributes[(id(target), name)] = (value, before)
-        # The target is kept alive by the undo closure, so id(target) stays unique while the change is in force.
-        return change
-
-
-def record_library_rewrites(before: dict[tuple[type, str], Any], *, owner: Owner, reason: str) -> list[Change]:
-    """Record what a library rewrote in classes while the package loaded it for a program (tensorflow-estimator
-    wraps the constructors of TensorFlow classes it exports in deprecation notices): `before` maps (class, name)
-    to what the class itself held before (`_MISSING`-free: None for nothing). Each attribute that now holds
-    something else becomes a change of `owner`, so that undoing puts the class back as it was."""
-    made = []
-    with _lock:
-        for (target, name), held in before.items():
-            value = target.__dict__.get(name)
-            key = ("attribute", id(target), name)
-            if value is held or key in _changes:
-                continue
-
-            def undo(target: type = target, name: str = name, held: Any = held) -> None:
-                if held is None:
-                    with contextlib.suppress(AttributeError):
-                        delattr(target, name)
-                else:
-                    setattr(target, name, held)
-
-            made.append(_record(key, f"{_name_of(target)}.{name}", "attribute", owner, reason, undo))
-            _attributes[(id(target), name)] = (value, held if held is not None else _MISSING)
-    return made
-
-
-def is_in_force(change: Change) -> bool:
-    """Whether `change` has not been undone."""
-    return _changes.get(change._key) is change
-
-
-def is_replaced(target: Any, name: str) -> bool:
-    """Whether this registry replaced `target.name` and the replacement is in force."""
-    return ("attribute", id(target), name) in _changes
-
-
-def original(target: Any, name: str) -> Any:
-    """What `target.name` was before this registry replaced it (the attribute itself when it was not replaced)."""
-    entry = _attributes.get((id(target), name))
-    if entry is None or entry[1] is _MISSING:
-        return getattr(target, name)
-    return entry[1]
-
-
-def set_environment(name: str, value: str, *, owner: Owner, reason: str) -> Change:
-    """Set environment variable `name`; undoing gives it back its earlier value (or removes it). Setting it again
-    to another value updates it and keeps the first original (runtime/process.py combines what plans ask of one
-    variable before it sets it)."""
-    key = ("environment", name)
-    _checked(owner)
-    with _lock:
-        existing = _changes.get(key)
-        before = os.environ.get(name, _MISSING)
-        os.environ[name] = value
-        if existing is not None:
-            return existing
-
-        def undo() -> None:
-            if before is _MISSING:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = before
-
-        return _record(key, f"${name}", "environment", owner, reason, undo)
-
-
-def _record(
-    key: tuple,
-    target: str,
-    kind: str,
-    owner: Owner,
-    reason: str,
-    undo: Callable[[], None] | None,
-    asked: Any = None,
-) -> Change:
-    change = Change(target, kind, _checked(owner), reason, undo, key, asked)
-    _changes[key] = change
-    _made[key] = _count[0]
-    _count[0] += 1
-    return change
-
-
-def add_import_finder(
-    finder: Any,
-    *,
-    owner: Owner,
-    reason: str,
-    packages: tuple[str, ...] = (),
-    forget: Callable[[], None] | None = None,
-) -> Change:
-    """Put `finder` first on `sys.meta_path`; undoing takes it off and forgets the modules of `packages` (the
-    ones it serves) that were imported meanwhile, so that importing them again goes through the import system.
-    A finder whose trees it shares with today's modules names no packages and gives `forget`, which takes out of
-    `sys.modules` the modules it created itself."""
-    key = ("finder", id(finder))
-    _checked(owner)
-    with _lock:
-        existing = _changes.get(key)
-        if existing is not None:
-            return existing
-        sys.meta_path.insert(0, finder)
-
-        def undo() -> None:
-            if finder in sys.meta_path:
-                sys.meta_path.remove(finder)
-            for name in [name for name in sys.modules if any(name == p or name.startswith(p + ".") for p in packages)]:
-                del sys.modules[name]
-            if forget is not None:
-                forget()
-
-        return _record(key, f"sys.meta_path[{type(finder).__name__}]", "import finder", owner, reason, undo)
-
-
-def enter(
-    context: contextlib.AbstractContextManager, target: str, *, owner: Owner, reason: str, value: Any = None
-) -> Change:
-    """Enter `context` (a library's own way to change something, such as a profiler trace or the calling thread's
-    function-call options) and keep it entered until undone. Entering the same `target` again with the same
-    `value` (what the context sets) is a no-op; with another value it is a ChangeConflict."""
-    key = ("context", target)
-    _checked(owner)
-    with _lock:
-        existing = _existing(key, value, target, owner)
-        if existing is not None:
-            return existing
-        context.__enter__()
-        return _record(key, target, "context", owner, reason, lambda: context.__exit__(None, None, None), value)
-
-
-def change_setting(
-    target: str,
-    value: Any,
-    *,
-    read: Callable[[], Any],
-    write: Callable[[Any], None],
-    owner: Owner,
-    reason: str,
-) -> Change:
-    """Set a process setting (a TensorFlow switch such as TF32 execution) through its own reader and writer;
-    undoing writes back what `read()` gave before. The same value again is a no-op; another is a conflict."""
-    key = ("setting", target)
-    _checked(owner)
-    with _lock:
-        existing = _existing(key, value, target, owner)
-        if existing is not None:
-            return existing
-        before = read()
-        write(value)
-        return _record(key, target, "setting", owner, reason, lambda: write(before), value)
-
-
-def change_irreversibly(target: str, value: Any, apply: Callable[[], None], *, owner: Owner, reason: str) -> Change:
-    """Make a change that cannot be put back (TensorFlow's visible devices or thread pools, which it fixes when its
-    context starts): it is listed as irreversible and `undo()` leaves it in force. The same value again is a
-    no-op; another is a conflict."""
-    key = ("irreversible", target)
-    _checked(owner)
-    with _lock:
-        existing = _existing(key, value, target, owner)
-        if existing is not None:
-            return existing
-        apply()
-        return _record(key, target, "irreversible", owner, reason, None, value)
-
-
-def add_exit_handler(function: Callable[[], Any], *, owner: Owner, reason: str, label: str) -> Change:
-    """Register `function` to run at interpreter exit (atexit); undoing unregisters it."""
-    key = ("exit handler", id(function))
-    _checked(owner)
-    with _lock:
-        existing = _changes.get(key)
-        if existing is not None:
-            return existing
-        atexit.register(function)
-        return _record(key, f"atexit[{label}]", "exit handler", owner, reason, lambda: atexit.unregister(function))
-
-
-def add_to_sys_path(path: str, *, owner: Owner, reason: str) -> Change:
-    """Put `path` first on `sys.path`; undoing takes that entry off again."""
-    key = ("sys.path", path)
-    _checked(owner)
-    with _lock:
-        existing = _changes.get(key)
-        if existing is not None:
-            return existing
-        sys.path.insert(0, path)
-
-        def undo() -> None:
-            with contextlib.suppress(ValueError):
-                sys.path.remove(path)
-
-        return _record(key, f"sys.path[{path}]", "sys.path", owner, reason, undo)
-
-
-def add_logging_filter(
-    target: logging.Logger | logging.Handler, log_filter: logging.Filter, *, owner: Owner, reason: str, label: str
-) -> Change:
-    """Add `log_filter` to a logger or handler (`label` names it for people); undoing removes it."""
-    key = ("logging filter", id(target), id(log_filter))
-    _checked(owner)
-    with _lock:
-        existing = _changes.get(key)
-        if existing is not None:
-            return existing
-        target.addFilter(log_filter)
-        return _record(
-            key,
-            f"{label} filter {type(log_filter).__name__}",
-            "logging filter",
+        return self._request(
+            (Kind.ATTRIBUTE, id(target), name),
+            Kind.ATTRIBUTE,
+            f"{label or _name_of(target)}.{name}",
             owner,
             reason,
-            lambda: target.removeFilter(log_filter),
+            value,
+            apply,
+            before=lambda: getattr(target, name, NOTHING),
         )
 
+    def record_library_rewrites(
+        self, before: dict[tuple[type, str], Any], *, owner: Owner, reason: str
+    ) -> list[Change]:
+        """Record what a library rewrote in classes while the package loaded it for a program (tensorflow-estimator
+        wraps the constructors of TensorFlow classes it exports in deprecation notices): `before` maps (class,
+        name) to what the class itself held before (`NOTHING` where it held nothing). Each attribute that now
+        holds something else, and that no change holds, becomes a change of `owner`, so that undoing puts the
+        class back as it was."""
+        made = []
+        with self._lock:
+            for (target, name), held in before.items():
+                value = target.__dict__.get(name, NOTHING)
+                if value is held or self.is_replaced(target, name):
+                    continue
+                made.append(
+                    self._request(
+                        (Kind.ATTRIBUTE, id(target), name),
+                        Kind.ATTRIBUTE,
+                        f"{_name_of(target)}.{name}",
+                        owner,
+                        reason,
+                        value,
+                        lambda target=target, name=name, held=held: _attribute_undo(target, name, held),
+                        before=lambda held=held: held,
+                    )
+                )
+        return made
 
-def filter_warnings(action: str, *, owner: Owner, reason: str, **criteria: Any) -> Change:
-    """`warnings.filterwarnings(action, **criteria)`; undoing removes that filter again (filters added since stay).
-    A filter equal to one already there (Python's own `ignore::DeprecationWarning`) is moved to the front, as
-    `filterwarnings` does; undoing puts it back where it was."""
-    key = ("warnings filter", action, tuple(sorted((name, repr(value)) for name, value in criteria.items())))
-    _checked(owner)
-    with _lock:
-        existing = _changes.get(key)
-        if existing is not None:
-            return existing
-        before = list(warnings.filters)
-        warnings.filterwarnings(action, **criteria)
-        added = warnings.filters[0]
-        was_at = before.index(added) if added in before else None
+    def set_environment(self, name: str, value: str, *, owner: Owner, reason: str) -> Change:
+        """Set environment variable `name`; undoing gives it back its earlier value (or removes it)."""
 
-        def undo() -> None:
-            with contextlib.suppress(ValueError):
-                warnings.filters.remove(added)
-            if was_at is not None:
-                warnings.filters.insert(was_at, added)
-            # Warnings already let through or ignored are remembered until the filters change (stdlib's own hook)
-            mutated = getattr(warnings, "_filters_mutated", None) or warnings._filters_mutated_lock_held
-            mutated()
+        def apply() -> Callable[[], None]:
+            before = os.environ.get(name, NOTHING)
+            os.environ[name] = value
+            return lambda: _environment_restore(name, before)
 
+        return self._request((Kind.ENVIRONMENT, name), Kind.ENVIRONMENT, f"${name}", owner, reason, value, apply)
+
+    def add_to_environment_list(
+        self, name: str, items: Sequence[str], *, owner: Owner, reason: str, separator: str = " "
+    ) -> Change:
+        """Add `items` to environment variable `name`, a list of items split by `separator` (TF_XLA_FLAGS):
+        several owners may add to it, as one change that names them all; the items already there stay where
+        they are. Undoing an owner's part takes its items off again; undoing the last part puts back what the
+        variable held before. An owner adds one part: other items again are a ChangeConflict."""
+        key = (Kind.ENVIRONMENT, name)
+        items = tuple(items)
+        with self._lock:
+            held = self._holder(key)
+            joining = held is not None and held.kind is Kind.ENVIRONMENT_LIST and not held.nested
+            if joining and _checked(owner) not in held.owners and not getattr(self._nesting, "on", False):
+                self._add_part(held, owner, items, reason)
+                held._reapply(held._parts)
+                return held
+            before = os.environ.get(name, NOTHING)
+
+            def apply() -> Callable[[], None]:
+                os.environ[name] = _list_value(before, [_Part(owner, items, reason, 0)], separator)
+                return lambda: _environment_restore(name, before)
+
+            change = self._request(key, Kind.ENVIRONMENT_LIST, f"${name}", owner, reason, items, apply)
+            if change._reapply is None:  # made now
+                change._reapply = lambda parts: os.environ.__setitem__(name, _list_value(before, parts, separator))
+            return change
+
+    def add_import_finder(
+        self,
+        finder: Any,
+        *,
+        owner: Owner,
+        reason: str,
+        packages: tuple[str, ...] = (),
+        forget: Callable[[], None] | None = None,
+    ) -> Change:
+        """Put `finder` first on `sys.meta_path`; undoing takes it off and forgets the modules of `packages` (the
+        ones it serves) that were imported meanwhile, so that importing them again goes through the import system.
+        A finder whose trees it shares with today's modules names no packages and gives `forget`, which takes out
+        of `sys.modules` the modules it created itself."""
+
+        def apply() -> Callable[[], None]:
+            sys.meta_path.insert(0, finder)
+
+            def undo() -> None:
+                if finder in sys.meta_path:
+                    sys.meta_path.remove(finder)
+                served = [name for name in sys.modules if any(name == p or name.startswith(p + ".") for p in packages)]
+                for name in served:
+                    del sys.modules[name]
+                if forget is not None:
+                    forget()
+
+            return undo
+
+        target = f"sys.meta_path[{type(finder).__name__}]"
+        return self._request((Kind.IMPORT_FINDER, id(finder)), Kind.IMPORT_FINDER, target, owner, reason, finder, apply)
+
+    def enter(
+        self,
+        context: contextlib.AbstractContextManager,
+        target: str,
+        *,
+        owner: Owner,
+        reason: str,
+        value: Any = None,
+    ) -> Change:
+        """Enter `context` (a library's own way to change something, such as a profiler trace or the calling
+        thread's function-call options) and keep it entered until undone; `value` is what the context sets."""
+
+        def apply() -> Callable[[], None]:
+            context.__enter__()
+            return lambda: context.__exit__(None, None, None)
+
+        return self._request((Kind.CONTEXT, target), Kind.CONTEXT, target, owner, reason, value, apply)
+
+    def change_setting(
+        self,
+        target: str,
+        value: Any,
+        *,
+        read: Callable[[], Any],
+        write: Callable[[Any], None],
+        owner: Owner,
+        reason: str,
+    ) -> Change:
+        """Set a process setting (a TensorFlow switch such as TF32 execution) through its own reader and writer;
+        undoing writes back what `read()` gave before."""
+
+        def apply() -> Callable[[], None]:
+            before = read()
+            write(value)
+            return lambda: write(before)
+
+        return self._request((Kind.SETTING, target), Kind.SETTING, target, owner, reason, value, apply)
+
+    def change_irreversibly(
+        self, target: str, value: Any, apply: Callable[[], None], *, owner: Owner, reason: str
+    ) -> Change:
+        """Make a change that cannot be put back (TensorFlow's visible devices or thread pools, which it fixes when
+        its context starts): it is listed as irreversible and `undo()` leaves it in force."""
+
+        def applied() -> None:
+            apply()
+
+        return self._request((Kind.IRREVERSIBLE, target), Kind.IRREVERSIBLE, target, owner, reason, value, applied)
+
+    def add_exit_handler(self, function: Callable[[], Any], *, owner: Owner, reason: str, label: str) -> Change:
+        """Register `function` to run at interpreter exit (atexit); undoing unregisters it."""
+
+        def apply() -> Callable[[], None]:
+            atexit.register(function)
+            return lambda: atexit.unregister(function)
+
+        key = (Kind.EXIT_HANDLER, id(function))
+        return self._request(key, Kind.EXIT_HANDLER, f"atexit[{label}]", owner, reason, function, apply)
+
+    def add_to_sys_path(self, path: str, *, owner: Owner, reason: str) -> Change:
+        """Put `path` first on `sys.path`; undoing takes that entry off again."""
+
+        def apply() -> Callable[[], None]:
+            sys.path.insert(0, path)
+
+            def undo() -> None:
+                with contextlib.suppress(ValueError):
+                    sys.path.remove(path)
+
+            return undo
+
+        return self._request((Kind.SYS_PATH, path), Kind.SYS_PATH, f"sys.path[{path}]", owner, reason, path, apply)
+
+    def add_logging_filter(
+        self,
+        target: logging.Logger | logging.Handler,
+        log_filter: logging.Filter,
+        *,
+        owner: Owner,
+        reason: str,
+        label: str,
+    ) -> Change:
+        """Add `log_filter` to a logger or handler (`label` names it for people); undoing removes it."""
+
+        def apply() -> Callable[[], None]:
+            target.addFilter(log_filter)
+            return lambda: target.removeFilter(log_filter)
+
+        return self._request(
+            (Kind.LOGGING_FILTER, id(target), id(log_filter)),
+            Kind.LOGGING_FILTER,
+            f"{label} filter {type(log_filter).__name__}",
+            owner,
+            reason,
+            log_filter,
+            apply,
+        )
+
+    def filter_warnings(self, action: str, *, owner: Owner, reason: str, **criteria: Any) -> Change:
+        """`warnings.filterwarnings(action, **criteria)`; undoing removes that filter again (filters added since
+        stay). A filter equal to one already there (Python's own `ignore::DeprecationWarning`) is moved to the
+        front, as `filterwarnings` does; undoing puts it back where it was."""
+
+        def apply() -> Callable[[], None]:
+            before = list(warnings.filters)
+            warnings.filterwarnings(action, **criteria)
+            added = warnings.filters[0]
+            was_at = before.index(added) if added in before else None
+
+            def undo() -> None:
+                with contextlib.suppress(ValueError):
+                    warnings.filters.remove(added)
+                if was_at is not None:
+                    warnings.filters.insert(was_at, added)
+                # Warnings already let through or ignored are remembered until the filters change (stdlib's own hook)
+                mutated = getattr(warnings, "_filters_mutated", None) or warnings._filters_mutated_lock_held
+                mutated()
+
+            return undo
+
+        asked = (action, tuple(sorted((name, repr(value)) for name, value in criteria.items())))
         described = ", ".join(f"{name}={value!r}" for name, value in criteria.items())
-        return _record(key, f"warnings filter {action}({described})", "warnings filter", owner, reason, undo)
+        target = f"warnings filter {action}({described})"
+        return self._request((Kind.WARNINGS_FILTER, *asked), Kind.WARNINGS_FILTER, target, owner, reason, asked, apply)
 
+    # --- what is in force, and undoing it ----------------------------------------------------------------------
 
-def in_force(owner: Owner | None = None) -> list[Change]:
-    """The changes in force, oldest first (those of `owner` alone, when given)."""
-    with _lock:
-        return [change for change in _changes.values() if owner is None or change.owner == owner]
+    def is_in_force(self, change: Change) -> bool:
+        """Whether `change` has not been undone."""
+        return self._in_force.get(id(change)) is change
 
+    def attribute_change(self, target: Any, name: str) -> Change | None:
+        """The change in force that replaced `target.name`, or None."""
+        return self._holder((Kind.ATTRIBUTE, id(target), name))
 
-def describe() -> str:
-    """The changes in force, for people: one line each, grouped by the part of the package that made them."""
-    current = in_force()
-    if not current:
-        return "npu_bridge_compat changes nothing in this process."
-    reversible = sum(not change.irreversible for change in current)
-    lines = [
-        f"npu_bridge_compat changes in this process ({len(current)}; npu_bridge_compat.changes.undo() undoes "
-        f"{reversible} of them, the rest are irreversible):"
-        if reversible < len(current)
-        else f"npu_bridge_compat changes in this process ({len(current)}; npu_bridge_compat.changes.undo() undoes "
-        "them):"
-    ]
-    for owner in dict.fromkeys(change.owner for change in current):
-        lines.append(f"  {owner}:")
-        lines += [
-            f"    {change.target} ({change.kind}): {change.reason}" for change in current if change.owner == owner
+    def is_replaced(self, target: Any, name: str) -> bool:
+        """Whether this registry replaced `target.name` and the replacement is in force."""
+        return self.attribute_change(target, name) is not None
+
+    def original(self, target: Any, name: str) -> Any:
+        """What `target.name` was before this registry replaced it (the attribute itself when it was not
+        replaced)."""
+        change = self._holder((Kind.ATTRIBUTE, id(target), name))
+        if change is None or change._before is NOTHING:
+            return getattr(target, name)
+        return change._before
+
+    def in_force(self, owner: Owner | None = None) -> list[Change]:
+        """The changes in force, oldest first (those `owner` has a part in, when given)."""
+        with self._lock:
+            return [change for change in self._in_force.values() if owner is None or owner in change.owners]
+
+    def describe(self) -> str:
+        """The changes in force, for people: one line each, grouped by the parts of the package that made them."""
+        current = self.in_force()
+        if not current:
+            return "npu_bridge_compat changes nothing in this process."
+        reversible = sum(not change.irreversible for change in current)
+        undone = f"{reversible} of them, the rest are irreversible" if reversible < len(current) else "them"
+        lines = [
+            f"npu_bridge_compat changes in this process ({len(current)}; npu_bridge_compat.changes.undo() undoes "
+            f"{undone}):"
         ]
-    return "\n".join(lines)
-
-
-def mark() -> int:
-    """A point to undo back to: `undo(since=mark())` undoes the changes made after it."""
-    return _count[0]
-
-
-def undo(*, owner: Owner | None = None, since: int = 0, changes: list[Change] | None = None) -> list[Change]:
-    """Undo changes, newest first: those given, those of `owner`, or all made after `since`; returns them.
-    Irreversible changes stay in force. Every undo is tried; where some fail, an UndoError names them after the
-    others were undone."""
-    with _lock:
-        ordered = [change for change in _changes.values() if not change.irreversible]
-        if changes is not None:
-            chosen = [change for change in ordered if any(change is given for given in changes)]
-        else:
-            chosen = [
-                change for change in ordered if _made[change._key] >= since and (owner is None or change.owner == owner)
+        for owners in dict.fromkeys(change.owners for change in current):
+            lines.append(f"  {' and '.join(map(str, owners))}:")
+            lines += [
+                f"    {change.target} ({change.kind}): {change.reason}" for change in current if change.owners == owners
             ]
-        failures = []
-        for change in reversed(chosen):
-            try:
-                change._undo()
-            except Exception as error:  # noqa: BLE001 - every other change must still be undone
-                failures.append(f"{change.target} ({change.owner}): {type(error).__name__}: {error}")
-            del _changes[change._key]
-            del _made[change._key]
-            if change.kind == "attribute":
-                _attributes.pop(change._key[1:], None)
-        if failures:
-            raise UndoError("these changes could not be undone (the others were): " + "; ".join(failures))
-        return chosen
+        return "\n".join(lines)
+
+    def mark(self) -> int:
+        """A point to undo back to: `undo(since=mark())` undoes the changes made after it."""
+        return self._count
+
+    def undo(
+        self,
+        *,
+        owner: Owner | None = None,
+        since: int = 0,
+        changes: list[Change] | None = None,
+        target: str | None = None,
+    ) -> list[Change]:
+        """Undo changes, newest first: of the changes given (all, without) or of `target`, the parts of `owner`
+        (every part, without) made after `since`; returns the changes undone wholly or in part. A change undone
+        wholly takes the changes made for a call over it with it. Irreversible changes stay in force. Every undo
+        is tried; where some fail, an UndoError names them after the others were undone. An owner that sets a
+        thing anew (a value it keeps current) undoes its change of it first: `undo(owner=..., target=...)`."""
+        with self._lock:
+            chosen: dict[int, list[_Part]] = {}
+            for change in self._in_force.values():
+                if change.irreversible or (changes is not None and not any(change is given for given in changes)):
+                    continue
+                if target is not None and change.target != target:
+                    continue
+                parts = [part for part in change._parts if part.number >= since and owner in (None, part.owner)]
+                if parts:
+                    chosen[id(change)] = parts
+            for change in [self._in_force[key] for key in chosen]:
+                if len(chosen[id(change)]) == len(change._parts) and not change.nested:
+                    chosen.update({id(over): over._parts for over in self._nested.get(change._key, [])})
+            ordered = sorted(
+                (self._in_force[key] for key in chosen),
+                key=lambda change: max(part.number for part in chosen[id(change)]),
+                reverse=True,
+            )
+            failures = []
+            for change in ordered:
+                change._parts = [part for part in change._parts if part not in chosen[id(change)]]
+                if not change._parts:
+                    self._forget(change)
+                try:
+                    change._reapply(change._parts) if change._parts else change._undo()
+                except Exception as error:  # noqa: BLE001 - every other change must still be undone
+                    failures.append(f"{change.target} ({change.owner}): {type(error).__name__}: {error}")
+            if failures:
+                raise UndoError("these changes could not be undone (the others were): " + "; ".join(failures))
+            return ordered
+
+    def _forget(self, change: Change) -> None:
+        del self._in_force[id(change)]
+        if self._lasting.get(change._key) is change:
+            del self._lasting[change._key]
+        nested = self._nested.get(change._key, [])
+        if change in nested:
+            nested.remove(change)
+            if not nested:
+                del self._nested[change._key]
+
+    @contextlib.contextmanager
+    def undone_after(self) -> Iterator[None]:
+        """Undo whatever is changed inside the block when it ends (tests start each case clean with it)."""
+        start = self.mark()
+        try:
+            yield
+        finally:
+            self.undo(since=start)
 
 
-@contextlib.contextmanager
-def undone_after() -> Iterator[None]:
-    """Undo whatever is changed inside the block when it ends (tests start each case clean with it)."""
-    start = mark()
-    try:
-        yield
-    finally:
-        undo(since=start)
+process_registry = Registry()  # this process's changes: the module-level functions are its methods
+
+replace_attribute = process_registry.replace_attribute
+record_library_rewrites = process_registry.record_library_rewrites
+set_environment = process_registry.set_environment
+add_to_environment_list = process_registry.add_to_environment_list
+add_import_finder = process_registry.add_import_finder
+enter = process_registry.enter
+change_setting = process_registry.change_setting
+change_irreversibly = process_registry.change_irreversibly
+add_exit_handler = process_registry.add_exit_handler
+add_to_sys_path = process_registry.add_to_sys_path
+add_logging_filter = process_registry.add_logging_filter
+filter_warnings = process_registry.filter_warnings
+for_the_call = process_registry.for_the_call
+is_in_force = process_registry.is_in_force
+attribute_change = process_registry.attribute_change
+is_replaced = process_registry.is_replaced
+original = process_registry.original
+in_force = process_registry.in_force
+describe = process_registry.describe
+mark = process_registry.mark
+undo = process_registry.undo
+undone_after = process_registry.undone_after

@@ -1,7 +1,7 @@
 """`python -m npu_bridge_compat explain|options|run|launch|scan`.
 
 explain   validate an NPU configuration and print what each option does on this host (exit 2 when invalid);
-          --changes lists what the package changed in this process
+          --changes lists what the package changed in this process; --ranks what the rank environment says
 options   print the option table (the source of docs/options.md)
 run       run a ported script unmodified: `npu_bridge` / `hccl` imports resolve to npu_bridge_compat
 launch    run N ranks of a ported script (`launch -n 2 train.py`), like torchrun
@@ -94,6 +94,10 @@ def _set_fields(message, prefix: str = ""):
 
 
 def explain(arguments: argparse.Namespace) -> int:
+    if arguments.ranks:
+        status = explain_ranks()
+        if status or (not arguments.assignments and not arguments.config and not arguments.changes):
+            return status
     if arguments.changes:
         print(changes.describe())
         if not arguments.assignments and not arguments.config:
@@ -126,6 +130,19 @@ def explain(arguments: argparse.Namespace) -> int:
     _print_warnings(caught)
     print(plan.report)
     print(settings_text(plan))
+    return 0
+
+
+def explain_ranks() -> int:
+    """Print which rank this process is and where every rank listens, as the environment says (exit 2 when it
+    cannot describe a job)."""
+    from npu_bridge_compat.distributed.cluster import describe_ranks
+
+    try:
+        print(describe_ranks())
+    except NpuConfigError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_INVALID
     return 0
 
 
@@ -347,6 +364,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="list what npu_bridge_compat changed in TensorFlow, Keras, user objects and the process that runs this "
         "(call main(['explain', '--changes']) in a program, or use `run --changes`)",
+    )
+    explain_parser.add_argument(
+        "--ranks",
+        action="store_true",
+        help="print which rank this process is, its device and every rank's address, as Ascend's variables or the "
+        "scheduler's (Slurm, MPI, torchrun-style, TF_CONFIG) say, and which variables said so",
     )
     explain_parser.set_defaults(run=explain)
     options_parser = commands.add_parser("options", help="print the table of NPU options as Markdown")

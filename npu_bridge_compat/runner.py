@@ -3,7 +3,7 @@
 `python -m npu_bridge_compat run` is this module's `run_program`; `scan --try`'s trials call it too, so that a
 trial starts a script exactly as `run` does. Every change it makes (the adapter's import paths, the TF 1.15 or
 TF 2.6 world, the ports' NumPy and Python era, `sys.argv`, the script's folder on `sys.path`, the exit listing,
-logging and warnings filters) goes through the registry.
+logging and warnings filters, RANK_ID & co. from a scheduler's variables) goes through the registry.
 """
 
 from __future__ import annotations
@@ -18,9 +18,10 @@ from npu_bridge_compat.changes import Owner
 from npu_bridge_compat.compat import select_keras_2
 from npu_bridge_compat.compat.estimator_library import serve_estimator_imports
 from npu_bridge_compat.compat.xla import reserve_fusion_flags
+from npu_bridge_compat.distributed.ranks import export_scheduler_ranks
 from npu_bridge_compat.errors import NpuConfigError
+from npu_bridge_compat.legacy.runs import RunAs
 from npu_bridge_compat.plan.platform import GRAPH_KERNEL_ENV, graph_kernel_mode
-from npu_bridge_compat.scan.world import TF1, WORLDS
 
 
 class ScriptNotFound(NpuConfigError, FileNotFoundError):
@@ -46,16 +47,16 @@ def choose_world(script: str, world: str | None) -> str:
     (scan/world.py: its file and the project modules it imports, read, never run), said in one line on stderr
     when the signs had to be weighed. Imports TensorFlow (after select_keras_2) to look names up."""
     if world is not None:
-        if world not in WORLDS:
+        if world not in tuple(RunAs):
             raise NpuConfigError(f"unknown world {world!r}: tf1 or tf2")
         return world
     from npu_bridge_compat.logs import log_line
-    from npu_bridge_compat.scan.world import decide_program
+    from npu_bridge_compat.scan.classify import decide_program
 
     select_keras_2()  # its names are looked up in the Keras the program gets
     decision = decide_program(script)
     if decision.guessed and decision.has_signs:
-        flag = "--tf1" if decision.world == TF1 else "--tf2"
+        flag = RunAs(decision.world).flag
         log_line(
             f"npu_bridge_compat: running {os.path.basename(script)} as a {decision.summary(limit=2)} program; "
             f"{flag} says so yourself"
@@ -77,27 +78,32 @@ def run_program(
     to decide from the program's signs (choose_world). `graph_kernel`: a fusion mode for every plan (off, auto,
     on: graph_kernel_request). Raises ScriptNotFound, or an NpuConfigError for an adapter environment that the
     adapter would refuse, before the script starts."""
-    from npu_bridge_compat.legacy import install_aliases, install_tf1_imports
-    from npu_bridge_compat.legacy.era import install_era_world
-    from npu_bridge_compat.logs import defer_tensorflow_handler, quiet_library_deprecations
+    from npu_bridge_compat.legacy import install_aliases
+    from npu_bridge_compat.legacy.tf1 import TF1_VERSION
+    from npu_bridge_compat.logs import defer_tensorflow_handler, log_line, quiet_library_deprecations
     from npu_bridge_compat.scan.tf1 import tf1_hint
 
     path = os.path.abspath(script)
     if not os.path.isfile(path):
         raise ScriptNotFound(f"no such script: {script}")
     select_keras_2()  # before the script (or the aliases) imports TensorFlow
+    export_scheduler_ranks()  # a script started by srun, mpirun, torchrun reads RANK_ID & co. as on Ascend
     if graph_kernel is not None:
         ask_for_graph_kernel_fusion(graph_kernel)
     reserve_fusion_flags()  # before the script starts TensorFlow, in case one of its configurations asks for fusion
-    tf1 = choose_world(script, world) == TF1
-    install_aliases(tf1=tf1)
+    run_as = RunAs(choose_world(script, world))
+    tf1 = run_as is RunAs.TF1
+    install_aliases()
+    for served in run_as.worlds:
+        served.serve_program()
     if tf1:
-        install_tf1_imports()
-    else:  # a TF2 program: written for the TF2 adapter's TensorFlow 2.6 and its Keras
-        from npu_bridge_compat.legacy.tf26 import install_tf26_world
+        import tensorflow as tf
 
-        install_tf26_world()
-    install_era_world()  # both worlds: the ports were written for NumPy < 1.24 and Python 3.7
+        log_line(
+            f"npu_bridge_compat: run --tf1: {os.path.basename(script)} and the modules of its folder see TensorFlow "
+            f"1.15's API and version (tf.__version__ {TF1_VERSION}); installed libraries see TensorFlow "
+            f"{tf.__version__}"
+        )
     serve_estimator_imports()  # tf.estimator on TensorFlow 2.16 and later: loaded when the program uses it
     defer_tensorflow_handler()  # TensorFlow's messages are printed once, should the script configure logging
     if not show_deprecations:

@@ -133,6 +133,11 @@ def keras_executed_dtypes(fit) -> dict[str, str]:
 
 def loopback_port_block(count: int) -> int:
     """The first of `count` consecutive free loopback ports, searched in this pytest worker's own range: ranks
-    bind their ports seconds after the probe, and another worker probing meanwhile must not pick the same ones."""
+    bind their ports seconds after the probe, and another worker probing meanwhile must not pick the same ones.
+    Within the range, each test process starts at its own point: the suite of another checkout running on the
+    same machine probes the same ranges."""
     worker = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw"))
-    return free_port_block(count, start=DEFAULT_BASE_PORT + PORTS_PER_WORKER * worker)
+    return free_port_block(count, start=DEFAULT_BASE_PORT + PORTS_PER_WORKER * worker + _OWN_POINT)
+
+
+_OWN_POINT = 10 * (os.getpid() % (PORTS_PER_WORKER // 10 - 5))

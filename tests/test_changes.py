@@ -49,7 +49,8 @@ def test_attributes_are_replaced_once_and_restored_as_they_were():
         )
         assert changes.original(module, "function") == "original" and changes.is_replaced(Derived, "method")
         with pytest.raises(
-            RuntimeError, match="library.function was already replaced by Estimator door; session door asked"
+            changes.ChangeConflict,
+            match="^library.function: Estimator door set it to 'ours'; session door asked for 'theirs'. Both cannot",
         ):
             changes.replace_attribute(module, "function", "theirs", owner=Owner.SESSION_DOOR, reason="why")
     assert module.function == "original" and not hasattr(module, "added")
@@ -66,7 +67,10 @@ def test_what_a_library_rewrote_while_loaded_is_recorded_and_put_back():
     class Pair(tuple):
         pass
 
-    before = {(Hook, "__init__"): Hook.__dict__.get("__init__"), (Pair, "__new__"): Pair.__dict__.get("__new__")}
+    before = {
+        (Hook, "__init__"): Hook.__dict__.get("__init__", changes.NOTHING),
+        (Pair, "__new__"): Pair.__dict__.get("__new__", changes.NOTHING),
+    }
     original = Hook.__init__
 
     def deprecated(self):  # what a library's own decorator leaves in the class while it loads
@@ -119,7 +123,7 @@ def test_environment_finders_and_contexts_are_undone_newest_first(monkeypatch):
 
     start = changes.mark()
     changes.set_environment("NPU_BRIDGE_COMPAT_TEST_SET", "ours", owner=Owner.PLAN_ENVIRONMENT, reason="why")
-    changes.set_environment("NPU_BRIDGE_COMPAT_TEST_SET", "ours again", owner=Owner.PLAN_ENVIRONMENT, reason="why")
+    changes.set_environment("NPU_BRIDGE_COMPAT_TEST_SET", "ours", owner=Owner.PLAN_ENVIRONMENT, reason="why")
     changes.set_environment("NPU_BRIDGE_COMPAT_TEST_NEW", "1", owner=Owner.RUN, reason="why")
     changes.add_import_finder(finder, owner=Owner.TF1_WORLD, reason="why")
     changes.add_import_finder(finder, owner=Owner.TF1_WORLD, reason="why")
@@ -133,7 +137,7 @@ def test_environment_finders_and_contexts_are_undone_newest_first(monkeypatch):
         "a switch",
     ]
     assert [change.target for change in changes.undo(owner=Owner.RUN, since=start)] == ["$NPU_BRIDGE_COMPAT_TEST_NEW"]
-    assert "NPU_BRIDGE_COMPAT_TEST_NEW" not in os.environ and os.environ["NPU_BRIDGE_COMPAT_TEST_SET"] == "ours again"
+    assert "NPU_BRIDGE_COMPAT_TEST_NEW" not in os.environ and os.environ["NPU_BRIDGE_COMPAT_TEST_SET"] == "ours"
     changes.undo(since=start)
     assert os.environ["NPU_BRIDGE_COMPAT_TEST_SET"] == "user's" and finder not in sys.meta_path
     assert events == ["on", "off"]
@@ -152,15 +156,15 @@ def test_a_setting_is_written_through_its_own_writer_and_another_value_is_a_conf
             "a switch", True, read=lambda: switch["on"], write=write, owner=Owner.PLAN_SETTINGS, reason="why"
         )
         again = changes.change_setting(
-            "a switch", True, read=lambda: switch["on"], write=write, owner=Owner.TF1_WORLD, reason="why"
+            "a switch", True, read=lambda: switch["on"], write=write, owner=Owner.PLAN_SETTINGS, reason="why"
         )
-        assert again is first and written == [True] and first.kind == "setting"
+        assert again is first and written == [True] and first.kind is changes.Kind.SETTING
         with pytest.raises(
             changes.ChangeConflict,
-            match=r"a switch: plan \(process settings\) set it to True; the TF 1.15 world asked for False",
+            match=r"a switch: plan \(process settings\) set it to True; plan \(process settings\) asked for False",
         ):
             changes.change_setting(
-                "a switch", False, read=lambda: switch["on"], write=write, owner=Owner.TF1_WORLD, reason="why"
+                "a switch", False, read=lambda: switch["on"], write=write, owner=Owner.PLAN_SETTINGS, reason="why"
             )
         with pytest.raises(changes.ChangeConflict, match="a context: run set it to 1; scan asked for 2"):
             changes.enter(contextlib.nullcontext(), "a context", owner=Owner.RUN, reason="why", value=1)
@@ -168,27 +172,167 @@ def test_a_setting_is_written_through_its_own_writer_and_another_value_is_a_conf
     assert switch == {"on": False} and written == [True, False]
 
 
-def test_an_irreversible_change_is_listed_and_left_in_force(capsys, monkeypatch):
-    monkeypatch.setattr(changes, "_changes", {})  # a registry of its own: the change it makes stays in force
-    monkeypatch.setattr(changes, "_made", {})
+def test_an_irreversible_change_is_listed_and_left_in_force():
+    registry = changes.Registry()  # a registry of its own: the change it makes stays in force
     applied = []
-    change = changes.change_irreversibly(
+    change = registry.change_irreversibly(
         "TensorFlow's test devices", ("GPU:0",), lambda: applied.append(1), owner=Owner.RANKS, reason="fixed at start"
     )
-    again = changes.change_irreversibly(
+    again = registry.change_irreversibly(
         "TensorFlow's test devices", ("GPU:0",), lambda: applied.append(2), owner=Owner.RANKS, reason="again"
     )
     assert again is change and change.irreversible and applied == [1]
     with pytest.raises(changes.ChangeConflict, match=r"TensorFlow's test devices: ranks set it to \('GPU:0',\)"):
-        changes.change_irreversibly("TensorFlow's test devices", (), applied.clear, owner=Owner.RANKS, reason="")
-    changes.set_environment("NPU_BRIDGE_COMPAT_TEST_REVERSIBLE", "1", owner=Owner.RUN, reason="why")
-    assert [undone.target for undone in changes.undo()] == ["$NPU_BRIDGE_COMPAT_TEST_REVERSIBLE"]
-    assert changes.in_force() == [change] and applied == [1]
-    assert main(["explain", "--changes"]) == 0
-    assert capsys.readouterr().out == (
+        registry.change_irreversibly("TensorFlow's test devices", (), applied.clear, owner=Owner.RANKS, reason="")
+    registry.set_environment("NPU_BRIDGE_COMPAT_TEST_REVERSIBLE", "1", owner=Owner.RUN, reason="why")
+    assert [undone.target for undone in registry.undo()] == ["$NPU_BRIDGE_COMPAT_TEST_REVERSIBLE"]
+    assert registry.in_force() == [change] and applied == [1] and change not in changes.in_force()
+    assert "NPU_BRIDGE_COMPAT_TEST_REVERSIBLE" not in os.environ
+    assert registry.describe() == (
         "npu_bridge_compat changes in this process (1; npu_bridge_compat.changes.undo() undoes 0 of them, the rest "
-        "are irreversible):\n  ranks:\n    TensorFlow's test devices (irreversible): fixed at start\n"
+        "are irreversible):\n  ranks:\n    TensorFlow's test devices (irreversible): fixed at start"
     )
+
+
+_MODULE = types.ModuleType("library")
+_FINDER = types.SimpleNamespace(find_spec=lambda *args: None)
+_LOG_FILTER = logging.Filter()
+_LOGGER = logging.getLogger("npu_bridge_compat.test_changes.one_rule")
+
+
+def _exit_handler() -> None:
+    pass
+
+
+def _request(registry: changes.Registry, kind: changes.Kind, owner: Owner, value: str) -> changes.Change:
+    """A request of `kind` by `owner`, for `value` where the kind takes one (else for one object or path)."""
+    requests = {
+        changes.Kind.ATTRIBUTE: lambda: registry.replace_attribute(_MODULE, "name", value, owner=owner, reason=""),
+        changes.Kind.ENVIRONMENT: lambda: registry.set_environment(
+            "NPU_BRIDGE_COMPAT_TEST_ONE_RULE", value, owner=owner, reason=""
+        ),
+        changes.Kind.ENVIRONMENT_LIST: lambda: registry.add_to_environment_list(
+            "NPU_BRIDGE_COMPAT_TEST_ONE_RULE", [value], owner=owner, reason=""
+        ),
+        changes.Kind.CONTEXT: lambda: registry.enter(
+            contextlib.nullcontext(), "a context", owner=owner, reason="", value=value
+        ),
+        changes.Kind.SETTING: lambda: registry.change_setting(
+            "a setting", value, read=lambda: None, write=lambda _: None, owner=owner, reason=""
+        ),
+        changes.Kind.IRREVERSIBLE: lambda: registry.change_irreversibly(
+            "a fixed setting", value, lambda: None, owner=owner, reason=""
+        ),
+        changes.Kind.IMPORT_FINDER: lambda: registry.add_import_finder(_FINDER, owner=owner, reason=""),
+        changes.Kind.EXIT_HANDLER: lambda: registry.add_exit_handler(_exit_handler, owner=owner, reason="", label=""),
+        changes.Kind.SYS_PATH: lambda: registry.add_to_sys_path("/nonexistent/one_rule", owner=owner, reason=""),
+        changes.Kind.LOGGING_FILTER: lambda: registry.add_logging_filter(
+            _LOGGER, _LOG_FILTER, owner=owner, reason="", label=""
+        ),
+        changes.Kind.WARNINGS_FILTER: lambda: registry.filter_warnings(
+            "ignore", message="one rule", owner=owner, reason=""
+        ),
+    }
+    return requests[kind]()
+
+
+TAKE_A_VALUE = (
+    changes.Kind.ATTRIBUTE,
+    changes.Kind.ENVIRONMENT,
+    changes.Kind.ENVIRONMENT_LIST,
+    changes.Kind.CONTEXT,
+    changes.Kind.SETTING,
+    changes.Kind.IRREVERSIBLE,
+)
+
+
+@pytest.mark.parametrize("kind", list(changes.Kind), ids=str)
+def test_one_rule_for_a_repeated_request_in_every_kind(kind):
+    """The same owner and value give back the change made; another value (where the kind takes one) or another
+    owner is a conflict naming both owners and both values; undoing puts back what was there."""
+    registry = changes.Registry()
+    first = _request(registry, kind, Owner.RUN, "a")
+    assert first.kind is kind and first.owner is Owner.RUN
+    assert _request(registry, kind, Owner.RUN, "a") is first
+    if kind in TAKE_A_VALUE:
+        with pytest.raises(changes.ChangeConflict, match=r"^.*: run set it to .*'a'.*; run asked for .*'b'"):
+            _request(registry, kind, Owner.RUN, "b")
+    if kind is not changes.Kind.ENVIRONMENT_LIST:  # one several owners add to (below)
+        with pytest.raises(changes.ChangeConflict, match=r"^.*: run set it to .*; scan asked for "):
+            _request(registry, kind, Owner.SCAN, "a")
+    assert registry.in_force() == [first]
+    registry.undo()
+    assert registry.in_force() == ([first] if kind is changes.Kind.IRREVERSIBLE else [])
+    assert "name" not in vars(_MODULE) and "NPU_BRIDGE_COMPAT_TEST_ONE_RULE" not in os.environ
+    assert "/nonexistent/one_rule" not in sys.path and _FINDER not in sys.meta_path and not _LOGGER.filters
+
+
+def test_a_change_for_a_call_nests_over_a_lasting_one_and_gives_its_value_back(monkeypatch):
+    monkeypatch.setenv("NPU_BRIDGE_COMPAT_TEST_NESTED", "user's")
+    module = types.ModuleType("library")
+    registry = changes.Registry()
+    lasting = registry.set_environment(
+        "NPU_BRIDGE_COMPAT_TEST_NESTED", "plan's", owner=Owner.PLAN_ENVIRONMENT, reason=""
+    )
+    with registry.for_the_call(
+        registry.set_environment, "NPU_BRIDGE_COMPAT_TEST_NESTED", "trial's", owner=Owner.PRECISION, reason="trial"
+    ) as nested:
+        assert os.environ["NPU_BRIDGE_COMPAT_TEST_NESTED"] == "trial's" and nested is not lasting and nested.nested
+        assert registry.in_force() == [lasting, nested]
+        with registry.for_the_call(registry.replace_attribute, module, "name", 1, owner=Owner.PRECISION, reason=""):
+            assert module.name == 1 and registry.is_replaced(module, "name")
+        assert "name" not in vars(module) and not registry.is_replaced(module, "name")
+        with pytest.raises(
+            changes.ChangeConflict, match="^library.name: run set it to 1 for the length of a call; run asked for 2"
+        ):
+            with registry.for_the_call(registry.replace_attribute, module, "name", 1, owner=Owner.RUN, reason=""):
+                registry.replace_attribute(module, "name", 2, owner=Owner.RUN, reason="")
+    assert os.environ["NPU_BRIDGE_COMPAT_TEST_NESTED"] == "plan's" and registry.in_force() == [lasting]
+    with registry.for_the_call(
+        registry.set_environment, "NPU_BRIDGE_COMPAT_TEST_NESTED", "trial's", owner=Owner.PRECISION, reason="trial"
+    ):
+        registry.undo(owner=Owner.PLAN_ENVIRONMENT)  # the lasting change takes the one over it with it
+        assert os.environ["NPU_BRIDGE_COMPAT_TEST_NESTED"] == "user's" and registry.in_force() == []
+    assert os.environ["NPU_BRIDGE_COMPAT_TEST_NESTED"] == "user's"
+    with pytest.raises(TypeError, match="this registry's own methods"):
+        with changes.for_the_call(
+            registry.set_environment, "NPU_BRIDGE_COMPAT_TEST_NESTED", "", owner=Owner.RUN, reason=""
+        ):
+            pass
+
+
+def test_a_list_several_owners_add_to_is_one_change_that_undoes_each_part(monkeypatch):
+    monkeypatch.setenv("NPU_BRIDGE_COMPAT_TEST_FLAGS", "--users")
+    registry = changes.Registry()
+    start = registry.mark()
+    fusion = registry.add_to_environment_list(
+        "NPU_BRIDGE_COMPAT_TEST_FLAGS", ["--jit", "--fusible"], owner=Owner.GRAPH_KERNEL_FUSION, reason="fusion"
+    )
+    after_fusion = registry.mark()
+    plan = registry.add_to_environment_list(
+        "NPU_BRIDGE_COMPAT_TEST_FLAGS", ["--jit", "--plan"], owner=Owner.PLAN_ENVIRONMENT, reason="plan"
+    )
+    assert plan is fusion and fusion.owners == (Owner.GRAPH_KERNEL_FUSION, Owner.PLAN_ENVIRONMENT)
+    assert os.environ["NPU_BRIDGE_COMPAT_TEST_FLAGS"] == "--users --jit --fusible --plan"
+    assert registry.in_force(Owner.PLAN_ENVIRONMENT) == registry.in_force(Owner.GRAPH_KERNEL_FUSION) == [fusion]
+    assert fusion.describe() == (
+        "$NPU_BRIDGE_COMPAT_TEST_FLAGS (environment list, by graph-kernel fusion, plan (environment)): fusion; plan"
+    )
+    with pytest.raises(changes.ChangeConflict, match=r"plan \(environment\) set it to \('--jit', '--plan'\)"):
+        registry.add_to_environment_list(
+            "NPU_BRIDGE_COMPAT_TEST_FLAGS", ["--other"], owner=Owner.PLAN_ENVIRONMENT, reason=""
+        )
+    with pytest.raises(changes.ChangeConflict, match="graph-kernel fusion set it to .*; run asked for '--all'"):
+        registry.set_environment("NPU_BRIDGE_COMPAT_TEST_FLAGS", "--all", owner=Owner.RUN, reason="")
+    assert registry.undo(owner=Owner.GRAPH_KERNEL_FUSION) == [fusion]
+    assert os.environ["NPU_BRIDGE_COMPAT_TEST_FLAGS"] == "--users --jit --plan" and registry.is_in_force(fusion)
+    assert fusion.owners == (Owner.PLAN_ENVIRONMENT,) and fusion.owner is Owner.GRAPH_KERNEL_FUSION
+    registry.add_to_environment_list(
+        "NPU_BRIDGE_COMPAT_TEST_FLAGS", ["--fusible"], owner=Owner.GRAPH_KERNEL_FUSION, reason="fusion"
+    )
+    assert registry.undo(since=after_fusion) == [fusion]  # both parts were made after that mark
+    assert os.environ["NPU_BRIDGE_COMPAT_TEST_FLAGS"] == "--users" and registry.in_force() == []
+    assert registry.mark() > start
 
 
 def test_exit_handlers_run_at_exit_unless_undone(tmp_path):
@@ -309,6 +453,99 @@ def test_the_tf2_doors_device_and_loop_size_last_while_their_changes_do(monkeypa
         changes.undo(since=start)
 
 
+def test_graph_kernel_fusion_and_a_plan_add_their_xla_flags_to_one_change(monkeypatch):
+    """TF_XLA_FLAGS: the user's flags, fusion's (reserved before TensorFlow reads them) and a plan's (its compile
+    cache), one change naming both owners; restoring the plan's environment takes off its flag alone."""
+    from npu_bridge_compat.compat import xla
+    from npu_bridge_compat.runtime import process
+
+    registry = changes.Registry()  # a process of its own: this one's fusion flags may be reserved already
+    for name in ("add_to_environment_list", "set_environment", "undo"):
+        monkeypatch.setattr(changes, name, getattr(registry, name))
+    monkeypatch.setenv("TF_XLA_FLAGS", "--user_flag")
+    monkeypatch.setattr(xla, "_tensorflow_read_flags", lambda: False)
+    cache = "--tf_xla_persistent_cache_directory=/nonexistent/cache"
+    plan = types.SimpleNamespace(
+        environment={"TF_XLA_FLAGS": cache}, options=types.SimpleNamespace(source="a test"), mixed_precision=None
+    )
+    xla.reserve_fusion_flags()
+    process.apply_environment(plan)
+    process.apply_environment(plan)
+    assert os.environ["TF_XLA_FLAGS"].split() == ["--user_flag", *xla.FUSION_FLAGS, cache]
+    [change] = registry.in_force()
+    assert change.target == "$TF_XLA_FLAGS" and change.owners == (Owner.GRAPH_KERNEL_FUSION, Owner.PLAN_ENVIRONMENT)
+    process.restore_environment()
+    assert os.environ["TF_XLA_FLAGS"].split() == ["--user_flag", *xla.FUSION_FLAGS]
+    assert change.owners == (Owner.GRAPH_KERNEL_FUSION,) and xla.fusion_flags_problem() is None
+    registry.undo()
+    assert os.environ["TF_XLA_FLAGS"] == "--user_flag"
+
+
+def test_an_owner_that_keeps_a_value_current_sets_it_anew(monkeypatch):
+    """The adapter's progress hook exports each step's values, and set_npu_loop_size may be called again: each
+    undoes its own change before the next, so the user's value comes back at the end."""
+    from npu_bridge_compat.legacy.hooks import TellMeStepOrLossHook
+    from npu_bridge_compat.tf2 import device
+
+    monkeypatch.setenv("STEP_NOW", "the user's")
+    monkeypatch.delenv(device.LOOP_SIZE_VARIABLE, raising=False)
+    with changes.undone_after():
+        hook = TellMeStepOrLossHook(step="step", total_step=3)
+        for step in (1, 2):
+            hook.after_run(None, types.SimpleNamespace(results={"step": step}))
+        TellMeStepOrLossHook(total_step=5)
+        device.set_npu_loop_size(4)
+        device.set_npu_loop_size(2)
+        assert (os.environ["STEP_NOW"], os.environ["TOTAL_STEP"], device.loop_size()) == ("2", "5", 2)
+        assert [change.target for change in changes.in_force(Owner.ADAPTER_HOOKS)] == ["$STEP_NOW", "$TOTAL_STEP"]
+    assert os.environ["STEP_NOW"] == "the user's" and "TOTAL_STEP" not in os.environ
+    assert device.LOOP_SIZE_VARIABLE not in os.environ
+
+
+def test_a_functions_class_swapped_twice_by_its_owner_does_both_and_comes_back():
+    """Numeric checks after each call, then calls through the forms first runs decide: one change of the
+    tf.function's class, whose subclass does both, and undoing it gives back the tf.function's own class."""
+    import tensorflow as tf
+
+    from npu_bridge_compat.compat.eager import calls_through, checked_after_calls
+
+    @tf.function
+    def double(x):
+        return 2 * x
+
+    own = type(double)
+    events = []
+
+    def call(run, args, kwargs):
+        events.append("called")
+        return run(*args, **kwargs)
+
+    with changes.undone_after():
+        checked_after_calls(double, lambda: events.append("checked"), owner=Owner.TF2_DOOR)
+        calls_through(double, call, owner=Owner.TF2_DOOR)
+        assert double(tf.constant(2.0)).numpy() == 4.0 and events == ["called", "checked"]
+        assert isinstance(double, own) and type(double) is not own
+        [change] = [change for change in changes.in_force() if change.target == "<tf.function double>.__class__"]
+        assert change.reason.startswith("checked after each call") and "first runs decide" in change.reason
+        with pytest.raises(changes.ChangeConflict, match=r"<tf.function double>.__class__: TF2 door .* scan asked"):
+            calls_through(double, call, owner=Owner.SCAN)
+    assert type(double) is own
+
+
+def test_a_switch_two_parts_ask_for_has_an_owner_of_its_own():
+    """The TF 1.15 world and npu_device.compat.enable_v1 both ask for TF1 behaviour: one change, held by the
+    switch's own owner, which undoing turns back to TF2 behaviour."""
+    from tensorflow.python import tf2
+
+    from npu_bridge_compat.compat.config import disable_v2_behaviour
+
+    with changes.undone_after():
+        first = disable_v2_behaviour(owner=Owner.TF1_WORLD, reason="the world")
+        assert disable_v2_behaviour(owner=Owner.TF2_DOOR, reason="enable_v1") is first and not tf2.enabled()
+        assert first.owner is Owner.TF1_BEHAVIOUR and first.reason == "the world (for the TF 1.15 world)"
+    assert tf2.enabled()
+
+
 def test_explain_changes_lists_what_is_in_force(capsys):
     with changes.undone_after():
         changes.set_environment("NPU_BRIDGE_COMPAT_TEST_LISTED", "1", owner=Owner.RUN, reason="fusion")
@@ -360,8 +597,7 @@ def test_every_door_lists_its_changes_and_undoing_restores_the_process(round_tri
         "logger 'tensorflow' filter _DeferBeforeEachRecord",
         "TensorFlow's console handler filter _DeferToRootHandlers",
         "sys.meta_path[_LegacyFinder]",
-        "sys.meta_path[Tf26Finder]",
-        "sys.meta_path[Tf1Finder]",
+        "sys.meta_path[WorldFinder]",  # the TF 2.6 and TF 1.15 worlds' finders
         "builtins.__import__",
         "tensorflow.function",
         "<tf.function double>.__class__",

@@ -2,6 +2,7 @@
 one-rank results of every collective, groups, the distributed optimizers, NPUStrategy and the launcher.
 What needs several processes is in test_distributed_ranks.py."""
 
+import ast
 import json
 import os
 import shutil
@@ -17,7 +18,7 @@ import tensorflow as tf
 
 from npu_bridge_compat import changes, distributed
 from npu_bridge_compat.changes import Owner
-from npu_bridge_compat.distributed import cluster, collectives, launch, ranks
+from npu_bridge_compat.distributed import cluster, collectives, keys, launch, ranks
 from npu_bridge_compat.distributed.ranks import RankConfigError
 from npu_bridge_compat.loss_scale import FixedLossScaleManager, NPULossScaleOptimizer, NPUOptimizer
 
@@ -394,11 +395,12 @@ def test_each_rank_gets_the_gpu_of_its_device_id(monkeypatch):
     monkeypatch.setattr(tf.config, "set_visible_devices", lambda devices, kind: chosen.append(devices))
 
     def select() -> changes.Change:
-        """One rank's choice, in a process of its own: TensorFlow takes it once, and it cannot be undone."""
-        monkeypatch.setattr(changes, "_changes", {})
-        monkeypatch.setattr(changes, "_made", {})
+        """One rank's choice, in a process (a registry) of its own: TensorFlow takes it once, and it cannot be
+        undone."""
+        registry = changes.Registry()
+        monkeypatch.setattr(changes, "change_irreversibly", registry.change_irreversibly)
         distributed.runtime._select_gpu(cluster.current_cluster())
-        [change] = changes.in_force()
+        [change] = registry.in_force()
         return change
 
     set_env(monkeypatch, RANK_SIZE=3, RANK_ID=1)
@@ -440,25 +442,28 @@ def test_ranks_derive_alike_instance_keys_whatever_each_built_before(monkeypatch
     def graph_keys(extra_before: bool) -> tuple[list[int], list[str]]:
         if extra_before:
             with tf.Graph().as_default():
-                collectives._instance_key(world, "allreduce", tf.zeros([2]), "sum")
+                keys.instance_key(world.key, world.name, "allreduce", tf.zeros([2]), "sum")
         with tf.Graph().as_default() as graph:
             vector, scalar = tf.zeros([2]), tf.zeros([])
-            keys = [collectives._instance_key(world, "allreduce", value, "sum") for value in (vector, vector, scalar)]
-            keys.append(collectives._instance_key(world, "allreduce", vector, "max"))
-            keys.append(collectives._instance_key(world, "allgather", vector))
+            found_keys = [
+                keys.instance_key(world.key, world.name, "allreduce", value, "sum")
+                for value in (vector, vector, scalar)
+            ]
+            found_keys.append(keys.instance_key(world.key, world.name, "allreduce", vector, "max"))
+            found_keys.append(keys.instance_key(world.key, world.name, "allgather", vector))
 
             @tf.function
             def nested():  # runs in the same step as the graph's own collectives
-                keys.append(collectives._instance_key(world, "allreduce", tf.zeros([2]), "sum"))
+                found_keys.append(keys.instance_key(world.key, world.name, "allreduce", tf.zeros([2]), "sum"))
                 return 0
 
             nested.get_concrete_function()
-            return keys, collectives.collectives_of(graph)
+            return found_keys, keys.collectives_of(graph)
 
-    keys, described = graph_keys(extra_before=False)
-    assert graph_keys(extra_before=True)[0] == keys
-    assert len(set(keys)) == len(keys)
-    assert described[2] == f"allreduce sum of float32[] in group 'hccl_world_group' (instance key {keys[2]})"
+    found_keys, described = graph_keys(extra_before=False)
+    assert graph_keys(extra_before=True)[0] == found_keys
+    assert len(set(found_keys)) == len(found_keys)
+    assert described[2] == f"allreduce sum of float32[] in group 'hccl_world_group' (instance key {found_keys[2]})"
     assert len(described) == 6
 
 
@@ -605,3 +610,28 @@ def test_a_single_host_job_is_reachable_over_loopback_only():
     assert all(report["interfaces"] == ["lo"] for report in ranks.values())
     on_host = network_of_ranks("--host-network")  # on purpose, for scripts that reach other machines
     assert all(report["netns"] == os.readlink("/proc/self/ns/net") for report in on_host.values())
+
+
+def test_the_modules_of_distributed_import_each_other_without_a_loop():
+    """Imports inside functions count: a loop hidden in one is a loop still."""
+    package = HERE.parent / "npu_bridge_compat" / "distributed"
+    imports = {}
+    for path in package.glob("*.py"):
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("npu_bridge_compat.distributed"):
+                names = [node.module.split(".")[2]] if node.module.count(".") >= 2 else [a.name for a in node.names]
+                found.update(name for name in names if (package / f"{name}.py").is_file())
+        imports[path.stem] = found - {path.stem}
+
+    def loop_from(module: str, path: tuple[str, ...]) -> tuple[str, ...] | None:
+        for imported in sorted(imports.get(module, ())):
+            if imported in path:
+                return (*path[path.index(imported) :], imported)
+            found = loop_from(imported, (*path, imported))
+            if found:
+                return found
+        return None
+
+    loops = {module: loop_from(module, (module,)) for module in imports if module != "__init__"}
+    assert not any(loops.values()), {module: " -> ".join(loop) for module, loop in loops.items() if loop}

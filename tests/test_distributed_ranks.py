@@ -2,15 +2,19 @@
 per-rank shell loop with a rank table; a rank killed mid-training. Every process is started in its own process
 group and killed at the end of its test, whatever happens; every wait has a hard timeout.
 
-Each process imports TensorFlow, so each test launches its processes once and checks much per launch."""
+Each process imports TensorFlow, so each test launches its processes once and checks much per launch. A test's
+rank outputs go to a folder named at its start (`rank_logs`), kept when the test fails."""
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +22,7 @@ import pytest
 from helpers import loopback_port_block
 from test_distributed import LOOPBACK_PREFIXES, listening_addresses, tcp_sockets
 
+from npu_bridge_compat.distributed.schedulers import _PRESENCE as _SCHEDULERS_PRESENT
 from npu_bridge_compat.plan.platform import BFLOAT16_KERNELS, detect_host
 
 HERE = Path(__file__).parent
@@ -39,9 +44,28 @@ for _name in (
     "CM_CHIEF_IP",
     "CM_WORKER_SIZE",
     "NPU_BRIDGE_COMPAT_PORT",
+    *(name for names in _SCHEDULERS_PRESENT.values() for name in names),  # a scheduler's job around the suite
 ):
     ENVIRONMENT.pop(_name, None)
 TIMEOUT_S = 400
+KEPT_LOGS = Path(tempfile.gettempdir()) / "npu_bridge_compat_rank_logs"
+
+
+def kept_when_failing(request) -> Iterator[Path]:
+    """A folder for a test's rank outputs, kept when the test fails: its captured output names it, so a rare
+    failure can be read afterwards."""
+    KEPT_LOGS.mkdir(exist_ok=True)
+    folder = Path(tempfile.mkdtemp(prefix=re.sub(r"[^\w.-]+", "_", request.node.name) + "-", dir=KEPT_LOGS))
+    print(f"rank outputs of {request.node.nodeid}: {folder} (kept when the test fails)")
+    failed_before = request.session.testsfailed
+    yield folder
+    if request.session.testsfailed == failed_before:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def rank_logs(request) -> Iterator[Path]:
+    yield from kept_when_failing(request)
 
 
 def start(processes, command, log: Path, **environment) -> subprocess.Popen:
@@ -68,7 +92,7 @@ def finish(process: subprocess.Popen, log: Path, timeout: float = TIMEOUT_S) -> 
 
 def launched(
     processes,
-    tmp_path,
+    rank_logs,
     script: str,
     *arguments,
     ranks: int = 2,
@@ -79,7 +103,7 @@ def launched(
     """Run tests/scripts/SCRIPT under `launch -n RANKS --tf1` (else `--tf2`: the scripts that import npu_bridge
     but are written as TF2 programs, which launch alone would run as TF 1.15 ones); the job and its output once it
     ended."""
-    log = tmp_path / f"launch_{ranks}.log"
+    log = rank_logs / f"launch_{ranks}.log"
     command = [sys.executable, "-m", "npu_bridge_compat", "launch", "-n", str(ranks), "--tf1" if tf1 else "--tf2"]
     job = start(processes, [*command, str(SCRIPTS / script), *map(str, arguments)], log, **environment)
     return job, finish(job, log, timeout)
@@ -110,8 +134,8 @@ def assert_trained_like_one_process(found: dict[int, dict], steps: int, initial=
             np.testing.assert_allclose(got, want, atol=1e-5, err_msg=f"rank {rank} differs from one process")
 
 
-def test_session_door_three_ranks_under_launch(processes, tmp_path):
-    launch, output = launched(processes, tmp_path, "dist_session_port.py", tmp_path / "model", ranks=3, tf1=True)
+def test_session_door_three_ranks_under_launch(processes, rank_logs):
+    launch, output = launched(processes, rank_logs, "dist_session_port.py", rank_logs / "model", ranks=3, tf1=True)
     assert launch.returncode == 0, output[-4000:]
     found = reports(output)
     assert sorted(found) == [0, 1, 2]
@@ -139,7 +163,7 @@ def test_session_door_three_ranks_under_launch(processes, tmp_path):
 
 @pytest.mark.needs_estimator
 @pytest.mark.parametrize("iterations, model_dirs", [(1, "per rank"), (10, "per rank"), (10, "shared")])
-def test_estimator_door_per_rank_shell_loop_with_rank_table(processes, tmp_path, iterations, model_dirs):
+def test_estimator_door_per_rank_shell_loop_with_rank_table(processes, rank_logs, iterations, model_dirs):
     """An unmodified ported-style script started the way ModelZoo's *_8p.sh scripts start it: it trains, then
     evaluates (a metric all-reduced across the ranks) and reads a variable on every rank. Each rank writes its own
     model_dir as the adapter's NPUEstimator does; ranks sharing one leave it to rank 0 and restore from it."""
@@ -148,23 +172,23 @@ def test_estimator_door_per_rank_shell_loop_with_rank_table(processes, tmp_path,
         'for i in 0 1; do RANK_ID=$i DEVICE_ID=$i "$PYTHON" -m npu_bridge_compat run "$SCRIPT" "$MODEL" '
         '$ITERATIONS 20 $SHARED > "$LOGS/rank_$i.log" 2>&1 & done; wait'
     )
-    log = tmp_path / "loop.log"
+    log = rank_logs / "loop.log"
     shell = start(
         processes,
         ["bash", "-c", loop],
         log,
         PYTHON=sys.executable,
         SCRIPT=SCRIPTS / "dist_estimator_port.py",
-        MODEL=tmp_path / "model",
+        MODEL=rank_logs / "model",
         ITERATIONS=iterations,
-        LOGS=tmp_path,
+        LOGS=rank_logs,
         RANK_SIZE=2,
         SHARED=shared,
         RANK_TABLE_FILE=HERE / "data" / "rank_table_2p.json",
         NPU_BRIDGE_COMPAT_PORT=loopback_port_block(2),
     )
     finish(shell, log)
-    output = "\n".join((tmp_path / f"rank_{i}.log").read_text() for i in range(2))
+    output = "\n".join((rank_logs / f"rank_{i}.log").read_text() for i in range(2))
     found = reports(output)
     assert sorted(found) == [0, 1] and all("global_loss" in report for report in found.values()), output[-4000:]
     for report in found.values():
@@ -175,11 +199,11 @@ def test_estimator_door_per_rank_shell_loop_with_rank_table(processes, tmp_path,
     assert found[1]["global_loss"] == pytest.approx(found[0]["global_loss"])  # both ranks joined the metric's allreduce
     assert_trained_like_one_process(found, steps=20)  # from rank 0's initial weights: the hook broadcast them
     if shared:  # one writer: rank 1 wrote no checkpoint of its own
-        assert not list((tmp_path / "model").glob("rank*"))
+        assert not list((rank_logs / "model").glob("rank*"))
 
 
-def test_keras_door_under_launch(processes, tmp_path):
-    launch, output = launched(processes, tmp_path, "dist_keras_port.py", 20, 10, tmp_path / "model")
+def test_keras_door_under_launch(processes, rank_logs):
+    launch, output = launched(processes, rank_logs, "dist_keras_port.py", 20, 10, rank_logs / "model")
     assert launch.returncode == 0, output[-4000:]
     found = reports(output)
     assert sorted(found) == [0, 1] and all(report["iterations"] == 20 for report in found.values())
@@ -191,9 +215,9 @@ def test_keras_door_under_launch(processes, tmp_path):
 
 
 @pytest.mark.parametrize("victim", [1, 0])  # rank 0 also hosts the coordination service
-def test_a_killed_rank_ends_the_others_naming_it(processes, tmp_path, victim):
+def test_a_killed_rank_ends_the_others_naming_it(processes, rank_logs, victim):
     port = loopback_port_block(2)
-    logs = [tmp_path / f"rank_{rank}.log" for rank in range(2)]
+    logs = [rank_logs / f"rank_{rank}.log" for rank in range(2)]
     ranks = [
         start(
             processes,
@@ -240,10 +264,10 @@ def test_a_killed_rank_ends_the_others_naming_it(processes, tmp_path, victim):
 
 
 @pytest.mark.parametrize("mode", ["session", "function"])
-def test_collectives_cost_no_thread_each(processes, tmp_path, mode):
-    """1,500 collectives per rank leave its OS thread count flat (a collective's own timeout used to keep a
-    sleeping thread per call alive for HCCL_EXEC_TIMEOUT, and long jobs died at the process's thread limit)."""
-    job, output = launched(processes, tmp_path, "dist_collective_threads.py", "--mode", mode)
+def test_collectives_cost_no_thread_each(processes, rank_logs, mode):
+    """Many collectives per rank leave its OS thread count flat (a collective given its own timeout keeps a
+    sleeping thread per call alive for HCCL_EXEC_TIMEOUT, up to the process's thread limit)."""
+    job, output = launched(processes, rank_logs, "dist_collective_threads.py", "--mode", mode)
     assert job.returncode == 0, output[-3000:]
     found = reports(output)
     assert sorted(found) == [0, 1], output[-3000:]
@@ -252,9 +276,9 @@ def test_collectives_cost_no_thread_each(processes, tmp_path, mode):
         assert report["after"] - report["before"] < 20, f"rank {rank}: {report}"
 
 
-def test_a_collective_another_rank_never_joins_ends_the_run_naming_the_deadline(processes, tmp_path):
+def test_a_collective_another_rank_never_joins_ends_the_run_naming_the_deadline(processes, rank_logs):
     job, output = launched(
-        processes, tmp_path, "dist_collective_threads.py", "--mode", "stuck", timeout=120, HCCL_EXEC_TIMEOUT=3
+        processes, rank_logs, "dist_collective_threads.py", "--mode", "stuck", timeout=120, HCCL_EXEC_TIMEOUT=3
     )
     assert job.returncode != 0
     assert 3.0 <= reports(output)[1]["waited"] < 20, output[-3000:]
@@ -266,17 +290,17 @@ def test_a_collective_another_rank_never_joins_ends_the_run_naming_the_deadline(
 
 
 @pytest.mark.parametrize("mode, late", [("session", 1), ("eager", 1), ("session", 0), ("eager", 0)])
-def test_ranks_that_finish_apart_all_exit_cleanly(processes, tmp_path, mode, late):
+def test_ranks_that_finish_apart_all_exit_cleanly(processes, rank_logs, mode, late):
     """A rank that finishes first waits for the others, so no finished rank is reported lost (rank 0 hosts the
-    coordination service: its early exit used to read as its loss on rank 1)."""
-    job, output = launched(processes, tmp_path, "dist_finish_apart.py", "--mode", mode, "--late", late, timeout=120)
+    coordination service: its early exit would read as its loss on rank 1)."""
+    job, output = launched(processes, rank_logs, "dist_finish_apart.py", "--mode", mode, "--late", late, timeout=120)
     assert job.returncode == 0 and "lost rank" not in output, output[-3000:]
     assert {rank: report["total"] for rank, report in reports(output).items()} == {0: [2.0, 1.0], 1: [2.0, 1.0]}
 
 
 @pytest.mark.needs_estimator
 @pytest.mark.skipif(detect_host().cpu_bfloat16 not in BFLOAT16_KERNELS, reason="bfloat16 on a CPU needs AVX-512")
-def test_mixed_precision_trains_on_two_ranks_as_in_one_process(processes, tmp_path):
+def test_mixed_precision_trains_on_two_ranks_as_in_one_process(processes, rank_logs):
     """allow_mix_precision with Conv2D+BiasAdd+Relu under NPUEstimator (iterations_per_loop 2): the ranks run their
     convolutions in bfloat16 as one process does, and end with one process's weights on the global batch (the
     remapper's bfloat16 fused convolution, which only the oneDNN rewrite of a local session can run, failed on
@@ -284,7 +308,7 @@ def test_mixed_precision_trains_on_two_ranks_as_in_one_process(processes, tmp_pa
     found = {}
     for size in (1, 2):
         job, output = launched(
-            processes, tmp_path, "dist_mixed_precision_port.py", tmp_path / f"ranks{size}", 2, 4, ranks=size, tf1=True
+            processes, rank_logs, "dist_mixed_precision_port.py", rank_logs / f"ranks{size}", 2, 4, ranks=size, tf1=True
         )
         assert job.returncode == 0, output[-3000:]
         found[size] = reports(output)
@@ -308,16 +332,16 @@ def evaluated_in_one_process(weights: dict, batches: int, size: int) -> dict:
 
 @pytest.mark.needs_estimator
 @pytest.mark.parametrize("model_dirs, evaluated_in", [("per rank", "training process"), ("shared", "fresh process")])
-def test_evaluate_predict_export_on_two_ranks_after_training(processes, tmp_path, model_dirs, evaluated_in):
+def test_evaluate_predict_export_on_two_ranks_after_training(processes, rank_logs, model_dirs, evaluated_in):
     """AlexNet_ID0072's 8p phases: NPUEstimator evaluates every checkpoint with its metrics all-reduced in their
     value ops and a collective in an evaluation hook, then predicts and exports, on each rank; rank 0 first builds
-    a collective the other rank never builds. Evaluation used to run in a local session, where the metrics'
-    allreduce waited for HCCL_EXEC_TIMEOUT."""
-    model, shared = tmp_path / "model", ["shared"] if model_dirs == "shared" else []
+    a collective the other rank never builds. Evaluation runs on the rank's server: in a local session the
+    metrics' allreduce would wait for HCCL_EXEC_TIMEOUT."""
+    model, shared = rank_logs / "model", ["shared"] if model_dirs == "shared" else []
     later = "evaluate,predict,export"
     phases = [f"train,{later}"] if evaluated_in == "training process" else ["train", later]
     for phase in phases:
-        job, output = launched(processes, tmp_path, "dist_phases_port.py", model, phase, *shared, "extra", tf1=True)
+        job, output = launched(processes, rank_logs, "dist_phases_port.py", model, phase, *shared, "extra", tf1=True)
         assert job.returncode == 0, output[-4000:]
     found = reports(output)
     assert sorted(found) == [0, 1], output[-4000:]
@@ -359,24 +383,24 @@ HOST_LAUNCH = (
 )
 
 
-def on_two_hosts(processes, tmp_path, *arguments) -> subprocess.Popen:
+def on_two_hosts(processes, rank_logs, *arguments) -> subprocess.Popen:
     """dist_session_port.py ARGUMENTS over two hosts (tests/scripts/two_hosts.sh), a launch on each."""
-    command = ["unshare", *UNSHARE, "bash", str(SCRIPTS / "two_hosts.sh"), str(tmp_path)]
+    command = ["unshare", *UNSHARE, "bash", str(SCRIPTS / "two_hosts.sh"), str(rank_logs)]
     command += ["bash", "-c", HOST_LAUNCH, "launch", *map(str, arguments)]
     return start(
-        processes, command, tmp_path / "hosts.log", PYTHON=sys.executable, SCRIPT=SCRIPTS / "dist_session_port.py"
+        processes, command, rank_logs / "hosts.log", PYTHON=sys.executable, SCRIPT=SCRIPTS / "dist_session_port.py"
     )
 
 
-def host_logs(tmp_path) -> str:
-    return "\n".join((tmp_path / f"host_{index}.log").read_text() for index in range(2))
+def host_logs(rank_logs) -> str:
+    return "\n".join((rank_logs / f"host_{index}.log").read_text() for index in range(2))
 
 
 @pytest.mark.skipif(TWO_HOSTS_REFUSED is not None, reason=str(TWO_HOSTS_REFUSED))
-def test_a_job_over_two_hosts_trains_to_identical_weights(processes, tmp_path):
-    job = on_two_hosts(processes, tmp_path, tmp_path / "model")
-    statuses = finish(job, tmp_path / "hosts.log")
-    output = host_logs(tmp_path)
+def test_a_job_over_two_hosts_trains_to_identical_weights(processes, rank_logs):
+    job = on_two_hosts(processes, rank_logs, rank_logs / "model")
+    statuses = finish(job, rank_logs / "hosts.log")
+    output = host_logs(rank_logs)
     assert "host 0 exited with 0" in statuses and "host 1 exited with 0" in statuses, output[-4000:]
     found = reports(output)
     assert sorted(found) == [0, 1], output[-4000:]
@@ -386,16 +410,17 @@ def test_a_job_over_two_hosts_trains_to_identical_weights(processes, tmp_path):
 
 
 @pytest.mark.skipif(TWO_HOSTS_REFUSED is not None, reason=str(TWO_HOSTS_REFUSED))
-def test_a_lost_host_ends_the_job_naming_it(processes, tmp_path):
-    job = on_two_hosts(processes, tmp_path, "--forever")
+def test_a_lost_host_ends_the_job_naming_it(processes, rank_logs):
+    job = on_two_hosts(processes, rank_logs, "--forever")
     deadline = time.monotonic() + TIMEOUT_S
     while not all(
-        (tmp_path / f"host_{index}.log").is_file() and "trained to step" in (tmp_path / f"host_{index}.log").read_text()
+        (rank_logs / f"host_{index}.log").is_file()
+        and "trained to step" in (rank_logs / f"host_{index}.log").read_text()
         for index in range(2)
     ):
-        assert time.monotonic() < deadline and job.poll() is None, host_logs(tmp_path)[-4000:]
+        assert time.monotonic() < deadline and job.poll() is None, host_logs(rank_logs)[-4000:]
         time.sleep(0.5)
-    holder = int((tmp_path / "hosts.log").read_text().split("host 1 network held by ")[1].split()[0])
+    holder = int((rank_logs / "hosts.log").read_text().split("host 1 network held by ")[1].split()[0])
     network = os.readlink(f"/proc/{holder}/ns/net")
     for pid in filter(str.isdigit, os.listdir("/proc")):  # every process of host 1: the host is gone
         try:
@@ -404,8 +429,8 @@ def test_a_lost_host_ends_the_job_naming_it(processes, tmp_path):
         except (FileNotFoundError, ProcessLookupError, PermissionError):
             pass
     lost_at = time.monotonic()
-    statuses = finish(job, tmp_path / "hosts.log", timeout=90)
+    statuses = finish(job, rank_logs / "hosts.log", timeout=90)
     assert time.monotonic() - lost_at < 60
-    output = (tmp_path / "host_0.log").read_text()
+    output = (rank_logs / "host_0.log").read_text()
     assert "host 0 exited with 0" not in statuses, output[-3000:]
     assert "lost rank 1 (127.0.1.2:29600)" in output or "talking to rank 1 (127.0.1.2:29600)" in output, output[-3000:]

@@ -49,17 +49,26 @@ def layer_of(module: str) -> int:
     return max(matches)[1]
 
 
-def imported_modules(source: str, is_module) -> list[tuple[int, str]]:
-    """(line, module) for each of the package's modules `source` imports; `from package import name` counts as
-    importing the submodule `name` where `is_module` says it is one, else the package."""
+def imported_modules(source: str, is_module, package: str | None = None) -> list[tuple[int, str]]:
+    """(line, module) for each of the package's modules `source` imports, anywhere in it (inside functions too);
+    `from package import name` counts as importing the submodule `name` where `is_module` says it is one, else the
+    package. Relative imports count where `package` (the one `source` is in) is given."""
     found = []
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
             found += [(node.lineno, alias.name) for alias in node.names if alias.name.split(".")[0] == ROOT]
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").split(".")[0] == ROOT:
+        elif isinstance(node, ast.ImportFrom):
+            if node.level == 0:
+                base = node.module or ""
+            elif package is not None:
+                base = ".".join([package.rsplit(".", node.level - 1)[0], *filter(None, [node.module])])
+            else:
+                continue
+            if base.split(".")[0] != ROOT:
+                continue
             for alias in node.names:
-                submodule = f"{node.module}.{alias.name}"
-                found.append((node.lineno, submodule if is_module(submodule) else node.module))
+                submodule = f"{base}.{alias.name}"
+                found.append((node.lineno, submodule if is_module(submodule) else base))
     return found
 
 
@@ -83,6 +92,50 @@ MODULES = {
 }
 
 
+def import_graph(modules: dict[str, Path], is_module=_is_package_module) -> dict[str, dict[str, int]]:
+    """module -> {module it imports: the first line that does}, for the package's modules."""
+    graph = {}
+    for module, path in modules.items():
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        imports: dict[str, int] = {}
+        for line, target in sorted(imported_modules(path.read_text(), is_module, package)):
+            if target != module:
+                imports.setdefault(target, line)
+        graph[module] = imports
+    return graph
+
+
+def import_loops(graph: dict[str, dict[str, int]]) -> list[str]:
+    """Each set of modules that import each other, directly or through others, as one of its loops:
+    'a (line 3) -> b (line 9) -> a'."""
+    reach = {}
+    for start in graph:
+        seen, todo = set(), list(graph[start])
+        while todo:
+            module = todo.pop()
+            if module not in seen:
+                seen.add(module)
+                todo += graph.get(module, {})
+        reach[start] = seen
+    loops, placed = [], set()
+    for start in sorted(graph):
+        if start in placed or start not in reach[start]:
+            continue
+        members = {module for module in reach[start] if start in reach.get(module, ())}
+        placed |= members
+        paths, path = {start: [start]}, None
+        while path is None:  # the shortest way back to `start`
+            for module, way in list(paths.items()):
+                for target in graph[module]:
+                    if target == start:
+                        path = path or way
+                    elif target in members and target not in paths:
+                        paths[target] = [*way, target]
+        steps = [f"{module} (line {graph[module][target]})" for module, target in zip(path, [*path[1:], start])]
+        loops.append(" -> ".join([*steps, start]))
+    return loops
+
+
 @pytest.mark.parametrize("module", MODULES)
 def test_no_module_imports_a_layer_above_its_own(module):
     assert upward_imports(module, MODULES[module].read_text()) == []
@@ -100,6 +153,41 @@ def test_the_layer_check_finds_upward_imports():
         "line 1: imports npu_bridge_compat.session (the doors, above plan/)",
         "line 3: imports npu_bridge_compat.cli (the CLI, above plan/)",
         "line 4: imports npu_bridge_compat.estimator.config (the doors, above plan/)",
+    ]
+
+
+def test_no_module_imports_itself_through_others():
+    """No import loop in the package, counting the imports inside functions: a loop makes what a module finds
+    at import depend on which of its members was imported first."""
+    assert import_loops(import_graph(MODULES)) == []
+
+
+def test_the_loop_check_finds_loops_through_imports_inside_functions(tmp_path):
+    package = tmp_path / ROOT
+    (package / "sub").mkdir(parents=True)
+    sources = {
+        "__init__.py": "",
+        "a.py": "from npu_bridge_compat import b\n",
+        "b.py": "import os\n\n\ndef late():\n    from npu_bridge_compat.sub import c\n",
+        "sub/__init__.py": "from . import c\n",
+        "sub/c.py": "from .. import a\nfrom npu_bridge_compat.sub import d\n",
+        "sub/d.py": "from npu_bridge_compat import changes\n",
+        "e.py": "import npu_bridge_compat.e\n",
+    }
+    for name, source in sources.items():
+        (package / name).write_text(source)
+    modules = {
+        ".".join(path.relative_to(tmp_path).with_suffix("").parts).removesuffix(".__init__"): path
+        for path in sorted(package.rglob("*.py"))
+    }
+
+    def is_module(module: str) -> bool:
+        path = tmp_path.joinpath(*module.split("."))
+        return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
+    assert import_loops(import_graph(modules, is_module)) == [
+        "npu_bridge_compat.a (line 1) -> npu_bridge_compat.b (line 5) -> npu_bridge_compat.sub.c (line 1) -> "
+        "npu_bridge_compat.a",
     ]
 
 

@@ -21,7 +21,7 @@ from npu_bridge_compat.cli import main
 from npu_bridge_compat.errors import DeviceOnlyFeatureError, NpuOptionValueError
 from npu_bridge_compat.legacy.era import era_name_status
 from npu_bridge_compat.legacy.era.table import NO_SETUPTOOLS
-from npu_bridge_compat.legacy.world import NameStatus
+from npu_bridge_compat.legacy.world import NameStatus, Status
 from npu_bridge_compat.options import OPTIONS, Kind, options_from_config_proto
 from npu_bridge_compat.plan import HostFacts
 from npu_bridge_compat.scan import Category, Outcome, Severity, era, scan, scanner
@@ -152,13 +152,13 @@ EXPECTED = {
             *(
                 [
                     (4, PYTHON, "imp", None, "works under run", READY),
-                    (10, PYTHON, "imp.load_source", None, "served under run", WARNING),
+                    (10, PYTHON, "imp.load_source", None, "differs under run", WARNING),
                 ]
                 if NO_IMP
                 else []
             ),
-            (14, PYTHON, "collections.Mapping", None, "served under run", WARNING),
-            (16, NUMPY, "numpy.float", None, "served under run", WARNING),
+            (14, PYTHON, "collections.Mapping", None, "differs under run", WARNING),
+            (16, NUMPY, "numpy.float", None, "differs under run", WARNING),
         ],
     ),
 }
@@ -250,8 +250,8 @@ def test_the_eras_numpy_and_python_names_are_their_own_class(report):
             {"imp": "works", "imp.load_source": "differs", "imp.init_builtin": "missing"},
             [
                 (1, PYTHON, "imp", "works under run", READY),
-                (2, PYTHON, "imp.load_source", "served under run", WARNING),
-                (3, PYTHON, "imp.init_builtin", "no counterpart under run", BLOCKED),
+                (2, PYTHON, "imp.load_source", "differs under run", WARNING),
+                (3, PYTHON, "imp.init_builtin", "missing under run", BLOCKED),
             ],
         ),
         # a name the table does not know is no finding of the era's
@@ -263,7 +263,7 @@ def test_the_eras_numpy_and_python_names_are_their_own_class(report):
 )
 def test_an_era_finding_follows_the_names_status_here(tmp_path, monkeypatch, statuses, expected):
     """The status as data: what each Python gives, on whichever Python runs the test."""
-    monkeypatch.setattr(era, "era_name_status", lambda name: NameStatus(statuses[name], f"{name} here"))
+    monkeypatch.setattr(era, "era_name_status", lambda name: NameStatus(Status(statuses[name]), f"{name} here"))
     (tmp_path / "train.py").write_text("import imp\nimp.load_source('config', 'config.py')\nimp.init_builtin('x')\n")
     findings = scan([str(tmp_path)], host=CPU).scripts[0].findings
     assert [(f.line, f.category, f.name, f.outcome, f.severity) for f in findings] == expected
@@ -273,7 +273,7 @@ def test_an_era_finding_follows_the_names_status_here(tmp_path, monkeypatch, sta
 @pytest.mark.parametrize("refuses", [True, False])
 def test_a_str_enum_values_is_a_python_era_finding_where_absl_refuses_it(tmp_path, monkeypatch, refuses):
     """absl-py 2.0 refuses a str as DEFINE_enum's enum_values, which TF's official models' flags pass (absl-py <
-    2.0 took it): served under run. Both absl-py lines, as data; a list of values is no finding."""
+    2.0 took it): differs under run. Both absl-py lines, as data; a list of values is no finding."""
     monkeypatch.setattr(era, "refuses_str_enum_values", lambda: refuses)
     (tmp_path / "flags.py").write_text(
         "from absl import flags\nimport tensorflow as tf\n"
@@ -283,8 +283,8 @@ def test_a_str_enum_values_is_a_python_era_finding_where_absl_refuses_it(tmp_pat
     )
     findings = [f for f in scan([str(tmp_path)], host=CPU).scripts[0].findings if f.category is PYTHON]
     expected = [
-        (3, "absl.flags.DEFINE_enum", "served under run", WARNING),
-        (4, "absl.flags.DEFINE_enum", "served under run", WARNING),
+        (3, "absl.flags.DEFINE_enum", "differs under run", WARNING),
+        (4, "absl.flags.DEFINE_enum", "differs under run", WARNING),
     ]
     assert [(f.line, f.name, f.outcome, f.severity) for f in findings] == (expected if refuses else [])
     assert all(f.detail.startswith("absl-py 2.0 refuses a str as enum_values") for f in findings)
@@ -305,7 +305,7 @@ def test_distutils_without_setuptools_names_its_remedy():
         assert result.stdout.strip() == "None"
     else:
         assert result.stdout.strip() == str(
-            ["distutils", "Python 3.7 name", "no counterpart under run", "blocked", NO_SETUPTOOLS]
+            ["distutils", "Python 3.7 name", "missing under run", "blocked", NO_SETUPTOOLS]
         )
 
 

@@ -55,6 +55,7 @@ def test_tf_1_15_private_paths_are_todays_objects(tf1):
     assert sgd_module == f"{KERAS_2}.src.optimizers.legacy.gradient_descent"
     assert names["linear"] and names["estimator_export"] and names["layers_module"]
     assert names["like_rnncell"] == [True, False]  # DeepCTR's dynamic_rnn checks its cells with it
+    assert names["is_sequence"] == [True, False, [1, 2]]  # TF 1.15's name of nest.is_nested (DeepCTR's RNNs)
     assert names["tracking"] == ["tensorflow.python.trackable.base", "tensorflow.python.trackable.autotrackable"]
     assert names["convert_collection_to_dict"] == "tf_slim.layers.utils"
     assert names["eager"] == [False, "OwnedIterator"]  # graph mode under run --tf1

@@ -18,10 +18,10 @@ import tensorflow as tf
 from test_legacy import resolve, run
 
 from npu_bridge_compat.legacy import install_aliases, tf1_name_status
+from npu_bridge_compat.legacy.program import is_program_file as sees_tf1
 from npu_bridge_compat.legacy.tf1 import NoCounterpartError, Tf1DifferenceWarning, world
 from npu_bridge_compat.legacy.tf1.contrib import image, legacy_seq2seq, opt, seq2seq
 from npu_bridge_compat.legacy.tf1.contrib.training import HParams
-from npu_bridge_compat.legacy.tf1.imports import sees_tf1
 from npu_bridge_compat.legacy.tf1.table import MODULES
 from npu_bridge_compat.loss_scale import NPULossScaleOptimizer
 
@@ -60,7 +60,7 @@ def test_importing_the_package_installs_nothing():
             sys.executable,
             "-c",
             "import sys, npu_bridge_compat.legacy as legacy; "
-            "print(any(type(f).__name__ == 'Tf1Finder' for f in sys.meta_path), "
+            "print(any(type(f).__name__ == 'WorldFinder' for f in sys.meta_path), "
             "'tensorflow' in sys.modules)",
         ],
         capture_output=True,
@@ -181,14 +181,14 @@ def test_names_without_counterpart_import_and_raise_when_used():
 
 def test_a_differing_counterpart_warns_once(monkeypatch):
     monkeypatch.setattr(world.TF1, "warned", set())
-    distribute = world.Tf1Module("contrib.distribute")
+    distribute = world.Tf1Module(world.TF1, "tensorflow.contrib.distribute")
     with pytest.warns(
         Tf1DifferenceWarning,
         match=rf"contrib\.distribute\.AllReduceCrossTowerOps on TensorFlow "
         rf"{re.escape(tf.__version__)}: .*agg_small_grads_\* are ignored",
     ) as caught:
         ops = distribute.AllReduceCrossTowerOps("hierarchical_copy", num_packs=2)
-        world.Tf1Module("contrib.distribute").AllReduceCrossTowerOps("nccl")
+        world.Tf1Module(world.TF1, "tensorflow.contrib.distribute").AllReduceCrossTowerOps("nccl")
     assert len(caught) == 1 and isinstance(ops, tf.distribute.HierarchicalCopyAllReduce)
     with pytest.raises(ValueError, match="all_reduce_alg must be one of"):
         distribute.AllReduceCrossTowerOps("ring")
@@ -217,6 +217,33 @@ def test_the_user_program_sees_tf1_and_installed_libraries_tf2(tmp_path):
     assert not sees_tf1(str(Path(world.__file__)))  # npu_bridge_compat's own modules
     assert sees_tf1(str(Path(world.__file__).parent.parent / "npu_bridge" / "npu_init.py"))  # re-exports `tf`
     assert sees_tf1(str(tmp_path / "model" / "__init__.py"))
+
+
+def test_the_program_and_its_vendored_libraries_see_tf115s_version_and_installed_libraries_the_real_one(tmp_path):
+    """Code that branches on the version (DeepCTR's `if tf.__version__ >= '2.0.0'`, in its vendored deepctr/) takes
+    its TF1 branch under `run --tf1`; `run` says so first."""
+    (tmp_path / "vendored").mkdir()
+    (tmp_path / "vendored" / "__init__.py").write_text(
+        "import tensorflow as tf\nBRANCH = 'tf2' if tf.__version__ >= '2.0.0' else 'tf1'\n"
+    )
+    (tmp_path / "train.py").write_text(
+        "import importlib, json, sys\n"
+        "import tensorflow as tf\n"
+        "from tensorflow import __version__ as imported\n"
+        "from tensorflow.version import VERSION\n"
+        "import vendored\n"
+        "print(json.dumps([tf.__version__, tf.VERSION, tf.version.VERSION, tf.GIT_VERSION, imported, VERSION,\n"
+        "                  vendored.BRANCH, importlib.import_module('tensorflow').__version__,\n"
+        "                  sys.modules['tensorflow'].version.VERSION, tf.compat.v1.Session.__name__]))\n"
+    )
+    result = run("--tf1", str(tmp_path / "train.py"), cwd=tmp_path)
+    seen = last_json(result)
+    assert seen == [*["1.15.5"] * 3, "v1.15.5", "1.15.5", "1.15.5", "tf1", tf.__version__, tf.__version__, "Session"]
+    first = next(line for line in result.stderr.splitlines() if line.startswith("npu_bridge_compat:"))
+    assert first == (
+        "npu_bridge_compat: run --tf1: train.py and the modules of its folder see TensorFlow 1.15's API and version "
+        f"(tf.__version__ 1.15.5); installed libraries see TensorFlow {tf.__version__}"
+    )
 
 
 def assert_trained(checkpoint: str, steps: int, losses: list) -> dict:

@@ -27,7 +27,7 @@ def test_importing_the_world_installs_nothing():
             sys.executable,
             "-c",
             "import sys, npu_bridge_compat.legacy.tf26; "
-            "print(any(type(f).__name__ == 'Tf26Finder' for f in sys.meta_path), 'tensorflow' in sys.modules)",
+            "print(any(type(f).__name__ == 'WorldFinder' for f in sys.meta_path), 'tensorflow' in sys.modules)",
         ],
         capture_output=True,
         text=True,

@@ -1,6 +1,6 @@
 """The FusedBatchNormV3 workaround that mixed compute needs.
 
-FusedBatchNormV3 (2019) has a sixth, CUDA-specific output that the NPU cannot take in mixed compute; Ascend's
+FusedBatchNormV3 has a sixth, CUDA-specific output that the NPU cannot take in mixed compute; Ascend's
 documentation tells scripts to build batch norm under `tf.compat.forward_compatibility_horizon(2019, 5, 1)`, which
 in TF 1.15 made `fused_batch_norm` emit FusedBatchNorm (float32) or FusedBatchNormV2 (float16/bfloat16).
 

@@ -54,8 +54,11 @@ def set_op_determinism(enabled: bool) -> None:
 def disable_v2_behaviour(owner: Owner, reason: str) -> changes.Change:
     """TF1 behaviour from now on (`tf.compat.v1.disable_v2_behavior()`: graphs and sessions, v1 control flow and
     variables), through the changes registry: the TF 1.15 world and the TF2 adapter's `enable_v1` ask for this one
-    switch, and undoing it gives TF2 behaviour back."""
-    return changes.enter(_tf1_behaviour(), V2_BEHAVIOUR, owner=owner, reason=reason, value=False)
+    switch, so it has an owner of its own (TF1_BEHAVIOUR) and the reason names the part that asked first
+    (`owner`); undoing it gives TF2 behaviour back."""
+    return changes.enter(
+        _tf1_behaviour(), V2_BEHAVIOUR, owner=Owner.TF1_BEHAVIOUR, reason=f"{reason} (for {owner})", value=False
+    )
 
 
 @contextlib.contextmanager

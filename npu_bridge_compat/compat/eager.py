@@ -127,16 +127,8 @@ def checked_after_calls(function, check: Callable[[], None], owner: Owner):
                 check()
             return result
 
-    Checked.__name__ = Checked.__qualname__ = type(function).__name__
-    changes.replace_attribute(
-        function,
-        "__class__",
-        Checked,
-        owner=owner,
-        reason="checked after each call from eager code (a failing probe raises), still a tf.function",
-        label=f"<tf.function {getattr(function, '__name__', '?')}>",
-    )
-    return function
+    reason = "checked after each call from eager code (a failing probe raises), still a tf.function"
+    return _with_class(function, Checked, owner, reason)
 
 
 def calls_through(function, call: Callable[[Callable, tuple, dict], object], owner: Owner):
@@ -151,13 +143,25 @@ def calls_through(function, call: Callable[[Callable, tuple, dict], object], own
                 return super().__call__(*args, **kwargs)
             return call(super().__call__, args, kwargs)
 
-    Called.__name__ = Called.__qualname__ = type(function).__name__
+    reason = "each call from eager code goes through the forms its first runs decide, still a tf.function"
+    return _with_class(function, Called, owner, reason)
+
+
+def _with_class(function, subclass: type, owner: Owner, reason: str):
+    """`function` with its class swapped for `subclass` of it, through the changes registry. Where `owner` swapped
+    the class before (checked after calls, then called through), `subclass` derives from that class and does both:
+    the earlier change is undone and the new one made, so that undoing it gives back the tf.function's own."""
+    subclass.__name__ = subclass.__qualname__ = type(function).__name__
+    earlier = changes.attribute_change(function, "__class__")
+    if earlier is not None and earlier.owner is owner:
+        changes.undo(changes=[earlier])
+        reason = f"{earlier.reason}; {reason}"
     changes.replace_attribute(
         function,
         "__class__",
-        Called,
+        subclass,
         owner=owner,
-        reason="each call from eager code goes through the graph-kernel fusion decision, still a tf.function",
+        reason=reason,
         label=f"<tf.function {getattr(function, '__name__', '?')}>",
     )
     return function

@@ -353,8 +353,8 @@ def load_estimator_api(api: str = "v2") -> types.ModuleType:
 
 
 def _tensorflow_constructors() -> dict[tuple[type, str], Any]:
-    """(class, `__init__` / `__new__`) -> what the class itself holds, for the classes of TensorFlow's loaded
-    modules."""
+    """(class, `__init__` / `__new__`) -> what the class itself holds (`changes.NOTHING`: nothing), for the classes
+    of TensorFlow's loaded modules."""
     found = {}
     for name, module in list(sys.modules.items()):
         if not name.startswith("tensorflow.") or not isinstance(module, types.ModuleType):
@@ -362,7 +362,7 @@ def _tensorflow_constructors() -> dict[tuple[type, str], Any]:
         for value in list(vars(module).values()):
             if isinstance(value, type) and value.__module__ == name:
                 for method in ("__init__", "__new__"):
-                    found[(value, method)] = value.__dict__.get(method)
+                    found[(value, method)] = value.__dict__.get(method, changes.NOTHING)
     return found
 
 

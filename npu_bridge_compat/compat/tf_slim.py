@@ -33,7 +33,9 @@ def _public(tf: Any, dotted: str) -> Any:
 
 def restore_names_tf_slim_uses(owner: Owner) -> list[str]:
     """Put back, through the change registry, the names tf_slim reads from TensorFlow's private modules where
-    this TensorFlow lacks them (`ops.Tensor`, `control_flow_ops.cond`, ...); returns the ones restored."""
+    this TensorFlow lacks them (`ops.Tensor`, `control_flow_ops.cond`, ...); returns the ones restored. Both
+    worlds ask for them, so they have an owner of their own (TF_SLIM_NAMES); the reason names the world that
+    asked first (`owner`)."""
     import tensorflow as tf
 
     restored = []
@@ -46,8 +48,8 @@ def restore_names_tf_slim_uses(owner: Owner) -> list[str]:
                 module,
                 name,
                 _public(tf, public),
-                owner=owner,
-                reason=f"tf_slim reads {module_name}.{name}, which this TensorFlow keeps as tf.{public}",
+                owner=Owner.TF_SLIM_NAMES,
+                reason=f"tf_slim reads {module_name}.{name}, which this TensorFlow keeps as tf.{public} (for {owner})",
             )
             restored.append(f"{module_name}.{name}")
     return restored

@@ -46,9 +46,9 @@ def reserve_fusion_flags() -> None:
     if _tensorflow_read_flags():
         _state["missed"] = _MISSED
         return
-    changes.set_environment(
+    changes.add_to_environment_list(
         TF_XLA_FLAGS,
-        " ".join(current + added),
+        added,
         owner=Owner.GRAPH_KERNEL_FUSION,
         reason="XLA auto-clustering of the fusible ops only (MatMul and Conv keep their library kernels), read by "
         "TensorFlow once; inert until a plan turns fusion on",

@@ -1,8 +1,13 @@
 """Several ranks: HCCL, the distributed optimizers and the broadcast hooks on TensorFlow's collective runtime.
 
-    ranks.py         rank, size, device id from RANK_ID / RANK_SIZE / ASCEND_DEVICE_ID / DEVICE_ID / CM_*
-    cluster.py       every rank's address: RANK_TABLE_FILE, CM_*, or this host; deterministic ports
+    variables.py     the job's environment variables read as integers; RankConfigError
+    schedulers.py    rank, size, local rank and addresses as Slurm, MPI, torchrun-style variables or TF_CONFIG give them
+    ranks.py         rank, size, device id from RANK_ID / RANK_SIZE / ASCEND_DEVICE_ID / DEVICE_ID / CM_*, else a
+                     scheduler's
+    meeting.py       where ranks whose scheduler names no other rank's host exchange their addresses
+    cluster.py       every rank's address: RANK_TABLE_FILE, CM_*, a scheduler, or this host; deterministic ports
     runtime.py       this rank's gRPC server and coordination service; a lost rank ends the others
+    keys.py          the group and instance keys of collectives, alike on every rank
     collectives.py   hccl.manage.api groups and hccl_ops collectives as TensorFlow collective ops
     optimizers.py    NPUDistributedOptimizer, npu_distributed_optimizer_wrapper, KerasDistributeOptimizer, ...
     hooks.py         NPUBroadcastGlobalVariablesHook / Callback: every rank starts from rank 0's weights
@@ -19,7 +24,7 @@ from __future__ import annotations
 import importlib
 
 # Public names -> the module that defines them. They load on first use, so that importing a part that needs no
-# TensorFlow (ranks.py and cluster.py, which the host plan reads) does not import it.
+# TensorFlow (ranks.py, schedulers.py and cluster.py, which the host plan reads) does not import it.
 _EXPORTS = {
     "hooks": (
         "NPUBroadcastGlobalVariablesCallback",

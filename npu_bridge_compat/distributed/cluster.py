@@ -1,4 +1,5 @@
-"""Where every rank is: its host address and port, from RANK_TABLE_FILE, the CM_* variables, or one host.
+"""Where every rank is: its host address and port, from RANK_TABLE_FILE, the CM_* variables, a scheduler's
+variables (schedulers.py, with the meeting point of meeting.py where they name no other rank's host), or one host.
 
 - A rank table is the adapter's JSON: `server_list[].server_id` is the host's address and `device[]` gives each
   rank's `rank_id` and `device_id`. `device_ip` is the NPU's own network card: it is never read or contacted.
@@ -6,10 +7,11 @@
   host counterpart, so several hosts need a rank table.
 - Without either, the ranks are processes on this host.
 
-Ports are chosen without talking, so that the unmodified per-rank shell loops of ported scripts agree on them:
-the rank at position i among its server's ranks listens on BASE + i, where BASE is $NPU_BRIDGE_COMPAT_PORT
-(default 29600), or CM_CHIEF_PORT for a CM_* job. A job whose ranks all sit on one server talks over the loopback
-interface (127.0.0.1) whatever address the table names.
+Ports of Ascend's jobs are chosen without talking, so that the unmodified per-rank shell loops of ported scripts
+agree on them: the rank at position i among its server's ranks listens on BASE + i, where BASE is
+$NPU_BRIDGE_COMPAT_PORT (default 29600), or CM_CHIEF_PORT for a CM_* job (schedulers.py gives the ports of a
+scheduler's job). A job whose ranks all sit on one server talks over the loopback interface (127.0.0.1) whatever
+address the table (or a scheduler) names.
 """
 
 from __future__ import annotations
@@ -18,15 +20,18 @@ import dataclasses
 import json
 import os
 import socket
+import threading
 from typing import Any
 
-from npu_bridge_compat.distributed import ranks
-from npu_bridge_compat.distributed.ranks import RankConfigError
+from npu_bridge_compat.distributed import meeting, ranks
+from npu_bridge_compat.distributed.schedulers import DEFAULT_BASE_PORT, PORT_VARIABLE, SchedulerRanks
+from npu_bridge_compat.distributed.variables import RankConfigError
 
 JOB = "worker"
 LOOPBACK = "127.0.0.1"
-PORT_VARIABLE = "NPU_BRIDGE_COMPAT_PORT"
-DEFAULT_BASE_PORT = 29600
+
+_met_lock = threading.Lock()
+_met: dict[SchedulerRanks, tuple] = {}  # a meeting happens once per process: its outcome, by what led to it
 
 
 @dataclasses.dataclass(frozen=True)
@@ -101,6 +106,9 @@ def base_port() -> int:
 
 def current_cluster() -> Cluster:
     """The cluster described by this process's environment."""
+    found = ranks.scheduler()
+    if found is not None and found.size > 1:
+        return _scheduler_cluster(found)
     size, rank = ranks.rank_size(), ranks.rank_id()
     table = os.environ.get("RANK_TABLE_FILE", "")
     unlisted = [(r, None) for r in range(size)]
@@ -127,6 +135,21 @@ def current_cluster() -> Cluster:
     cluster = Cluster(slots=tuple(sorted(slots, key=lambda slot: slot.rank)), rank=rank, source=source)
     _check_device(cluster)
     return cluster
+
+
+def _scheduler_cluster(found: SchedulerRanks) -> Cluster:
+    places = found.places
+    if places is None:
+        with _met_lock:
+            if found not in _met:
+                _met[found] = meeting.exchange(found, ranks.connect_timeout_s())
+            places = _met[found]
+    single_host = len({place.host for place in places}) == 1
+    slots = tuple(
+        Slot(rank=r, server=place.host, host=LOOPBACK if single_host else place.host, port=place.port, device_id=None)
+        for r, place in enumerate(places)
+    )
+    return Cluster(slots=slots, rank=found.rank, source=f"{found.scheduler} job ({found.variables})")
 
 
 def read_rank_table(path: str, size: int) -> list[tuple[str, list[tuple[int, int]]]]:
@@ -195,3 +218,42 @@ def check_address_is_local(cluster: Cluster) -> None:
             f"RANK_ID={cluster.rank} is on server {cluster.me.server} in the {cluster.source}, "
             "but that address does not belong to this machine"
         ) from None
+
+
+def describe_ranks() -> str:
+    """What this process found about its job, for `explain --ranks`: who said so, rank, size, local rank, device,
+    and every rank's address (or the meeting point where the ranks will exchange them). Meets no one."""
+    found = ranks.scheduler()
+    device = ranks.device_id_source()
+    device_text = "none" if device is None else f"{device[1]} ({device[0]})"
+    if found is not None and found.size > 1:
+        lines = [
+            f"Ranks: a {found.scheduler} job, from {found.variables}",
+            f"  rank {found.rank} of {found.size}, local rank {found.local_rank} ({found.local_rank_variable}), "
+            f"device {device_text}",
+        ]
+        if found.places is None:
+            lines += [
+                f"  every rank's address: exchanged at the meeting point MASTER_ADDR:MASTER_PORT = "
+                f"{found.meeting.address} when the job starts (rank 0 listens there)",
+                f"  this rank listens on port {found.port}",
+            ]
+            return "\n".join(lines)
+        described = _scheduler_cluster(found)
+    else:
+        described = current_cluster()
+        if described.size == 1:
+            return (
+                "Ranks: one rank, this process (no job of several ranks in RANK_SIZE, CM_*, Slurm, MPI, "
+                "torchrun-style or TF_CONFIG variables)"
+            )
+        lines = [
+            f"Ranks: an Ascend job, from the {described.source}",
+            f"  rank {described.rank} of {described.size}, local rank {described.local_rank}, device {device_text}",
+        ]
+    lines.append("  every rank's address:")
+    lines += [
+        f"    rank {slot.rank}: {slot.address}{' (this process)' if slot.rank == described.rank else ''}"
+        for slot in described.slots
+    ]
+    return "\n".join(lines)

@@ -7,39 +7,27 @@ no collective at all. What the CPU has no kernel for is built from what it has: 
 and a slice, reduce an allreduce (every rank, not only the root, gets the result), the all-to-all variants an
 allgather and a slice, send/receive a broadcast inside a group of the two ranks.
 
-Keys. The ranks find each other's part of a collective by (group key, instance key). A group's key is derived
-from its name and members. An instance key is derived from what the collective is (its group, kind, reduction,
-dtype and static shape) and how many such collectives its graph (the outermost one, for a traced function or a
-loop body) already holds: what every rank that builds the same graph agrees on, however many collectives each
-built before elsewhere (a rank-0-only op, another evaluate, a hook). TensorFlow keeps an instance's dtype and
-shape from its first run for the process's lifetime, so two collectives share a key only when they are alike; in
-eager code, alike collectives share one key and pair in the order they run. Alike collectives of a partly
-unknown static shape share a key across graphs too, so they must run with one shape (as one op must across
-its runs; TensorFlow names the instance when they do not). A copy of a built step (the iterations_per_loop loop
-of the session door) keeps its original's keys; the copy and the original never run in the same step. A
-collective carries no timeout of its own (each would cost a sleeping thread for the whole timeout): a rank's
-session runs have a deadline of HCCL_EXEC_TIMEOUT per step, whose error names the collectives of the graph that
-waited (`collectives_of`), and a lost rank is found by its missing heartbeats (runtime.py).
+Keys: keys.py gives every collective the group and instance keys every rank derives alike. A collective carries
+no timeout of its own (each would cost a sleeping thread for the whole timeout): a rank's session runs have a
+deadline of HCCL_EXEC_TIMEOUT per step, whose error names the collectives of the graph that waited
+(`keys.collectives_of`), and a lost rank is found by its missing heartbeats (runtime.py).
 """
 
 from __future__ import annotations
 
-import collections
 import dataclasses
 import threading
-import weakref
-import zlib
 from collections.abc import Sequence
 
 import tensorflow as tf
 
 from npu_bridge_compat.distributed import ranks, runtime
 from npu_bridge_compat.distributed.cluster import current_cluster
+from npu_bridge_compat.distributed.keys import WORLD_KEY, instance_key, stable_key
 from npu_bridge_compat.distributed.ranks import WORLD_GROUP, RankConfigError
 
 REDUCTIONS = {"sum": "Add", "prod": "Mul", "max": "Max", "min": "Min"}
 MAX_GROUP_NAME = 127  # HCCL: 128 bytes with the terminating NUL
-WORLD_KEY = 1
 # The dtypes TensorFlow's collectives accept; others travel as the carrier type and are cast back.
 _REDUCE_TYPES = (tf.bfloat16, tf.float16, tf.float32, tf.float64, tf.int32, tf.int64)
 _GATHER_TYPES = (tf.float16, tf.float32, tf.float64, tf.int32, tf.int64)
@@ -79,22 +67,8 @@ class Group:
         return group_rank
 
 
-@dataclasses.dataclass
-class _BuiltCollectives:
-    """The collectives built in one graph: how many of each signature, and what each is, for messages."""
-
-    counts: collections.Counter = dataclasses.field(default_factory=collections.Counter)
-    described: list[str] = dataclasses.field(default_factory=list)
-
-
 _lock = threading.Lock()
 _groups: dict[str, Group] = {}
-_built: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # outermost graph -> _BuiltCollectives
-
-
-def _stable_key(*parts) -> int:
-    """A key every rank derives alike from `parts` (a group key away from the world group's)."""
-    return WORLD_KEY + 1 + zlib.crc32(repr(parts).encode()) % (2**30)
 
 
 def find_group(name: str = WORLD_GROUP) -> Group:
@@ -104,43 +78,6 @@ def find_group(name: str = WORLD_GROUP) -> Group:
         known = ", ".join([WORLD_GROUP, *_groups])
         raise CollectiveError(f"group '{name}' does not exist (groups: {known}); create it with create_group")
     return _groups[name]
-
-
-def _outermost_graph():
-    """The graph being built, or the one it is nested in (a traced function's, a loop body's): collectives of
-    one step run side by side there, so their keys must differ."""
-    graph = tf.compat.v1.get_default_graph()
-    while getattr(graph, "outer_graph", None) is not None:
-        graph = graph.outer_graph
-    return graph
-
-
-def _instance_key(chosen: Group, kind: str, value, *details) -> int:
-    """The key of the next collective `kind` of `value` (dtype, static shape) in `chosen`, as every rank derives
-    it (see the module's note on keys)."""
-    shape = tuple(value.shape.as_list()) if value.shape.rank is not None else None
-    signature = (chosen.key, kind, value.dtype.name, shape, *details)
-    if tf.executing_eagerly():
-        return _stable_key(signature, 0)
-    with _lock:
-        built = _built.setdefault(_outermost_graph(), _BuiltCollectives())
-        key = _stable_key(signature, built.counts[signature])
-        built.counts[signature] += 1
-        shown = "?" if shape is None else ", ".join("?" if size is None else str(size) for size in shape)
-        built.described.append(
-            f"{kind}{''.join(f' {d}' for d in details)} of {value.dtype.name}[{shown}] in group '{chosen.name}' "
-            f"(instance key {key})"
-        )
-    return key
-
-
-def collectives_of(graph) -> list[str]:
-    """What the collectives built in `graph` (and the functions and loops nested in it) are, for messages."""
-    while getattr(graph, "outer_graph", None) is not None:
-        graph = graph.outer_graph
-    with _lock:
-        built = _built.get(graph)
-        return list(built.described) if built is not None else []
 
 
 # --- hccl.manage.api ----------------------------------------------------------------------------------------
@@ -168,7 +105,7 @@ def create_group(group: str, rank_num: int, rank_ids: Sequence[int]) -> None:
     with _lock:
         if group in _groups:
             raise CollectiveError(f"group '{group}' already exists")
-        _groups[group] = Group(group, tuple(members), _stable_key(group, tuple(members)))
+        _groups[group] = Group(group, tuple(members), stable_key(group, tuple(members)))
 
 
 def destroy_group(group: str) -> None:
@@ -227,10 +164,14 @@ def all_ranks_true(flag):
 def _options(chosen: Group, kind: str, value, *details) -> dict:
     """group size and keys of the next collective `kind` of `value` in `chosen`, with the runtime started. No
     timeout of its own: TensorFlow keeps a sleeping thread alive for the whole timeout of every collective that
-    has one (a thread per call, thousands a minute); the rank's run deadline and the coordination service's
+    has one (a thread per call); the rank's run deadline and the coordination service's
     heartbeats bound the wait instead (runtime.py)."""
     runtime.start()
-    return dict(group_size=chosen.size, group_key=chosen.key, instance_key=_instance_key(chosen, kind, value, *details))
+    return dict(
+        group_size=chosen.size,
+        group_key=chosen.key,
+        instance_key=instance_key(chosen.key, chosen.name, kind, value, *details),
+    )
 
 
 def _carrier(dtype, accepted: tuple):
@@ -342,7 +283,7 @@ def reduce_scatter(tensor, reduction, rank_size, group=WORLD_GROUP, fusion=0, fu
 def _pair_group(chosen: Group, source: int, destination: int, sr_tag: int) -> Group:
     """The two-rank group a send/receive pair with this tag talks in (the sender is its rank 0)."""
     members = (chosen.members[source], chosen.members[destination])
-    return Group(f"{chosen.name}/send/{sr_tag}", members, _stable_key(chosen.name, members, sr_tag))
+    return Group(f"{chosen.name}/send/{sr_tag}", members, stable_key(chosen.name, members, sr_tag))
 
 
 def _check_peer(chosen: Group, peer: int, argument: str) -> None:

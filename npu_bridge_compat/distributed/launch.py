@@ -40,7 +40,7 @@ from typing import IO
 from npu_bridge_compat import changes
 from npu_bridge_compat.changes import Owner
 from npu_bridge_compat.distributed.cluster import DEFAULT_BASE_PORT, LOOPBACK, PORT_VARIABLE
-from npu_bridge_compat.distributed.ranks import EXIT_RANK_LOST, RankConfigError
+from npu_bridge_compat.distributed.ranks import DERIVED_VARIABLE, EXIT_RANK_LOST, RankConfigError
 
 STOP_GRACE_S = 10
 PRIVATE_NETWORK_VARIABLE = "NPU_BRIDGE_COMPAT_PRIVATE_NETWORK"  # set inside the job's own network namespace
@@ -57,6 +57,7 @@ _JOB_VARIABLES = (
     "CM_CHIEF_DEVICE",
     "CM_WORKER_SIZE",
     "CM_WORKER_IP",
+    DERIVED_VARIABLE,
 )
 
 

@@ -14,14 +14,15 @@ EXIT_RANK_LOST: a collective waiting for the lost rank could not complete, and g
 cancelled from outside. A rank waiting for one that is alive but never joins (diverging graphs) is ended by the
 deadline of its session runs: HCCL_EXEC_TIMEOUT per step (N times that for an N-step run). The deadline is the
 run's, not each collective's: TensorFlow keeps a sleeping thread alive for the whole timeout of every collective
-given one, which ended long jobs with thousands of threads. At a normal exit the ranks wait for each other (two
-barriers of the coordination service: every rank finished, every watchdog stopped), so that no rank leaves while
-another's watchdog could read its departure as a loss, and rank 0, which hosts the service, is never left early.
+given one, a thread per call. At a normal exit the ranks wait for each other (two barriers of the coordination
+service: every rank finished, every watchdog stopped), so that no rank leaves while another's watchdog could read
+its departure as a loss, and rank 0, which hosts the service, is never left early.
 
 Security: TensorFlow's gRPC servers have no authentication, and TensorFlow (2.15 to 2.21) always listens on every
 interface of its network (grpc_server_lib.cc binds "0.0.0.0:<port>"; no option changes it). `launch` runs a
 single-host job in a network namespace whose only interface is loopback (launch.py); ranks started otherwise can be
-reached from outside the host: they must sit on a trusted network.
+reached from outside the host: they must sit on a trusted network, and a rank a scheduler started says so once at
+start, naming its port.
 """
 
 from __future__ import annotations
@@ -47,10 +48,12 @@ from npu_bridge_compat.compat.eager import (
     report_error_to_cluster,
     wait_for_cluster,
 )
-from npu_bridge_compat.distributed import ranks
+from npu_bridge_compat.distributed import ranks, schedulers
 from npu_bridge_compat.distributed.cluster import JOB, Cluster, check_address_is_local, current_cluster
+from npu_bridge_compat.distributed.keys import collectives_of
 from npu_bridge_compat.distributed.ranks import EXIT_RANK_LOST, RankConfigError
 from npu_bridge_compat.errors import NpuCompatWarning, warn
+from npu_bridge_compat.logs import log_line
 
 HEARTBEAT_TIMEOUT_S = 20
 POLL_INTERVAL_S = 1.0
@@ -120,6 +123,7 @@ def start() -> RankRuntime:
             )
         if not eager_context_started():
             _select_gpu(cluster)
+        _say_who_can_reach_it(cluster)
         config = _server_config(cluster)
         server_def = tensorflow_server_pb2.ServerDef(
             cluster=cluster.cluster_spec().as_cluster_def(),
@@ -155,6 +159,18 @@ def start() -> RankRuntime:
         return _runtime
 
 
+def _say_who_can_reach_it(cluster: Cluster) -> None:
+    """A rank a scheduler started sits in its host's network, where its server listens on every interface."""
+    found = ranks.scheduler()
+    if found is None:
+        return
+    log_line(
+        f"npu_bridge_compat: rank {cluster.rank} of the {found.scheduler} job listens on port {cluster.me.port} of "
+        "every interface of this host, and TensorFlow's servers have no authentication: open the job's ports only "
+        "between its hosts"
+    )
+
+
 def collective_run_deadline_ms() -> int:
     """How long one step's session run may wait on this rank's collectives (HCCL_EXEC_TIMEOUT); 0 without the
     runtime. Bounding the run costs nothing per collective, unlike a collective's own timeout."""
@@ -187,12 +203,16 @@ def _server_config(cluster: Cluster) -> config_pb2.ConfigProto:
 
 
 def _select_gpu(cluster: Cluster) -> None:
-    """One GPU per rank: the one its device id names (its position on its host when no id is given)."""
+    """One GPU per rank: the one its device id names (its position on its host when no id is given). A rank a
+    scheduler started takes the GPU at its local rank among those the scheduler left visible, and stops when
+    there are too few."""
     gpus = tf.config.list_physical_devices("GPU")
     if not gpus:
         return
-    device = ranks.device_id()
+    device, found = ranks.device_id(), ranks.scheduler()
     index = cluster.local_rank if device is None else device
+    if found is not None and ranks.device_id_source()[0] == found.local_rank_variable:
+        index = schedulers.gpu_index(found, len(gpus))
     if index >= len(gpus):
         warn(
             f"{cluster.describe(cluster.rank)} asks for GPU {index}, but this host has {len(gpus)}; it runs on the "
@@ -321,8 +341,6 @@ def _deadline_note(kind: type, value: BaseException, traceback) -> str:
 
 def _collectives_of_failed_run(traceback) -> list[str]:
     """The collectives built in the graph of the session whose run raised (found among the traceback's frames)."""
-    from npu_bridge_compat.distributed.collectives import collectives_of  # collectives.py imports this module
-
     while traceback is not None:
         session = traceback.tb_frame.f_locals.get("self")
         if isinstance(session, tf.compat.v1.Session):

@@ -18,8 +18,12 @@ from npu_bridge_compat import changes
 from npu_bridge_compat.changes import Owner
 from npu_bridge_compat.compat.xla import reserve_fusion_flags
 from npu_bridge_compat.errors import NpuConfigError
-from npu_bridge_compat.legacy.tf1 import NameStatus, install_tf1_world, tf1_name_status  # noqa: F401
-from npu_bridge_compat.legacy.tf1.imports import install_tf1_imports  # noqa: F401
+from npu_bridge_compat.legacy.tf1 import (  # noqa: F401
+    NameStatus,
+    install_tf1_imports,
+    install_tf1_world,
+    tf1_name_status,
+)
 
 ALIASED_PACKAGES = ("npu_bridge", "hccl", "npu_device")
 # npu_device.compat.v1.<module> is npu_bridge.<module> without the adapter's loss-scale names, which the TF2

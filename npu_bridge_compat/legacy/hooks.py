@@ -68,6 +68,7 @@ class TellMeStepOrLossHook(v1.train.SessionRunHook):
 
 
 def _export(variable: str, value) -> None:
+    changes.undo(owner=Owner.ADAPTER_HOOKS, target=f"${variable}")  # the value exported before: one per owner
     changes.set_environment(
         variable, str(value), owner=Owner.ADAPTER_HOOKS, reason="the adapter's hook exports training progress"
     )

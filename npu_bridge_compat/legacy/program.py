@@ -1,19 +1,24 @@
-"""The program's view of imports, which the worlds' import hooks give the user's own modules.
+"""The program's imports: one hook (`PROGRAM_IMPORTS`, `builtins.__import__`) gives the user's own modules the
+worlds' views of their imports, asking the worlds in an order given as data (`ProgramImports.ORDER`).
 
 Every module whose file lies outside the Python installation and site-packages (the script, its folder, sibling
-packages on PYTHONPATH, a launcher and what it runs with runpy) is the program; installed libraries and TensorFlow
-itself keep today's modules. npu_bridge_compat's own modules are library code, except the adapter's module tree,
-which re-exports `tf` to scripts as the adapter did.
+packages on PYTHONPATH, vendored libraries in them, a launcher and what it runs with runpy) is the program;
+installed libraries and TensorFlow itself keep today's modules. npu_bridge_compat's own modules are library code,
+except the adapter's module tree, which re-exports `tf` to scripts as the adapter did.
 """
 
 from __future__ import annotations
 
+import builtins
 import functools
 import os
 import site
 import sysconfig
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
+
+from npu_bridge_compat import changes
+from npu_bridge_compat.changes import Owner
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # npu_bridge_compat/
 _ADAPTER_TREES = tuple(os.path.join(_PACKAGE, "legacy", tree) + os.sep for tree in ("npu_bridge", "hccl"))
@@ -73,3 +78,70 @@ def with_child(module: Any, path: str, children: dict[str, Callable[[], Any]]) -
         if parent == path:
             module = Overlay(module, name, make())
     return module
+
+
+NOT_SERVED = object()  # a view's answer for an import it leaves to the next view (or to today's import system)
+
+
+class ProgramView(Protocol):
+    """A world's view of the program's imports (legacy/world.py's World is one)."""
+
+    name: str  # its place in ProgramImports.ORDER
+    program_tops: tuple[str, ...]  # the top-level packages whose imports it may answer
+
+    def installed(self) -> bool: ...
+
+    def program_import(
+        self, name: str, globals: dict | None, locals: Any, fromlist: Any, original: Callable[..., Any]
+    ) -> Any: ...
+
+
+class ProgramImports:
+    """The one hook of the program's imports. An absolute import by the program's own code of a package some
+    installed view answers for is asked of those views in ORDER, the first answer winning; every other import
+    (relative ones, libraries' ones, other packages) goes straight to the import function it replaced."""
+
+    # TF 1.15's view answers all of `tensorflow` and `keras` (its tf.compat.v1 and TF 1.15 Keras); TF 2.6's only
+    # the stale `tensorflow.python.keras`. A world of its own adds its name here.
+    ORDER = ("tf1", "tf26")
+
+    def __init__(self) -> None:
+        self._views: dict[str, ProgramView] = {}
+        self._tops: frozenset[str] = frozenset()
+        self._original: Callable[..., Any] = builtins.__import__
+        self._hook = self._import  # one object, so that installing again is the same change
+
+    def serve(self, view: ProgramView) -> None:
+        """Give the program's imports `view` while it is installed (its undo, through its own owner, ends it)."""
+        if view.name not in self.ORDER:
+            raise ValueError(f"no place for the view {view.name!r} in ProgramImports.ORDER {self.ORDER}")
+        self._views[view.name] = view
+        self._tops = frozenset(top for known in self._views.values() for top in known.program_tops)
+        if builtins.__import__ is not self._hook:
+            self._original = builtins.__import__
+            changes.replace_attribute(
+                builtins,
+                "__import__",
+                self._hook,
+                owner=Owner.PROGRAM_IMPORTS,
+                reason="the program's own imports (not libraries') get its worlds' views: " + ", ".join(self.ORDER),
+            )
+
+    def views(self) -> list[ProgramView]:
+        """The installed views, in ORDER."""
+        return [self._views[name] for name in self.ORDER if name in self._views and self._views[name].installed()]
+
+    def _import(self, name, globals=None, locals=None, fromlist=(), level=0):
+        original = self._original
+        if level or name.partition(".")[0] not in self._tops or not importer_is_program(globals):
+            return original(name, globals, locals, fromlist, level)
+        top = name.partition(".")[0]
+        for view in self.views():
+            if top in view.program_tops:
+                module = view.program_import(name, globals, locals, fromlist, original)
+                if module is not NOT_SERVED:
+                    return module
+        return original(name, globals, locals, fromlist, level)
+
+
+PROGRAM_IMPORTS = ProgramImports()

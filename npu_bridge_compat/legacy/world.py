@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import enum
 import functools
 import importlib
 import importlib.abc
@@ -30,8 +31,10 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from npu_bridge_compat import compat
-from npu_bridge_compat.errors import NpuCompatWarning, warn
+from npu_bridge_compat import changes, compat
+from npu_bridge_compat.changes import Owner
+from npu_bridge_compat.errors import NpuCompatWarning, TensorFlowVersionError, warn
+from npu_bridge_compat.legacy.program import NOT_SERVED, PROGRAM_IMPORTS
 
 KERAS = "{keras}"  # in a source: the Keras 2 of this line, `keras` (TensorFlow 2.15) or `tf_keras` (2.16 and later)
 
@@ -65,20 +68,30 @@ class DifferenceWarning(NpuCompatWarning):
     today); said once per name, at the program's line that used it."""
 
 
+class Status(enum.StrEnum):
+    """What a name of a world becomes here, for `run` and `scan` alike."""
+
+    WORKS = "works"  # served by a counterpart that behaves as the era's name did
+    DIFFERS = "differs"  # served by a counterpart that behaves differently: a warning at the program's line
+    MISSING = "missing"  # no counterpart: imports, and raises NoCounterpartError naming the replacement when used
+    UNKNOWN = "unknown"  # not a name the world maps
+    CURRENT = "current"  # today has it under the same name
+
+
 @dataclass(frozen=True)
 class NameStatus:
-    """What a dotted name of an era becomes here: works | differs | missing | unknown | current, and a sentence."""
+    """What a dotted name of an era becomes here, and a sentence saying why."""
 
-    status: str
+    status: Status
     detail: str
 
 
-CURRENT = NameStatus("current", "this line has it under the same name")
+CURRENT = NameStatus(Status.CURRENT, "this line has it under the same name")
 
 
 @dataclass(frozen=True)
 class Found:
-    status: str  # works | differs | missing | unknown
+    status: Status  # any but CURRENT
     detail: str
     value: Any = None  # the counterpart, for works / differs
     module: str | None = None  # a module path the world serves, when the name is one
@@ -162,7 +175,14 @@ def todays_attribute(obj: Any, name: str) -> Any:
 def resolve(dotted: str) -> Any:
     """The object a dotted path names: a module, or attributes of the longest importable one; ImportError when
     there is none. TensorFlow's API paths (`tensorflow.distribute`, not `tensorflow.python...`) are walked as
-    attributes, since implementation packages of the same names shadow some of them."""
+    attributes, since implementation packages of the same names shadow some of them; the parts of tf.compat.v1
+    that Keras 2 implements are the Keras 2 that `run` selects (tf_keras where tf.keras is Keras 3)."""
+    for api in compat.TF1_KERAS_APIS:
+        if dotted == f"tensorflow.compat.v1.{api}":
+            try:
+                return compat.tf1_keras_api(api)
+            except TensorFlowVersionError as error:
+                raise ImportError(str(error)) from error
     parent, _, name = dotted.rpartition(".")
     if parent and dotted.startswith("tensorflow.") and not dotted.startswith("tensorflow.python."):
         value = todays_attribute(resolve(parent), name)
@@ -178,6 +198,20 @@ def resolve(dotted: str) -> Any:
     if value is ABSENT:
         raise ImportError(f"{dotted} does not exist in this installation")
     return value
+
+
+def today_has(dotted: str) -> bool:
+    """Whether this installation has `dotted` as a program gets it without a world: a module, or a name reached
+    from one (past the first object that is not a module, the rest is the object's own business, not checked)."""
+    parts = dotted.split(".")
+    for cut in range(1, len(parts) + 1):
+        try:
+            value = resolve(".".join(parts[:cut]))
+        except Exception:  # noqa: BLE001 - not there, or a lazily loaded module that cannot load here
+            return False
+        if not isinstance(value, types.ModuleType):
+            return True
+    return True
 
 
 def importable(dotted: str) -> bool:
@@ -272,9 +306,13 @@ class World:
 
     module_class: type[WorldModule] = WorldModule
 
+    program_tops: tuple[str, ...] = ()  # the packages whose imports by the program its view answers (program.py)
+
     def __init__(
         self,
         *,
+        name: str,
+        owner: Owner,
         era: str,
         modules: Mapping[str, Module],
         warning: type[DifferenceWarning],
@@ -287,8 +325,11 @@ class World:
         first_child_only: bool = False,
         aliases: bool = True,
         where: Callable[[str], str] | None = None,
+        serves: str = "",
     ) -> None:
+        self.name, self.owner = name, owner
         self.era, self.modules, self.warning = era, modules, warning
+        self.serves = serves or f"{era}'s module paths that this line lacks, from its table"
         self.filled = filled or {}
         self.roots = roots
         self.finder_roots = roots if finder_roots is None else finder_roots
@@ -300,11 +341,78 @@ class World:
         self._where = where
         self.unknown_detail = f"not a {era} name npu_bridge_compat maps"
         self.warned: set[str] = set()
-        self.module_spec = functools.cache(self._guarded_module_spec)
+        self.entry = functools.cache(self._entry)
         self.lookup_in = functools.cache(self._lookup_in)
         self.served_module = functools.cache(self._served_module)
         self.public_names = functools.cache(self._public_names)
         self.name_status = functools.cache(self._name_status)
+        self.finder = WorldFinder(self)
+
+    # --- installing ------------------------------------------------------------------------------------------
+
+    def installed(self) -> bool:
+        return self.finder in sys.meta_path
+
+    def can_install(self) -> bool:
+        """Whether the world can be served in this process (a world's rule: True by default; a world raises
+        NpuConfigError for a process it must not touch)."""
+        return True
+
+    def install(self) -> bool:
+        """Serve the world for the rest of the process (idempotent), every change through the registry under the
+        world's owner, so that `changes.undo(owner=world.owner)` takes it all back: its finder (and the modules it
+        served), the names it fills into today's modules, then what else the world serves (`install_more`).
+        False, with nothing changed, where `can_install` says no."""
+        if self.installed():
+            return True
+        if not self.can_install():
+            return False
+        changes.add_import_finder(self.finder, owner=self.owner, reason=self.serves, forget=self.finder.forget_created)
+        self.fill_names()
+        self.install_more()
+        return True
+
+    def serve_program(self) -> bool:
+        """`install()`, and the program's own imports get the world's view (its `program_import`, through the one
+        hook of program.py) while the world is installed."""
+        if not self.install():
+            return False
+        if self.program_tops:
+            PROGRAM_IMPORTS.serve(self)
+        return True
+
+    def install_more(self) -> None:
+        """What a world serves besides its modules and filled names (a world's rule; nothing by default)."""
+
+    def filled_modules(self, key: str) -> list[types.ModuleType]:
+        """Today's modules that get the names of the `filled` entry `key` (a world's rule: the module `key`)."""
+        return [importlib.import_module(key)]
+
+    def fill_reason(self, key: str) -> str:
+        return f"{self.era}'s {key} had names this line keeps elsewhere"
+
+    def fill_names(self) -> None:
+        """Give today's modules that lack names of the era a PEP 562 `__getattr__` resolving them (filled_getattr)."""
+        for key in self.filled:
+            for module in {id(m): m for m in self.filled_modules(key)}.values():
+                if fills_names(module) or inspect.getattr_static(type(module), "__getattr__", None) is not None:
+                    continue  # filled already, or a module class that resolves names of its own (a lazy loader)
+                previous = inspect.getattr_static(module, "__getattr__", None)  # the module's own, asked after
+                changes.replace_attribute(
+                    module,
+                    "__getattr__",
+                    self.filled_getattr(key, module, previous),
+                    owner=self.owner,
+                    label=module.__name__,
+                    reason=self.fill_reason(key),
+                )
+
+    def program_import(
+        self, name: str, globals: dict | None, locals: Any, fromlist: Any, original: Callable[..., Any]
+    ) -> Any:
+        """What the program's `import name` (absolute, from its own code) gets in this world, or NOT_SERVED to leave
+        it to the next world (a world's rule: none by default)."""
+        return NOT_SERVED
 
     # --- the table -------------------------------------------------------------------------------------------
 
@@ -324,21 +432,21 @@ class World:
         """The entry of a path neither listed nor derived from its parent (a world's rule; none by default)."""
         return None
 
-    def _guarded_module_spec(self, path: str) -> Module | None:
+    def _entry(self, path: str) -> Module | None:
         """The table entry of a module path, or one derived from it; None for a path the world does not serve."""
         with looking_up.todays_only(path):
             if path in self.modules:
                 return self.modules[path]
             redirected = self.redirect(path)
             if redirected is not None:
-                return self.module_spec(redirected)
+                return self.entry(redirected)
             parent, _, name = path.rpartition(".")
-            spec = self.module_spec(parent) if parent else None
-            if spec is not None:
-                if spec.gone:
-                    return Module(gone=spec.gone)
+            parent_entry = self.entry(parent) if parent else None
+            if parent_entry is not None:
+                if parent_entry.gone:
+                    return Module(gone=parent_entry.gone)
                 children = []
-                for candidate in spec.sources:
+                for candidate in parent_entry.sources:
                     try:
                         child = submodule(resolve(source(candidate)), name)
                     except ImportError:
@@ -353,30 +461,30 @@ class World:
 
     def module_found(self, path: str) -> Found:
         """The status of a module the world serves."""
-        spec = self.module_spec(path)
-        if spec.gone:
-            return Found("missing", spec.gone, module=path)
-        detail = spec.note or ", ".join(pretty(source(s)) for s in spec.sources) or f"a package of {self.era}'s tree"
-        return Found("works", detail, module=path)
+        entry = self.entry(path)
+        if entry.gone:
+            return Found(Status.MISSING, entry.gone, module=path)
+        detail = entry.note or ", ".join(pretty(source(s)) for s in entry.sources) or f"a package of {self.era}'s tree"
+        return Found(Status.WORKS, detail, module=path)
 
     def _lookup_in(self, path: str, name: str) -> Found:
         """What `<path>.<name>` is, `path` being a module the world serves (an alias of today's module has the
         names the world fills into that module too)."""
-        found = self.lookup(self.module_spec(path), path, name)
-        key = self.filled_key(path) if found.status == "unknown" else None
+        found = self.lookup(self.entry(path), path, name)
+        key = self.filled_key(path) if found.status is Status.UNKNOWN else None
         return self.lookup(self.filled[key], key, name) if key is not None else found
 
-    def lookup(self, spec: Module, path: str, name: str) -> Found:
-        """What `<path>.<name>` is, `spec` being the entry of the module `path`: the one lookup behind served
+    def lookup(self, entry: Module, path: str, name: str) -> Found:
+        """What `<path>.<name>` is, `entry` being the table row of the module `path`: the one lookup behind served
         modules, filled names and the name status."""
-        if spec.gone:
-            return Found("missing", spec.gone)
-        if name in spec.names:
-            return self._counterpart(spec, name, spec.names[name])
-        if name in spec.missing:
-            return Found("missing", spec.missing[name])
+        if entry.gone:
+            return Found(Status.MISSING, entry.gone)
+        if name in entry.names:
+            return self._counterpart(entry, name, entry.names[name])
+        if name in entry.missing:
+            return Found(Status.MISSING, entry.missing[name])
         unavailable = ""
-        for candidate in spec.sources:  # before the child modules: packages star-imported over their modules
+        for candidate in entry.sources:  # before the child modules: packages star-imported over their modules
             try:
                 module = resolve(source(candidate))
             except ImportError as error:
@@ -387,13 +495,13 @@ class World:
                 continue
             value = todays_attribute(module, name)
             if value is not ABSENT and not isinstance(value, types.ModuleType):
-                return self._counterpart(spec, name, f"{candidate}.{name}", value)
+                return self._counterpart(entry, name, f"{candidate}.{name}", value)
         child = f"{path}.{name}"
-        if self.module_spec(child) is not None:
+        if self.entry(child) is not None:
             return self.module_found(child)
-        return Found("missing", unavailable) if unavailable else Found("unknown", self.unknown_detail)
+        return Found(Status.MISSING, unavailable) if unavailable else Found(Status.UNKNOWN, self.unknown_detail)
 
-    def _counterpart(self, spec: Module, name: str, target: str, value: Any = ABSENT) -> Found:
+    def _counterpart(self, entry: Module, name: str, target: str, value: Any = ABSENT) -> Found:
         if target in self.modules:  # a module of the era's own tree
             return self.module_found(target)
         shown = pretty(source(target))
@@ -401,29 +509,30 @@ class World:
             try:
                 value = resolve(source(target))
             except ImportError as error:
-                return Found("missing", f"its counterpart {shown} cannot be imported here ({error})")
-        if name in spec.differs:
-            return Found("differs", spec.differs[name], value)
-        return Found("works", shown, value)
+                return Found(Status.MISSING, f"its counterpart {shown} cannot be imported here ({error})")
+        if name in entry.differs:
+            return Found(Status.DIFFERS, entry.differs[name], value)
+        return Found(Status.WORKS, shown, value)
 
     def _public_names(self, path: str) -> frozenset[str]:
         """The names a served module answers for (its `dir()` and `__all__`; never a name it does not know)."""
-        spec = self.module_spec(path)
-        if spec.gone:
+        entry = self.entry(path)
+        if entry.gone:
             return frozenset()
-        names = set(spec.names) | set(spec.missing)
+        names = set(entry.names) | set(entry.missing)
         names |= {key[len(path) + 1 :] for key in self.modules if key.startswith(path + ".")}
-        for candidate in spec.sources:
+        for candidate in entry.sources:
             try:  # a lazy loader whose module cannot load here (Keras 3's TF1 layers) lists nothing
                 module = resolve(source(candidate))
                 names |= set(getattr(module, "__all__", None) or (n for n in dir(module) if not n.startswith("_")))
             except ImportError:
                 continue
-        return frozenset(name for name in names if "." not in name and self.lookup_in(path, name).status != "unknown")
+        known = (name for name in names if "." not in name)
+        return frozenset(name for name in known if self.lookup_in(path, name).status is not Status.UNKNOWN)
 
     def detail_of(self, path: str, name: str, found: Found) -> str:
         """The detail of a lookup, an unknown name with the closest known one."""
-        if found.status != "unknown" or path not in self.modules and self.module_spec(path) is None:
+        if found.status is not Status.UNKNOWN or path not in self.modules and self.entry(path) is None:
             return found.detail
         close = difflib.get_close_matches(name, self.public_names(path), n=1)
         return found.detail + (f"; did you mean {path}.{close[0]}?" if close else "")
@@ -439,27 +548,27 @@ class World:
         qualified = f"{path}.{name}"
         if found.module is not None:
             return self.served_module(found.module)  # a gone module too: its names are the stand-ins
-        if found.status == "missing":
+        if found.status is Status.MISSING:
             return Unavailable(
                 qualified, f"{qualified}{self.label} has no counterpart on {self.where(path)}: {found.detail}."
             )
-        if found.status == "unknown":
+        if found.status is Status.UNKNOWN:
             detail = self.detail_of(path, name, found)
             if self.stand_in_unknown:
                 return Unavailable(qualified, f"{qualified} is {detail}.")
             raise AttributeError(f"module {path!r} ({self.era}) has no attribute {name!r}: {detail}")
-        if found.status == "differs" and qualified not in self.warned:
+        if found.status is Status.DIFFERS and qualified not in self.warned:
             self.warned.add(qualified)
             warn(f"{qualified} on {self.where(path)}: {found.detail}.", self.warning)
         return found.value
 
     def _served_module(self, path: str) -> types.ModuleType:
         """The module object a module path gives: today's module itself for an alias, else one of its own."""
-        spec = self.module_spec(path)
-        if spec is None:
+        entry = self.entry(path)
+        if entry is None:
             raise ModuleNotFoundError(f"No module named '{path}'", name=path)
-        if self.aliases and spec.is_alias:
-            return importlib.import_module(source(spec.sources[0]))
+        if self.aliases and entry.is_alias:
+            return importlib.import_module(source(entry.sources[0]))
         return self.module_class(self, path)
 
     def module_for_import(self, fullname: str) -> types.ModuleType:
@@ -482,22 +591,22 @@ class World:
         `filled` entry `key` each time they are read (nothing is written into the module). The table's own names
         come first; then the module's `previous` `__getattr__`; then the entry's sources. Any other name is the
         AttributeError it was."""
-        spec = self.filled[key]
+        entry = self.filled[key]
 
         def __getattr__(name: str) -> Any:
             if not name.startswith("__"):
-                if name in spec.names or name in spec.missing:
-                    return self.runtime_value(key, name, self.lookup(spec, key, name))
+                if name in entry.names or name in entry.missing:
+                    return self.runtime_value(key, name, self.lookup(entry, key, name))
                 if previous is None:
-                    found = self.lookup(spec, key, name)
-                    if found.status != "unknown":
+                    found = self.lookup(entry, key, name)
+                    if found.status is not Status.UNKNOWN:
                         return self.runtime_value(key, name, found)
                 else:
                     try:
                         return previous(name)
                     except AttributeError:
-                        found = self.lookup(spec, key, name)
-                        if found.status == "unknown":
+                        found = self.lookup(entry, key, name)
+                        if found.status is Status.UNKNOWN:
                             raise
                         return self.runtime_value(key, name, found)
             if previous is not None:
@@ -527,9 +636,9 @@ class World:
             path = ".".join(parts[:cut])
             if self.is_todays(path):
                 return self._walk_todays(path, parts[cut:])
-            if self.in_tree(path, self.roots) and self.module_spec(path) is not None:
+            if self.in_tree(path, self.roots) and self.entry(path) is not None:
                 return self._walk(path, parts[cut:])
-        return NameStatus("unknown", self.unknown_detail)
+        return NameStatus(Status.UNKNOWN, self.unknown_detail)
 
     def _walk(self, path: str, rest: list[str]) -> NameStatus:
         found = self.module_found(path)
@@ -543,17 +652,22 @@ class World:
         return NameStatus(found.status, detail)
 
     def _walk_todays(self, path: str, rest: list[str]) -> NameStatus:
-        """A name under today's module `path`: today's attribute, or the name the world fills in."""
+        """A name under today's module `path`: today's attribute, or the name the world fills in, in the order
+        `filled_getattr` answers: a name the module does not hold is the table's own first (numpy.bool8, which
+        NumPy 1.26 still answers with a deprecation), then the module's, then the table's sources'."""
         obj: Any = resolve(path)
         for index, name in enumerate(rest):
             if not isinstance(obj, types.ModuleType):
                 break
-            value = todays_attribute(obj, name)
+            key = self.filled_key(path)
+            row = self.filled[key] if key is not None else None
+            held = inspect.getattr_static(obj, name, ABSENT)
+            in_table = row is not None and (name in row.names or name in row.missing)
+            value = ABSENT if held is ABSENT and in_table else todays_attribute(obj, name)
             if value is ABSENT:
-                key = self.filled_key(path)
-                if key is None:
-                    return NameStatus("unknown", f"{path} has no {name} here, and the {self.era} world maps none")
-                found = self.lookup(self.filled[key], key, name)
+                if row is None:
+                    return NameStatus(Status.UNKNOWN, f"{path} has no {name} here, and the {self.era} world maps none")
+                found = self.lookup(row, key, name)
                 if found.module is not None:
                     return self._walk(found.module, rest[index + 1 :])
                 return NameStatus(found.status, found.detail)
@@ -584,7 +698,7 @@ class WorldFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         with looking_up.todays_only(fullname):
             if not world.replaces_todays(fullname) and self._todays_spec(fullname, path) is not None:
                 return None  # today's module of that name wins
-            if world.module_spec(fullname) is None:
+            if world.entry(fullname) is None:
                 return None
         return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
 

@@ -7,8 +7,6 @@ intra-op threads (cores per op) and inter-op threads (ops at once).
 
 from __future__ import annotations
 
-import os
-
 from npu_bridge_compat.options.spec import Effect
 from npu_bridge_compat.plan.contribution import Contribution
 from npu_bridge_compat.plan.features import (
@@ -18,7 +16,7 @@ from npu_bridge_compat.plan.features import (
     InterOpThreads,
     IntraOpThreads,
 )
-from npu_bridge_compat.plan.platform import GRAPH_KERNEL_ENV, HostFacts, graph_kernel_mode
+from npu_bridge_compat.plan.platform import GRAPH_KERNEL_ENV, HostFacts
 
 FUSION_KEPT_OUT = (
     "MatMul and Conv keep their library kernels; ops under without_npu_compile_scope and in_out_pair host regions, "
@@ -85,15 +83,6 @@ def _plan_inter_op_threads(options, result: Contribution) -> None:
             Effect.APPROXIMATED,
             f"inter_op_parallelism_threads={streams} ({mode}: up to {streams} ops at once)",
         )
-
-
-def may_fuse(options) -> bool:
-    """Whether a plan of `options` may turn graph-kernel fusion on (asked for by the options or the environment):
-    a door reserves XLA's fusion flags before it detects the host, since listing the devices makes TensorFlow
-    read them (runtime/doors.py)."""
-    if options.is_set("enable_graph_kernel"):
-        return bool(options.enable_graph_kernel)
-    return graph_kernel_mode(os.environ.get(GRAPH_KERNEL_ENV, "")) != "off"
 
 
 def _plan_graph_kernel(options, host: HostFacts, result: Contribution) -> None:

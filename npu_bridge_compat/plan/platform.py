@@ -6,8 +6,8 @@ The plan takes a `HostFacts` value, so tests and `explain --host KIND` can plan 
 
 Reduced precision is fast only where the hardware computes in it (the capabilities, `Support`):
 - bfloat16 on a CPU: native with AVX512_BF16 or AMX-BF16 (Cooper Lake, Sapphire Rapids and later, AMD Zen 4);
-  with AVX-512 alone oneDNN emulates it, converting every operand (Skylake, Cascade Lake, Ice Lake servers: 0.32x
-  float32 on a 4-layer MLP); without AVX-512 TensorFlow's CPU rewrite has no bfloat16 kernels to use.
+  with AVX-512 alone oneDNN emulates it, converting every operand, slower than float32 (Skylake, Cascade Lake,
+  Ice Lake servers); without AVX-512 TensorFlow's CPU rewrite has no bfloat16 kernels to use.
 - float16 on a CPU: native with AVX512_FP16 or AMX-FP16 (Sapphire / Granite Rapids); TensorFlow's CPU float16
   rewrite emulates it either way (it rounds through float16, for numerics).
 - on a GPU, the compute capability: float16 tensor cores from 7.0 (Volta), bfloat16 ones from 8.0 (Ampere); below
@@ -182,7 +182,7 @@ def detect_host() -> HostFacts:
         cpu_model=model,
         cpu_flags=tuple(sorted(flag for flag in flags if flag in _PRECISION_FLAGS)),
         gpu_compute_capability=_compute_capability(tf, gpus[0]) if gpus else None,
-        graph_kernel=graph_kernel_mode(os.environ.get(GRAPH_KERNEL_ENV, "")),
+        graph_kernel=requested_graph_kernel(),
         reduced_precision=reduced_precision_mode(os.environ.get(REDUCED_PRECISION_ENV, "")),
     )
 
@@ -212,6 +212,12 @@ def graph_kernel_mode(value: str) -> str:
         "a graph-kernel fusion mode; allowed: auto (or 1: measure both forms, keep the faster), on (always fused), "
         "off (or 0, or empty)",
     )
+
+
+def requested_graph_kernel() -> str:
+    """The graph-kernel fusion mode the environment asks for: what HostFacts carries, and what a door reads before
+    it detects the host (listing the devices makes TensorFlow read XLA's flags)."""
+    return graph_kernel_mode(os.environ.get(GRAPH_KERNEL_ENV, ""))
 
 
 def reduced_precision_mode(value: str) -> str:

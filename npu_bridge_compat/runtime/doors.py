@@ -19,7 +19,6 @@ from npu_bridge_compat.compat.xla import reserve_fusion_flags
 from npu_bridge_compat.errors import NpuCompatWarning, warn
 from npu_bridge_compat.logs import defer_tensorflow_handler, log_line
 from npu_bridge_compat.plan import HostPlan, build_plan, log_once
-from npu_bridge_compat.plan.compilation import may_fuse
 from npu_bridge_compat.plan.features import (
     BatchNormWorkaround,
     GpuMemoryLimit,
@@ -38,6 +37,7 @@ from npu_bridge_compat.plan.features import (
     TensorDump,
     VisibleDevice,
 )
+from npu_bridge_compat.plan.platform import requested_graph_kernel
 from npu_bridge_compat.runtime.precision import resolve_precision
 from npu_bridge_compat.runtime.process import apply_environment, apply_process_settings
 
@@ -73,9 +73,16 @@ def plan_for_door(options, config=None, recompute: str | None = None) -> HostPla
     """The plan a door applies, for this host: XLA's fusion flags reserved first where the options may fuse (the
     host's detection lists TensorFlow's devices, which makes it read them), and a PROBED mixed precision resolved
     by the probe of this host (cached once measured)."""
-    if may_fuse(options):
+    if _may_fuse(options):
         reserve_fusion_flags()
     return resolve_precision(build_plan(options, config=config, recompute=recompute))
+
+
+def _may_fuse(options) -> bool:
+    """Whether a plan of `options` may turn graph-kernel fusion on (asked for by the options or the environment)."""
+    if options.is_set("enable_graph_kernel"):
+        return bool(options.enable_graph_kernel)
+    return requested_graph_kernel() != "off"
 
 
 def unapplied(plan, door: Door) -> list:

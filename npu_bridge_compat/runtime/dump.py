@@ -25,7 +25,7 @@ import tensorflow as tf
 
 from npu_bridge_compat.distributed.ranks import rank_folders
 from npu_bridge_compat.plan.features import TensorDump
-from npu_bridge_compat.runtime.graph import MERGE_OPS, fetched_operations, original_name, step_operations
+from npu_bridge_compat.runtime.graph import MERGE_OPS, original_name, step_operations
 
 _UNDUMPABLE = (tf.resource, tf.variant, tf.string)
 
@@ -141,24 +141,3 @@ def atomic_write(path: str, write) -> None:
     with open(temporary, "wb") as file:
         write(file)
     os.replace(temporary, path)
-
-
-class TensorDumpHook(tf.compat.v1.train.SessionRunHook):
-    """Dumps the selected steps of an Estimator's training runs."""
-
-    def __init__(self, feature: TensorDump) -> None:
-        self._dumper = TensorDumper(feature, "train")
-        self._step = 0
-        self._wanted: dict = {}
-
-    def before_run(self, run_context):
-        self._wanted = {}
-        if self._dumper.selects(self._step):
-            fetched_ops = fetched_operations(run_context.original_args.fetches)
-            self._wanted = self._dumper.fetches(run_context.session.graph, fetched_ops)
-        return tf.compat.v1.train.SessionRunArgs(self._wanted) if self._wanted else None
-
-    def after_run(self, run_context, run_values) -> None:
-        if self._wanted:
-            self._dumper.write(self._step, run_values.results)
-        self._step += 1

@@ -384,8 +384,8 @@ def _with_deadline_for_steps(options, steps: int):
 
 def _in_caller_thread(options):
     """Run options that execute the run in the calling thread. A loop runs its iterations one after another
-    anyway; without a thread hand-off per op a small step runs several times faster on a few cores
-    (benchmarks/session_iterations_per_loop.py)."""
+    anyway; without a thread hand-off per op a small step runs faster on a few cores
+    (benchmarks/session_iterations_per_loop.py measures it)."""
     chosen = config_pb2.RunOptions()
     if options is not None:
         chosen.CopyFrom(options)

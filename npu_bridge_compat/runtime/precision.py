@@ -317,21 +317,16 @@ def converting_nothing(op_types: Iterable[str]) -> Iterator[None]:
     ops they convert first, and around which they convert the rest), so a graph of those ops optimised meanwhile is
     its float32 form. Grappler reads the lists from the environment each time it optimises a graph, process-wide:
     a graph optimised meanwhile in another thread is left in float32 too."""
-    before = os.environ.get(ALLOWLIST_REMOVE)
-    value = ",".join(sorted({*filter(None, (before or "").split(",")), *op_types}))
-    change = changes.set_environment(
+    listed = os.environ.get(ALLOWLIST_REMOVE, "").split(",")
+    value = ",".join(sorted({*filter(None, listed), *op_types}))
+    with changes.for_the_call(  # over the plan's own lists (modify_mixlist), whose value comes back at the end
+        changes.set_environment,
         ALLOWLIST_REMOVE,
         value,
         owner=OWNER,
         reason="the float32 form of a function whose mixed precision is being measured",
-    )
-    try:
+    ):
         yield
-    finally:
-        if change.owner is OWNER:
-            changes.undo(changes=[change])
-        else:  # the plan's own lists (modify_mixlist) hold this variable: its value comes back
-            changes.set_environment(ALLOWLIST_REMOVE, before or "", owner=change.owner, reason=change.reason)
 
 
 # --- a program's own Keras policy -------------------------------------------------------------------------------

@@ -10,7 +10,6 @@ process flags (compat/xla.py). Everything goes through the changes registry.
 from __future__ import annotations
 
 import contextlib
-import os
 import threading
 from collections.abc import Iterator
 
@@ -20,7 +19,7 @@ from npu_bridge_compat.compat.xla import reserve_fusion_flags
 from npu_bridge_compat.errors import NpuOptionValueError
 from npu_bridge_compat.plan.features import AMP_ENV_PREFIX, GraphKernelFusion, OpDeterminism, TensorFloat32
 
-# Variables holding space-separated flags: ours are added to what the user already set.
+# Variables holding space-separated flags: ours are added to what the user and other owners set.
 FLAG_VARIABLES = ("TF_XLA_FLAGS", "XLA_FLAGS")
 
 OWNER = Owner.PLAN_ENVIRONMENT
@@ -43,19 +42,18 @@ def apply_environment(plan) -> None:
                     "with different values cannot be used in one process (restore_environment() undoes the first)."
                 )
         for name, value in plan.environment.items():
-            if name in FLAG_VARIABLES and value in os.environ.get(name, "").split():
-                continue
-            combined = f"{os.environ.get(name, '')} {value}".strip() if name in FLAG_VARIABLES else value
-            change = changes.set_environment(
-                name, combined, owner=OWNER, reason=f"read process-wide by TensorFlow; {plan.options.source} sets it"
-            )
+            reason = f"read process-wide by TensorFlow; {plan.options.source} sets it"
+            if name in FLAG_VARIABLES:
+                change = changes.add_to_environment_list(name, value.split(), owner=OWNER, reason=reason)
+            else:
+                change = changes.set_environment(name, value, owner=OWNER, reason=reason)
             _applied.setdefault(name, (value, plan.options.source, change))
 
 
 def _forget_undone() -> None:
     """Variables whose change was undone through the registry (`changes.undo`) no longer bind the process."""
     for name, entry in list(_applied.items()):
-        if not changes.is_in_force(entry[2]):
+        if OWNER not in entry[2].owners:
             del _applied[name]
 
 
@@ -79,7 +77,7 @@ def restore_environment(names=None) -> None:
     with _lock:
         _forget_undone()
         chosen = [name for name in (list(_applied) if names is None else names) if name in _applied]
-        changes.undo(changes=[_applied.pop(name)[2] for name in chosen])
+        changes.undo(owner=OWNER, changes=[_applied.pop(name)[2] for name in chosen])
 
 
 @contextlib.contextmanager

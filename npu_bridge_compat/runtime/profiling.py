@@ -26,20 +26,3 @@ def profiler_trace(output: str) -> Iterator[None]:
         yield
     finally:
         tf.profiler.experimental.stop()
-
-
-class ProfilerHook(tf.compat.v1.train.SessionRunHook):
-    """Traces an Estimator's training, from session creation to its end."""
-
-    def __init__(self, output: str) -> None:
-        self._output = output
-        self._trace: contextlib.ExitStack | None = None
-
-    def after_create_session(self, session, coord) -> None:
-        self._trace = contextlib.ExitStack()
-        self._trace.enter_context(profiler_trace(self._output))
-
-    def end(self, session) -> None:
-        if self._trace is not None:
-            self._trace.close()
-            self._trace = None

@@ -275,7 +275,7 @@ class _PerSignatureUnit(tf.compat.v1.train.SessionRunHook):
     def settled(self, fetches, feed_dict) -> tuple | None:
         """The extra targets of the form kept for this run's signature: the session runs `fetches` with them
         straight through, outside the hook driver, on the executors the trial built. None while undecided."""
-        if fetches is self._last_settled[0] and not feed_dict:  # a loop's `run(train_op)`: 2% of a 0.5 ms step
+        if fetches is self._last_settled[0] and not feed_dict:  # a loop's `run(train_op)`, asked every step
             return self._last_settled[1]
         signature = (tuple(op.name for op in fetched_operations(fetches)), _feed_names(feed_dict or {}))
         targets = self._kept_targets(signature, feed_dict or {})

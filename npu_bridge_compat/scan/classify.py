@@ -3,6 +3,7 @@ ports' era, packages, NPU configuration."""
 
 from __future__ import annotations
 
+import functools
 import os
 from typing import Any
 
@@ -17,11 +18,20 @@ from npu_bridge_compat.scan.era import (
     is_served_module,
     str_enum_values_findings,
 )
-from npu_bridge_compat.scan.reader import ADAPTER_ROOTS, AT_IMPORT, IN_FUNCTION, Call, FileFacts
+from npu_bridge_compat.scan.reader import ADAPTER_ROOTS, AT_IMPORT, IN_FUNCTION, Call, FileFacts, read_file
 from npu_bridge_compat.scan.report import Category, Finding, Outcome, ScriptReport, Severity
 from npu_bridge_compat.scan.tf1 import classify_tf1_name, in_tf1_namespace
-from npu_bridge_compat.scan.tf26 import classify_tf26_name
-from npu_bridge_compat.scan.world import Sign, adapter_sign, tensorflow_signs
+from npu_bridge_compat.scan.tf26 import classify_keras2_name, classify_tf26_name
+from npu_bridge_compat.scan.world import (
+    ProgramFile,
+    Sign,
+    WorldDecision,
+    adapter_sign,
+    decide,
+    local_modules,
+    reached_files,
+    tensorflow_signs,
+)
 
 
 def _is_private_keras(dotted: str) -> bool:
@@ -170,6 +180,7 @@ class _NameFindings:
         self._adapter: dict[str, tuple[int, names.Resolved, bool, bool]] = {}  # name -> (line, resolved, used, star)
         self._tensorflow: dict[str, int] = {}
         self._tf26: dict[str, tuple[int, tuple[str, Severity, str]]] = {}  # name -> (line, its classification)
+        self._keras2: dict[str, tuple[int, tuple[str, Severity, str]]] = {}  # (alike)
         self._era: dict[str, tuple[int, EraName]] = {}  # name -> (line, its classification)
         self._signs: list[Sign] = []
 
@@ -213,6 +224,10 @@ class _NameFindings:
         it); whether it is one."""
         classified = classify_tf26_name(dotted)
         if classified is None:
+            keras2 = classify_keras2_name(dotted)  # standalone Keras 2.2's: no sign of either world
+            if keras2 is not None:
+                seen = self._keras2.get(dotted)
+                self._keras2[dotted] = (min(line, seen[0]) if seen else line, keras2)
             return False
         seen = self._tf26.get(dotted)
         self._tf26[dotted] = (min(line, seen[0]) if seen else line, classified)
@@ -244,6 +259,8 @@ class _NameFindings:
             findings.append(Finding(line, Category.TENSORFLOW, name, outcome, severity, detail))
         for name, (line, (outcome, severity, detail)) in self._tf26.items():
             findings.append(Finding(line, Category.TF26, name, outcome, severity, detail))
+        for name, (line, (outcome, severity, detail)) in self._keras2.items():
+            findings.append(Finding(line, Category.KERAS2, name, outcome, severity, detail))
         for name, (line, era) in self._era.items():
             findings.append(Finding(line, era.category, name, era.outcome, era.severity, era.detail))
         return findings
@@ -309,3 +326,15 @@ def _folders_up_to(directory: str, root: str) -> tuple[str, ...]:
 def _error_line(error: str) -> int:
     head = error.split(":", 1)[0]
     return int(head[5:]) if head.startswith("line ") and head[5:].isdigit() else 0
+
+
+def decide_program(script: str) -> WorldDecision:
+    """The world of the program `script` starts, from its file and the project modules it imports: found in its
+    folder, in the folders on PYTHONPATH and in literal folders it adds to sys.path, as at run time (read, never
+    run). Imports TensorFlow to look names up."""
+    path = os.path.abspath(script)
+    folder = os.path.dirname(path)
+    python_path = [os.path.abspath(entry) for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep) if entry]
+    facts = functools.cache(read_file)
+    files = reached_files(path, lambda file: local_modules(facts(file), folder, [folder, *python_path]))
+    return decide(ProgramFile(os.path.relpath(file, folder), place, file_signs(facts(file))) for file, place in files)

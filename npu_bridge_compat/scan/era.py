@@ -14,18 +14,12 @@ from typing import NamedTuple
 
 from npu_bridge_compat.legacy.era import ERA, era_name_status
 from npu_bridge_compat.legacy.era.absl_flags import STR_ENUM_VALUES, refuses_str_enum_values
-from npu_bridge_compat.legacy.world import NameStatus
+from npu_bridge_compat.legacy.world import NameStatus, Status
+from npu_bridge_compat.scan.outcomes import FINDINGS, RUN, outcome
 from npu_bridge_compat.scan.report import Category, Finding, Severity
 
 ROOTS = ERA.roots  # the modules whose names the era's table knows (numpy, collections, time, inspect, imp, ...)
 SERVED_MODULES = tuple(ERA.modules)  # the modules the era world serves where this Python has none (imp, distutils)
-
-# status -> (the finding's outcome, its severity), graded as TF 1.15 and TF 2.6 names are
-_OUTCOMES = {
-    "works": ("works under run", Severity.READY),
-    "differs": ("served under run", Severity.WARNING),  # by its counterpart, with a warning at the program's line
-    "missing": ("no counterpart under run", Severity.BLOCKED),  # raises when used, naming what replaces it
-}
 
 
 def is_served_module(module: str) -> bool:
@@ -56,10 +50,9 @@ def _in_the_table(dotted: str) -> bool:
 def era_finding(status: NameStatus) -> tuple[str, Severity, str] | None:
     """(outcome, severity, detail) of a name of the era with this status; None for a name this NumPy or Python
     has as it is, or one the table does not map."""
-    if status.status not in _OUTCOMES:
+    if status.status not in FINDINGS:
         return None
-    outcome, severity = _OUTCOMES[status.status]
-    return outcome, severity, status.detail
+    return *outcome(status.status, RUN), status.detail
 
 
 class EraName(NamedTuple):
@@ -84,13 +77,13 @@ def classify_era_name(dotted: str) -> EraName | None:
         if not ERA.in_tree(name, ROOTS):
             continue  # `xml` and `xml.etree` of `xml.etree.cElementTree`
         status = era_name_status(name)
-        if status.status == "current" and name in SERVED_MODULES:
+        if status.status is Status.CURRENT and name in SERVED_MODULES:
             break  # this Python has the module (imp on 3.11): all under it is its own
-        if status.status in ("differs", "missing"):
+        if status.status in (Status.DIFFERS, Status.MISSING):
             return EraName(name, category, *era_finding(status))
-        if status.status == "works":
+        if status.status is Status.WORKS:
             served = served or EraName(name, category, *era_finding(status))
-        elif status.status == "unknown":
+        elif status.status is Status.UNKNOWN:
             break
     return served
 
@@ -100,7 +93,5 @@ def str_enum_values_findings(lines: tuple[int, ...]) -> list[Finding]:
     under `run` as absl-py < 2.0 took it (a Python-era finding, as the era's names)."""
     if not lines or not refuses_str_enum_values():
         return []
-    outcome, severity = _OUTCOMES["differs"]
-    return [
-        Finding(line, Category.PYTHON, "absl.flags.DEFINE_enum", outcome, severity, STR_ENUM_VALUES) for line in lines
-    ]
+    said, severity = outcome(Status.DIFFERS, RUN)
+    return [Finding(line, Category.PYTHON, "absl.flags.DEFINE_enum", said, severity, STR_ENUM_VALUES) for line in lines]

@@ -3,7 +3,8 @@
 - Adapter names (`npu_bridge.*`, `hccl.*`) are looked up in the module tree `run` aliases them to
   (`npu_bridge_compat.legacy`), exactly as the alias finder loads it, so the scan knows every alias `run` installs
   and nothing else. A name implemented with `errors.device_only` is device-only.
-- TensorFlow names are looked up in the installed TensorFlow; what it lacks is a TF 1.15 name (see tf1.py).
+- TensorFlow names are looked up in the installed TensorFlow by the worlds' engine (legacy/world.py), as `run`
+  gives them; what it lacks is a TF 1.15 name (see tf1.py).
 - A top-level import that is neither the standard library, nor the script's own project, nor installed here is a
   missing package.
 
@@ -22,9 +23,9 @@ import sys
 import types
 from typing import Any
 
-from npu_bridge_compat import compat
-from npu_bridge_compat.errors import TensorFlowVersionError, closest_name, device_only
+from npu_bridge_compat.errors import closest_name, device_only
 from npu_bridge_compat.legacy import ALIASED_PACKAGES
+from npu_bridge_compat.legacy.world import today_has
 
 _DEVICE_ONLY_CODE = device_only("probe").__code__  # every device_only stand-in runs this code object
 _PACKAGE = "npu_bridge_compat"
@@ -133,49 +134,10 @@ def star_names(module: str) -> frozenset[str]:
     )
 
 
-_MISSING = object()
-
-
-@functools.cache
-def _tensorflow_object(dotted: str) -> Any:
-    """What `dotted` names in this TensorFlow, as `run` gives it to a script: an attribute path from `tensorflow`
-    (followed through modules only; past the first other object the rest is not checked), else an importable
-    module, else an attribute of one (`tensorflow.python.ops.gen_nn_ops.relu`); `_MISSING` when none. The parts
-    of tf.compat.v1 that Keras 2 implements come from the Keras 2 that `run` selects (tf_keras on Keras 3 lines)."""
-    obj: Any = importlib.import_module("tensorflow")
-    parts = dotted.split(".")[1:]
-    for api in compat.TF1_KERAS_APIS:
-        prefix = ["compat", "v1", *api.split(".")]
-        if parts[: len(prefix)] == prefix:
-            try:
-                obj, parts = compat.tf1_keras_api(api), parts[len(prefix) :]
-            except TensorFlowVersionError:
-                return _MISSING
-            break
-    for part in parts:
-        if not isinstance(obj, types.ModuleType):
-            return obj
-        try:
-            obj = getattr(obj, part)
-        except Exception:  # noqa: BLE001 - AttributeError, or a lazily loaded module that fails to load
-            obj = _MISSING
-            break
-    if obj is not _MISSING:
-        return obj
-    try:
-        return importlib.import_module(dotted)
-    except Exception:  # noqa: BLE001 - not a module (or one that cannot load here)
-        pass
-    parent, _, name = dotted.rpartition(".")
-    owner = _tensorflow_object(parent) if "." in parent else _MISSING
-    if owner is _MISSING or not isinstance(owner, types.ModuleType):
-        return owner  # past an object (a class imported from a module), the rest is not checked
-    return getattr(owner, name, _MISSING)
-
-
 def tensorflow_has(dotted: str) -> bool:
-    """Whether this TensorFlow has `dotted` (a module, or a name reached from one)."""
-    return _tensorflow_object(dotted) is not _MISSING
+    """Whether this TensorFlow has `dotted` (a module, or a name reached from one), as `run` gives it to a script:
+    the worlds' engine answers (legacy/world.py `today_has`), so the scan cannot drift from it."""
+    return today_has(dotted)
 
 
 class Packages:

@@ -13,43 +13,37 @@ from __future__ import annotations
 
 from npu_bridge_compat import legacy
 from npu_bridge_compat.legacy.tf1.table import TF1_NAMESPACES
+from npu_bridge_compat.legacy.world import NameStatus, Status
 from npu_bridge_compat.scan.names import tensorflow_has
+from npu_bridge_compat.scan.outcomes import RUN_TF1, outcome
 from npu_bridge_compat.scan.report import Severity
-
-# status -> (the finding's outcome, its severity)
-_OUTCOMES = {
-    "works": ("works under run --tf1", Severity.READY),
-    "differs": ("differs under run --tf1", Severity.WARNING),
-    "missing": ("missing under run --tf1", Severity.BLOCKED),
-    "unknown": ("needs run --tf1", Severity.WARNING),
-}
 
 
 def in_tf1_namespace(dotted: str) -> bool:
     return any(dotted == namespace or dotted.startswith(namespace + ".") for namespace in TF1_NAMESPACES)
 
 
-def tf1_name_status(dotted: str) -> tuple[str, str]:
-    """(works | differs | missing | unknown, detail) of a `tensorflow.` name that TensorFlow 2.15 lacks, under
-    `run --tf1`."""
+def tf1_name_status(dotted: str) -> NameStatus:
+    """What a `tensorflow.` name that TensorFlow 2.15 lacks becomes under `run --tf1`."""
     if in_tf1_namespace(dotted):
-        status = legacy.tf1_name_status(dotted)
-        return status.status, status.detail
+        return legacy.tf1_name_status(dotted)
     rest = dotted.partition(".")[2]
     if tensorflow_has(f"tensorflow.compat.v1.{rest}"):
-        return "works", f"tf.{rest} is tf.compat.v1.{rest} under `run --tf1` (TensorFlow 2.15 has no tf.{rest})"
+        return NameStatus(
+            Status.WORKS, f"tf.{rest} is tf.compat.v1.{rest} under `run --tf1` (TensorFlow 2.15 has no tf.{rest})"
+        )
     parts = dotted.split(".")
     found = next(cut for cut in range(len(parts) - 1, 0, -1) if tensorflow_has(".".join(parts[:cut])))
-    return "missing", (
-        f"no {parts[found]} in {'.'.join(parts[:found])} (TensorFlow 2.15), nor under `run --tf1` (tf.compat.v1)"
+    return NameStatus(
+        Status.MISSING,
+        f"no {parts[found]} in {'.'.join(parts[:found])} (TensorFlow 2.15), nor under `run --tf1` (tf.compat.v1)",
     )
 
 
 def classify_tf1_name(dotted: str) -> tuple[str, Severity, str]:
     """(outcome, severity, detail) of a TF 1.15 name: every TF1 name is classified here."""
-    status, detail = tf1_name_status(dotted)
-    outcome, severity = _OUTCOMES[status]
-    return outcome, severity, detail
+    status = tf1_name_status(dotted)
+    return *outcome(status.status, RUN_TF1), status.detail
 
 
 def tf1_hint(error: AttributeError) -> str | None:
@@ -61,7 +55,7 @@ def tf1_hint(error: AttributeError) -> str | None:
         return None
     public = module_name.replace("tensorflow._api.v2.", "tensorflow.", 1).replace("tensorflow._api.v2", "tensorflow")
     dotted = f"{public}.{name}"
-    status, detail = tf1_name_status(dotted)
-    if status not in ("works", "differs"):
+    status = tf1_name_status(dotted)
+    if status.status not in (Status.WORKS, Status.DIFFERS):
         return None
-    return f"{dotted.replace('tensorflow.', 'tf.', 1)} is TensorFlow 1.15 API: {detail}"
+    return f"{dotted.replace('tensorflow.', 'tf.', 1)} is TensorFlow 1.15 API: {status.detail}"

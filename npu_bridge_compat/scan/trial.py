@@ -42,6 +42,7 @@ from typing import NamedTuple
 from npu_bridge_compat.distributed.launch import unshare_refusal
 from npu_bridge_compat.legacy import ALIASED_PACKAGES
 from npu_bridge_compat.legacy.tf26.world import TF26
+from npu_bridge_compat.legacy.world import Status
 from npu_bridge_compat.scan.era import era_category, is_served_module
 from npu_bridge_compat.scan.reader import FileFacts, read_file
 from npu_bridge_compat.scan.report import Category
@@ -601,7 +602,7 @@ def _missing_name(dotted: str, tf1: bool, own_modules: frozenset[str], whole_mod
     if top == "tensorflow":
         if tf1:
             return TrialOutcome.TF1_NAME, dotted
-        if tf1_name_status(dotted)[0] in ("works", "differs"):
+        if tf1_name_status(dotted).status in (Status.WORKS, Status.DIFFERS):
             return TrialOutcome.TF1_NAME, f"{dotted} (run --tf1 serves it)"
         return TrialOutcome.TF2_NAME, dotted
     if top in own_modules:

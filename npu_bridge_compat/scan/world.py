@@ -16,7 +16,7 @@ Decided from the program's own signs, read statically from the script and the pr
 for logging, flags or `app.run`, nor turning TF2 behaviour off (`disable_eager_execution`, `disable_v2_behavior`,
 `npu_device.compat.enable_v1`), which makes graph code run in either world. `scan` reports each script's
 decision with its evidence; `run` decides the same way when neither `--tf1` nor `--tf2` is given
-(`decide_program`), and says so when it had to weigh.
+(classify.py's `decide_program`), and says so when it had to weigh.
 """
 
 from __future__ import annotations
@@ -28,11 +28,12 @@ import os
 from collections.abc import Callable, Container, Iterable, Sequence
 from typing import NamedTuple
 
+from npu_bridge_compat.legacy.runs import RunAs
 from npu_bridge_compat.scan.names import tensorflow_has
-from npu_bridge_compat.scan.reader import ADAPTER_ROOTS, AT_IMPORT, GUARDED, IN_FUNCTION, FileFacts, read_file
+from npu_bridge_compat.scan.reader import ADAPTER_ROOTS, AT_IMPORT, GUARDED, IN_FUNCTION, FileFacts
 
-TF1, TF2 = "tf1", "tf2"  # the worlds a program runs in (`run --tf1` / `--tf2`)
-WORLDS = (TF1, TF2)
+TF1, TF2 = RunAs.TF1, RunAs.TF2  # the worlds a program runs in (`run --tf1` / `--tf2`)
+WORLDS = tuple(RunAs)
 WORLD_NAMES = {TF1: "TF 1.15", TF2: "TF2"}
 
 
@@ -411,17 +412,3 @@ def reached_files(
                         order.append(Imported(module, most))
             index += 1
     return order
-
-
-def decide_program(script: str) -> WorldDecision:
-    """The world of the program `script` starts, from its file and the project modules it imports: found in its
-    folder, in the folders on PYTHONPATH and in literal folders it adds to sys.path, as at run time (read, never
-    run). Imports TensorFlow to look names up."""
-    from npu_bridge_compat.scan.classify import file_signs
-
-    path = os.path.abspath(script)
-    folder = os.path.dirname(path)
-    python_path = [os.path.abspath(entry) for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep) if entry]
-    facts = functools.cache(read_file)
-    files = reached_files(path, lambda file: local_modules(facts(file), folder, [folder, *python_path]))
-    return decide(ProgramFile(os.path.relpath(file, folder), place, file_signs(facts(file))) for file, place in files)

@@ -111,6 +111,7 @@ def set_npu_loop_size(loop_size: int) -> None:
     NPU_LOOP_SIZE from now on (through the changes registry), the variable the adapter reads too."""
     if isinstance(loop_size, bool) or not isinstance(loop_size, int) or loop_size < 1:
         raise NpuConfigError(f"set_npu_loop_size: loop_size must be an int >= 1, got {loop_size!r}")
+    changes.undo(owner=OWNER, target=f"${LOOP_SIZE_VARIABLE}")  # the size set before: one value per owner
     changes.set_environment(
         LOOP_SIZE_VARIABLE,
         str(loop_size),

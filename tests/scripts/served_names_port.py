@@ -62,6 +62,7 @@ if sys.argv[1] == "tf1":
     from tensorflow.python.ops.rnn_cell_impl import _like_rnncell, _Linear
     from tensorflow.python.training import distribution_strategy_context as training_strategy_context
     from tensorflow.python.training.tracking import base, tracking
+    from tensorflow.python.util import nest
     from tensorflow.python.util.tf_export import estimator_export
     from tensorflow.tools.graph_transforms import TransformGraph
 
@@ -122,6 +123,7 @@ if sys.argv[1] == "tf1":
         ],
         "multi_gpu_model": no_counterpart(lambda: multi_gpu_model(None, gpus=2)),
         "linear": _Linear is Linear,
+        "is_sequence": [nest.is_sequence((1, 2)), nest.is_sequence(1), nest.flatten([[1], 2])],
         "like_rnncell": [_like_rnncell(tf.nn.rnn_cell.GRUCell(3)), _like_rnncell(lambda inputs: inputs)],
         "tracking": [base.Trackable.__module__, tracking.AutoTrackable.__module__],
         "estimator_export": callable(estimator_export("estimator.Fake")),

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import inspect
 import sys
 import types
 
@@ -23,17 +22,9 @@ from npu_bridge_compat import changes
 from npu_bridge_compat.changes import Owner
 from npu_bridge_compat.legacy.era.absl_flags import STR_ENUM_VALUES, refuses_str_enum_values, str_enum_values_init
 from npu_bridge_compat.legacy.era.table import FILLED, MODULES, NO_SETUPTOOLS
-from npu_bridge_compat.legacy.world import (
-    DifferenceWarning,
-    Found,
-    NameStatus,
-    World,
-    WorldFinder,
-    fills_names,
-    importable,
-)
+from npu_bridge_compat.legacy.world import DifferenceWarning, Found, NameStatus, Status, World, importable
 
-__all__ = ["ERA", "EraNameWarning", "era_name_status", "install_era_world", "era_world_installed"]
+__all__ = ["ERA", "EraNameWarning", "era_name_status", "install_era_world"]
 
 OWNER = Owner.ERA_WORLD
 
@@ -65,11 +56,44 @@ class _EraWorld(World):
         """As the engine's, but distutils without setuptools is missing, as importing it raises (so that `scan`
         says so rather than calling it served)."""
         if _is_distutils(path) and not importable(MODULES["distutils"].sources[0]):
-            return Found("missing", NO_SETUPTOOLS, module=path)
+            return Found(Status.MISSING, NO_SETUPTOOLS, module=path)
         return super().module_found(path)
+
+    def filled_modules(self, key: str) -> list[types.ModuleType]:
+        if key == "numpy" and importlib.util.find_spec("numpy") is None:
+            return []
+        return super().filled_modules(key)
+
+    def fill_reason(self, key: str) -> str:
+        return (
+            f"names ported programs use that {_where(key)} removed ({', '.join(sorted(FILLED[key].names)[:4])}, "
+            "...), served by their counterparts"
+        )
+
+    def install_more(self) -> None:
+        """absl-py < 2.0's str `enum_values`."""
+        if not refuses_str_enum_values():
+            return
+        from absl import flags
+
+        def on_first_use() -> bool:
+            first = STR_ENUM_VALUES not in self.warned
+            self.warned.add(STR_ENUM_VALUES)
+            return first
+
+        changes.replace_attribute(
+            flags.EnumParser,
+            "__init__",
+            str_enum_values_init(flags.EnumParser.__init__, on_first_use, EraNameWarning),
+            owner=self.owner,
+            label="absl.flags.EnumParser",
+            reason=f"a str as DEFINE_enum's enum_values, as the TF official models' flags pass one: {STR_ENUM_VALUES}",
+        )
 
 
 ERA = _EraWorld(
+    name="era",
+    owner=OWNER,
     era="NumPy < 1.24 / Python 3.7",
     modules=MODULES,
     warning=EraNameWarning,
@@ -77,63 +101,16 @@ ERA = _EraWorld(
     roots=(*MODULES, *FILLED),
     finder_roots=tuple(MODULES),
     where=_where,
+    serves="imp, distutils and xml.etree.cElementTree (removed in Python 3.9 and 3.12) where this Python lacks them, "
+    "from the era table",
 )
-_finder = WorldFinder(ERA)
-
-
-def era_world_installed() -> bool:
-    return _finder in sys.meta_path
 
 
 def install_era_world() -> None:
     """Serve the removed NumPy and Python names for the rest of the process (idempotent, through the changes
     registry): the filled-in names on numpy, collections, time and inspect, the modules imp, distutils and
     xml.etree.cElementTree where this Python has none, and absl-py < 2.0's str `enum_values`."""
-    if era_world_installed():
-        return
-    changes.add_import_finder(
-        _finder,
-        owner=OWNER,
-        reason="imp, distutils and xml.etree.cElementTree (removed in Python 3.9 and 3.12) where this Python lacks "
-        "them, from the era table",
-        forget=_finder.forget_created,
-    )
-    for key in FILLED:
-        if key == "numpy" and importlib.util.find_spec("numpy") is None:
-            continue
-        module = importlib.import_module(key)
-        if fills_names(module):
-            continue
-        changes.replace_attribute(
-            module,
-            "__getattr__",
-            ERA.filled_getattr(key, module, inspect.getattr_static(module, "__getattr__", None)),
-            owner=OWNER,
-            label=key,
-            reason=f"names ported programs use that {_where(key)} removed ({', '.join(sorted(FILLED[key].names)[:4])}, "
-            "...), served by their counterparts",
-        )
-    _serve_str_enum_values()
-
-
-def _serve_str_enum_values() -> None:
-    if not refuses_str_enum_values():
-        return
-    from absl import flags
-
-    def on_first_use() -> bool:
-        first = STR_ENUM_VALUES not in ERA.warned
-        ERA.warned.add(STR_ENUM_VALUES)
-        return first
-
-    changes.replace_attribute(
-        flags.EnumParser,
-        "__init__",
-        str_enum_values_init(flags.EnumParser.__init__, on_first_use),
-        owner=OWNER,
-        label="absl.flags.EnumParser",
-        reason=f"a str as DEFINE_enum's enum_values, as the TF official models' flags pass one: {STR_ENUM_VALUES}",
-    )
+    ERA.install()
 
 
 def era_name_status(dotted: str) -> NameStatus:

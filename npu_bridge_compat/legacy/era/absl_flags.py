@@ -1,5 +1,5 @@
 """absl-py of the ports' era: before 2.0, `DEFINE_enum` took a str as `enum_values` and kept it as given, so a
-value was accepted when it was part of that string. The flags of TensorFlow's official models, copied into 16
+value was accepted when it was part of that string. The flags of TensorFlow's official models, copied into many
 ModelZoo folders (ResNet, BERT, Transformer, NCF, ...), pass one (`enum_values=("keras', 'graph_rewrite")`), which
 absl-py 2.0 refuses while the script defines its flags. Served as absl-py < 2.0 did, warning once at the line that
 defined the flag."""
@@ -45,20 +45,20 @@ def _library_directories() -> tuple[str, ...]:
     return tuple(directories)
 
 
-def str_enum_values_init(original: Callable[..., None], on_first_use: Callable[[], bool]) -> Callable[..., None]:
+def str_enum_values_init(
+    original: Callable[..., None], on_first_use: Callable[[], bool], warning: type[Warning]
+) -> Callable[..., None]:
     """`EnumParser.__init__` as absl-py < 2.0 had it for a str `enum_values`; any other value goes to `original`.
-    `on_first_use()` says whether to warn (True once per process)."""
+    `on_first_use()` says whether to warn, with `warning` (True once per process)."""
 
     def __init__(self: Any, enum_values: Any, *args: Any, **kwargs: Any) -> None:
         if not isinstance(enum_values, str) or not enum_values:
             original(self, enum_values, *args, **kwargs)
             return
         if on_first_use():
-            from npu_bridge_compat.legacy.era import EraNameWarning
-
             warn(
                 f"enum_values={enum_values!r} of absl.flags.DEFINE_enum: {STR_ENUM_VALUES}.",
-                EraNameWarning,
+                warning,
                 libraries=_library_directories(),
             )
         original(self, [enum_values], *args, **kwargs)

@@ -5,8 +5,9 @@ engine (legacy/world.py). Names resolve to the TF 1.15 API of the line's Keras 2
 tf_keras from 2.16); Keras 1's `Merge` / `merge`, which no Keras 2 has, resolve to stand-ins that raise
 `NoCounterpartError` naming the merge layers that replace them.
 
-`run --tf1` serves it to the program's own `import keras...` (legacy/tf1/imports.py) where the TF 1.15 API of the
-line's Keras lacks the module or name. Importing this package changes nothing.
+`run` and `run --tf1` install it (legacy/runs.py): its finder serves the Keras 2.2 module paths the line's Keras
+lacks; under `run --tf1` the program's own `import keras...` (the TF 1.15 world's view) also gets its modules where
+the TF 1.15 API of the line's Keras lacks the module or a name. Importing this package changes nothing.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import importlib
 import types
 
+from npu_bridge_compat.changes import Owner
 from npu_bridge_compat.legacy.keras2.table import MODULES
 from npu_bridge_compat.legacy.world import DifferenceWarning, Module, World, WorldModule, keras_root
 
@@ -45,12 +47,16 @@ class _Keras2World(World):
 
 
 KERAS2 = _Keras2World(
+    name="keras2",
+    owner=Owner.KERAS2_WORLD,
     era="standalone Keras 2.2 / 2.3",
     modules=MODULES,
     warning=Keras2DifferenceWarning,
     roots=("keras",),
+    program_roots=("keras",),  # under `run --tf1` the program's `import keras...` gets the table's modules
     label=" (standalone Keras)",
     where=lambda path: f"Keras {_keras_version()} (tf.compat.v1.keras)",
+    serves="standalone Keras 2.2 / 2.3 module paths (keras.engine.topology, ...), from the Keras 2.2 name table",
 )
 
 

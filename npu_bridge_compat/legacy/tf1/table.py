@@ -21,6 +21,7 @@ _PRIVATE_ROOTS = (
     "python.data.experimental.ops.threadpool",
     "python.ops.rnn_cell_impl",
     "python.util.tf_export",
+    "python.util.nest",
     "python.tpu.tpu_config",
     "python.tpu.tpu_estimator",
     "python.eager.profiler",
@@ -753,6 +754,10 @@ MODULES: dict[str, Module] = {
     "python.framework.graph_util": _GRAPH_UTIL,
     "python.graph_util": _GRAPH_UTIL,  # TF 1.15's tensorflow.python package imported graph_util as one of its names
     "python.ops.rnn_cell_impl": Module(sources=("tensorflow.python.ops.rnn_cell_impl",), names=_RNN_PRIVATE),
+    "python.util.nest": Module(
+        sources=("tensorflow.python.util.nest",),
+        names={"is_sequence": "tensorflow.python.util.nest.is_nested"},  # TensorFlow 2 renamed it
+    ),
     "python.util.tf_export": Module(
         sources=("tensorflow.python.util.tf_export",),
         names={"estimator_export": "tensorflow_estimator.python.estimator.estimator_export.estimator_export"},

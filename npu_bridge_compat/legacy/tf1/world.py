@@ -1,28 +1,46 @@
-"""The TF 1.15 world: its table (table.py) read by the one engine (legacy/world.py).
+"""The TF 1.15 world: its table (table.py) read by the one engine (legacy/world.py), and its view of the program's
+imports (`run --tf1`).
 
-A virtual module resolves each name on first access, from the table alone. Names with no counterpart resolve to
+A served module resolves each name on first access, from the table alone. Names with no counterpart resolve to
 stand-ins that raise `NoCounterpartError` when used, so `import tensorflow.contrib...` never fails for them
 (tensorflow.contrib is a closed tree: a name the table does not know is a stand-in too, naming the closest known
 one); counterparts that behave differently warn once (`Tf1DifferenceWarning`). `tf1_name_status` answers from the
 same lookup, without running any user code.
+
+The program's view: every module whose file is the program's (legacy/program.py: the script, its folder, vendored
+libraries there) gets, from `import tensorflow as tf`, `tf.compat.v1` with `tf.contrib` on it and TensorFlow
+1.15's version (`tf.__version__`, `tf.VERSION`, `tf.version.VERSION`, `tf.GIT_VERSION`: code that branches on the
+version takes its TF1 branch); its `tensorflow.python.keras.*` imports get Keras 2's modules (tf.keras), and its
+`keras.*` imports the TF 1.15 API of the same Keras. Installed libraries keep TensorFlow 2 and its version.
 """
 
 from __future__ import annotations
 
 import functools
-import importlib.machinery
+import importlib.util
+import sys
+import types
+from collections.abc import Callable
 from typing import Any
 
-from npu_bridge_compat.legacy.tf1.table import MODULES, PUBLIC_ROOTS, ROOTS, Module
+from npu_bridge_compat import changes
+from npu_bridge_compat.changes import Owner
+from npu_bridge_compat.compat.config import disable_v2_behaviour
+from npu_bridge_compat.compat.keras import repair_tf1_layers_normalization
+from npu_bridge_compat.compat.tf_slim import restore_names_tf_slim_uses
+from npu_bridge_compat.errors import NpuConfigError
+from npu_bridge_compat.legacy.keras2 import keras2_module
+from npu_bridge_compat.legacy.program import bound_by_import, with_child
+from npu_bridge_compat.legacy.tf1.table import MODULES, PUBLIC_ROOTS, ROOTS
+from npu_bridge_compat.legacy.tf26.world import TF26
 from npu_bridge_compat.legacy.world import (
     DifferenceWarning,
     NameStatus,
     NoCounterpartError,
+    Status,
     Unavailable,
     World,
-    WorldFinder,
     WorldModule,
-    looking_up,
 )
 
 __all__ = [
@@ -30,17 +48,36 @@ __all__ = [
     "NoCounterpartError",
     "PUBLIC_ROOTS",
     "TF1",
+    "TF1_GIT_VERSION",
+    "TF1_VERSION",
     "Tf1DifferenceWarning",
-    "Tf1Finder",
     "Tf1Module",
     "Unavailable",
     "tf1_name_status",
-    "virtual_module",
+    "served_module",
 ]
 
 _PREFIX = "tensorflow."
+# TF 1.15's private modules: real modules of TensorFlow 2 (or absent there) that its own code still imports
+_PER_IMPORTER_ROOTS = tuple(root for root in ROOTS if root.startswith("python."))
+
+
+def _per_importer(path: str) -> bool:
+    """Whether a path below `tensorflow.` is one of TF 1.15's private modules the table serves to the program."""
+    return any(path == root or path.startswith(root + ".") for root in _PER_IMPORTER_ROOTS)
+
+
+def _attribute_path(obj: Any, parts: list[str]) -> Any:
+    """`obj.<parts...>`, or None where one is missing."""
+    for part in parts:
+        obj = getattr(obj, part, None)
+    return obj
+
+
+TF1_VERSION = "1.15.5"  # the last release of TensorFlow 1.15, the adapter's TensorFlow
+TF1_GIT_VERSION = "v1.15.5"
 _UNKNOWN_TREE = NameStatus(
-    "unknown",
+    Status.UNKNOWN,
     "not in the TF 1.15 trees npu_bridge_compat maps (tensorflow.contrib, "
     "tensorflow.python.keras, tensorflow.examples)",
 )
@@ -52,56 +89,150 @@ class Tf1DifferenceWarning(DifferenceWarning):
 
 class Tf1Module(WorldModule):
     """A TF 1.15 module that TensorFlow 2 lacks (or that the program sees in place of today's): its names resolve
-    from the table on first access. `Tf1Module("contrib.layers")` is `tensorflow.contrib.layers`."""
+    from the table on first access."""
 
-    def __init__(self, world_or_path: Any, path: str | None = None) -> None:
-        if path is None:  # Tf1Module("contrib.distribute"): a path below tensorflow.
-            world_or_path, path = TF1, _PREFIX + world_or_path
-        super().__init__(world_or_path, path)
+
+class WithOwnNames(types.ModuleType):
+    """A module as the program sees it: `base`'s names, but for the ones given here."""
+
+    def __init__(self, base: types.ModuleType, **own: Any) -> None:
+        super().__init__(base.__name__, base.__doc__)
+        self._base = base
+        vars(self).update(own)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._base, name)
+
+    def __dir__(self) -> list[str]:
+        return sorted(set(dir(self._base)) | {name for name in vars(self) if not name.startswith("_")})
+
+    def __repr__(self) -> str:
+        return f"<module {self.__name__!r} (as TensorFlow 1.15 had it; npu_bridge_compat)>"
+
+
+def tf1_api(v1: types.ModuleType) -> WithOwnNames:
+    """`tensorflow` as the program sees it under `run --tf1`: tf.compat.v1 with TensorFlow 1.15's version."""
+    version = WithOwnNames(v1.version, VERSION=TF1_VERSION, GIT_VERSION=TF1_GIT_VERSION)
+    return WithOwnNames(v1, __version__=TF1_VERSION, VERSION=TF1_VERSION, GIT_VERSION=TF1_GIT_VERSION, version=version)
 
 
 class _Tf1World(World):
     module_class = Tf1Module
+    program_tops = ("tensorflow", "keras")
 
     def replaces_todays(self, fullname: str) -> bool:
-        return True  # install_tf1_world refuses a TensorFlow that has a tensorflow.contrib of its own
+        return True  # can_install refuses a TensorFlow that has a tensorflow.contrib of its own
+
+    def can_install(self) -> bool:
+        real = importlib.util.find_spec("tensorflow.contrib")
+        if real is not None:
+            raise NpuConfigError(
+                f"this TensorFlow has its own tensorflow.contrib ({real.origin}); npu_bridge_compat will not shadow it."
+            )
+        return True
+
+    def install_more(self) -> None:
+        import tensorflow as tf
+
+        changes.replace_attribute(
+            tf.compat.v1,
+            "contrib",
+            served_module("contrib"),
+            owner=self.owner,
+            reason="tf.contrib in TF 1.15 programs",
+            label="tensorflow.compat.v1",
+        )
+        repair_tf1_layers_normalization()
+        restore_names_tf_slim_uses(owner=self.owner)
+
+    def serve_program(self) -> bool:
+        """As every world's, and TF2 behaviour is disabled process-wide: TF 1.15 programs build graphs and run
+        sessions."""
+        if not super().serve_program():
+            return False
+        disable_v2_behaviour(
+            owner=self.owner, reason="TF 1.15 programs build graphs and run sessions (tf.compat.v1.disable_v2_behavior)"
+        )
+        return True
+
+    @functools.cached_property
+    def api(self) -> WithOwnNames:
+        """`tensorflow` as the program sees it, `tf.examples` included (`tf.contrib` is on tf.compat.v1 itself)."""
+        import tensorflow as tf
+
+        api = tf1_api(tf.compat.v1)
+        api.examples = served_module("examples")
+        return api
+
+    def _module_for(self, path: str) -> Any:
+        """The module `tensorflow.<path>` as the program sees it."""
+        if _per_importer(path):
+            return served_module(path)
+        if path == "version":
+            return self.api.version
+        module = sys.modules.get(f"tensorflow.{path}")  # imported by the original import, or an API attribute
+        if module is None:
+            module = functools.reduce(getattr, path.split("."), self.api)
+        # `from tensorflow.python import keras` gets the redirected one too
+        redirected = {root: functools.partial(served_module, root) for root in _PER_IMPORTER_ROOTS}
+        return with_child(module, path, redirected)
+
+    def program_import(
+        self, name: str, globals: dict | None, locals: Any, fromlist: Any, original: Callable[..., Any]
+    ) -> Any:
+        if name.partition(".")[0] == "keras":
+            return self._keras_import(name, globals, locals, fromlist, original)
+        parts = name.split(".")[1:]
+        if not _per_importer(".".join(parts)):
+            try:
+                original(name, globals, locals, fromlist, 0)
+            except ModuleNotFoundError:  # a module of TF 1.15's API alone, imported by its path (tensorflow.layers)
+                if not isinstance(_attribute_path(self.api, parts), types.ModuleType):
+                    raise
+        if fromlist:
+            return self._module_for(".".join(parts)) if parts else self.api
+        # `import tensorflow.a.b` binds `tensorflow`: the API, whose `a.b` leads to the module just imported
+        return bound_by_import(self.api, parts, self._module_for)
+
+    def _keras_import(self, name, globals, locals, fromlist, original) -> Any:
+        """The program's `import keras...` gets the Keras of its `tf.keras`: Keras 2's TF 1.15 API, whose
+        optimizers work in graph mode (Keras 2.15's own new optimizers need eager execution); the standalone
+        Keras 2.2 table answers the package itself and what that API lacks."""
+        tf1_keras = self.api.keras.__name__  # keras.api._v1.keras, or tf_keras.api._v1.keras from TensorFlow 2.16
+        rest = name.partition(".")[2]
+        try:
+            module = original(f"{tf1_keras}.{rest}" if rest else tf1_keras, globals, locals, ["_"], 0)
+        except ImportError:
+            module = None
+        if not rest or module is None or any(item != "*" and not hasattr(module, item) for item in fromlist or ()):
+            module = keras2_module(name) or module
+        if module is None:
+            try:  # Keras 2's own module paths of the era (keras.layers.convolutional), from the TF 2.6 table
+                module = TF26.served_module(name)
+            except ImportError:  # Keras' own modules (keras.src...): as they are
+                return original(name, globals, locals, fromlist, 0)
+        return module if fromlist else keras2_module("keras")
 
 
 TF1 = _Tf1World(
+    name="tf1",
+    owner=Owner.TF1_WORLD,
     era="TF 1.15",
-    modules={_PREFIX + path: spec for path, spec in MODULES.items()},
+    modules={_PREFIX + path: row for path, row in MODULES.items()},
     warning=Tf1DifferenceWarning,
     roots=tuple(_PREFIX + root for root in ROOTS),
     finder_roots=tuple(_PREFIX + root for root in PUBLIC_ROOTS),
     program_roots=tuple(_PREFIX + root for root in ROOTS if root.startswith("python.")),
     stand_in_unknown=True,
     aliases=False,  # a closed tree: each module answers for its names, a stand-in for any it does not know
+    serves="tensorflow.contrib and tensorflow.examples, from the TF 1.15 name table",
 )
 
 
-def module_spec(path: str) -> Module | None:
-    """The entry of a module path below `tensorflow.` (`contrib.layers`), or None for one the table lacks."""
-    return TF1.module_spec(_PREFIX + path)
-
-
-def virtual_module(path: str) -> Tf1Module:
-    """The one module object of a module path below `tensorflow.` (the same for attribute access, imports and the
-    import hook); ModuleNotFoundError when the path is not a module of the tree."""
+def served_module(path: str) -> Tf1Module:
+    """The one module object of a module path below `tensorflow.` (`contrib.layers`; the same for attribute access,
+    imports and the import hook); ModuleNotFoundError when the path is not a module of the tree."""
     return TF1.served_module(_PREFIX + path)
-
-
-class Tf1Finder(WorldFinder):
-    """Serves `tensorflow.contrib...` and `tensorflow.examples...` imports with the virtual modules."""
-
-    def __init__(self) -> None:
-        super().__init__(TF1)
-
-    def find_spec(self, fullname, path=None, target=None):
-        if fullname in looking_up.paths or not TF1.in_tree(fullname, TF1.finder_roots):
-            return None
-        if TF1.module_spec(fullname) is not None:
-            return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
-        return None
 
 
 @functools.cache

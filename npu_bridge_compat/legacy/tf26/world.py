@@ -17,8 +17,13 @@ import types
 from collections.abc import Callable
 from typing import Any
 
-from npu_bridge_compat.legacy.program import bound_by_import, importer_is_program, with_child
-from npu_bridge_compat.legacy.tf26.table import FILLED, KERAS, MODULES
+from npu_bridge_compat import changes
+from npu_bridge_compat.changes import Owner
+from npu_bridge_compat.compat import tf_keras_is_keras_3
+from npu_bridge_compat.compat.tf_slim import restore_names_tf_slim_uses
+from npu_bridge_compat.errors import warn
+from npu_bridge_compat.legacy.program import NOT_SERVED, bound_by_import, with_child
+from npu_bridge_compat.legacy.tf26.table import FILLED, KERAS, LEGACY_OPTIMIZERS, MODULES
 from npu_bridge_compat.legacy.world import (
     CURRENT,
     DifferenceWarning,
@@ -26,7 +31,6 @@ from npu_bridge_compat.legacy.world import (
     NameStatus,
     NoCounterpartError,
     World,
-    WorldFinder,
     WorldModule,
     fills_names,
     importable,
@@ -39,11 +43,9 @@ __all__ = [
     "NoCounterpartError",
     "TF26",
     "Tf26DifferenceWarning",
-    "Tf26Finder",
     "fills_names",
     "keras_is_aliased",
     "keras_root",
-    "one_keras_import",
     "tf26_name_status",
 ]
 
@@ -66,6 +68,7 @@ class Tf26Module(WorldModule):
 
 class _Tf26World(World):
     module_class = Tf26Module
+    program_tops = ("tensorflow",)
 
     def redirect(self, path: str) -> str | None:
         for mirror in KERAS_MIRRORS:
@@ -91,8 +94,102 @@ class _Tf26World(World):
     def module_for_import(self, fullname: str) -> types.ModuleType:
         return tf_keras_module(fullname) or self.served_module(fullname)
 
+    # --- installing ---
+
+    def can_install(self) -> bool:
+        """Not where the user chose Keras 3 (TF_USE_LEGACY_KERAS=0): Keras 2.6's names cannot map onto it."""
+        import tensorflow  # noqa: F401 - the line's Keras is known once TensorFlow is loaded
+
+        restore_names_tf_slim_uses(owner=self.owner)
+        if tf_keras_is_keras_3():
+            warn(
+                "tf.keras is Keras 3 here, so TF 2.6 / Keras 2.6 names (keras.utils.control_flow_util, "
+                "tf.keras.optimizers as OptimizerV2, ...) are not mapped; TF_USE_LEGACY_KERAS=1 with tf_keras maps "
+                "them.",
+                Tf26DifferenceWarning,
+            )
+            return False
+        return True
+
+    def _apis(self) -> dict[str, types.ModuleType]:
+        import tensorflow as tf
+
+        return {  # tf.keras is a lazy loader from TensorFlow 2.16
+            "tf.keras": importlib.import_module(tf.keras.__name__),
+            "tf.compat.v2.keras": importlib.import_module(tf.compat.v2.keras.__name__),
+        }
+
+    def filled_modules(self, key: str) -> list[types.ModuleType]:
+        """The module `key`; a `keras.<path>` key names Keras 2's module and the tf.keras APIs' modules of that
+        path; `keras` itself is the Keras 2 package (Keras 2.6's modules below it, keras.engine, by Keras' move)."""
+        if key == "keras":
+            return [importlib.import_module(keras_root())]
+        if not key.startswith("keras."):
+            return [importlib.import_module(key)]
+        rest = key[len("keras.") :]
+        modules = [_keras_module(rest)]
+        for api in self._apis().values():
+            module: Any = api
+            for part in rest.split("."):
+                module = getattr(module, part, None)
+            if isinstance(module, types.ModuleType):
+                modules.append(module)
+        return modules
+
+    def install_more(self) -> None:
+        apis = self._apis()
+        keras_package = importlib.import_module(keras_root())
+        for label, api in apis.items():
+            changes.replace_attribute(
+                api,
+                "__version__",
+                keras_package.__version__,
+                owner=self.owner,
+                label=label,
+                reason="TF 2.6's tf.keras had a __version__: the version of the Keras 2 behind it",
+            )
+        legacy = apis["tf.keras"].optimizers.legacy
+        every = (apis["tf.keras"].optimizers, apis["tf.compat.v2.keras"].optimizers, _keras_module("optimizers"))
+        for optimizers in {id(m): m for m in every}.values():
+            for name in LEGACY_OPTIMIZERS:
+                changes.replace_attribute(
+                    optimizers,
+                    name,
+                    getattr(legacy, name),
+                    owner=self.owner,
+                    label=optimizers.__name__,
+                    reason="TF 2.6's Keras optimizers were the OptimizerV2 classes (today's optimizers.legacy), "
+                    "which ported optimizers subclass",
+                )
+
+    # --- the program's view: one Keras per process ---
+
+    def program_import(
+        self, name: str, globals: dict | None, locals: Any, fromlist: Any, original: Callable[..., Any]
+    ) -> Any:
+        """The program's `tensorflow.python.keras...` (and `from tensorflow.python import keras`) get the live
+        Keras 2 modules of this world, not the stale copy TensorFlow's own modules imported (see the package's
+        docstring); the stale modules are in `sys.modules` already, so no finder is asked for them."""
+        if not name.startswith("tensorflow.python"):
+            return NOT_SERVED
+        parts = name.split(".")
+        if parts[: len(_STALE)] != _STALE:
+            module = original(name, globals, locals, fromlist, 0)
+            if name == "tensorflow.python" and fromlist and "keras" in fromlist:
+                return _module_for("python")  # `from tensorflow.python import keras`
+            return module
+        if fromlist:
+            return self.served_module(name)
+        import tensorflow as tf
+
+        return bound_by_import(tf, parts[1:], _module_for)  # `import tensorflow.python.keras.x` binds `tensorflow`
+
+
+_STALE = STALE_KERAS.split(".")
 
 TF26 = _Tf26World(
+    name="tf26",
+    owner=Owner.TF26_WORLD,
     era="TF 2.6",
     modules=MODULES,
     warning=Tf26DifferenceWarning,
@@ -101,14 +198,21 @@ TF26 = _Tf26World(
     program_roots=(STALE_KERAS,),
     label=" (TF 2.6)",
     first_child_only=True,  # TF 2.6's module is the first source's child; later sources' are other modules
+    serves="TF 2.6 / Keras 2.6 module paths resolve to their counterparts on this line",
 )
 
 
-class Tf26Finder(WorldFinder):
-    """Serves the TF 2.6 module paths this line lacks (and, from TensorFlow 2.16, `keras` as tf_keras)."""
+def _keras_module(path: str) -> types.ModuleType:
+    return importlib.import_module(f"{keras_root()}.{path}")
 
-    def __init__(self) -> None:
-        super().__init__(TF26)
+
+def _module_for(path: str) -> types.ModuleType:
+    """The module `tensorflow.<path>` as the program sees it in this world."""
+    full = f"tensorflow.{path}"
+    if TF26.in_tree(full, TF26.program_roots):
+        return TF26.served_module(full)
+    module = sys.modules.get(full) or importlib.import_module(full)
+    return with_child(module, full, {STALE_KERAS: lambda: TF26.served_module(STALE_KERAS)})
 
 
 def tf_keras_module(fullname: str) -> types.ModuleType | None:
@@ -121,37 +225,6 @@ def tf_keras_module(fullname: str) -> types.ModuleType | None:
     for part in fullname.split(".")[2:]:
         module = getattr(module, part, None)
     return module if isinstance(module, types.ModuleType) else None
-
-
-def one_keras_import(original_import: Callable[..., Any]) -> Callable[..., Any]:
-    """A `builtins.__import__` that gives the program's own modules (legacy/program.py) the served modules for
-    `tensorflow.python.keras...` (and `from tensorflow.python import keras`); any other import is
-    `original_import`'s."""
-    import tensorflow as tf
-
-    stale = STALE_KERAS.split(".")
-
-    def module_for(path: str) -> types.ModuleType:
-        full = f"tensorflow.{path}"
-        if TF26.in_tree(full, TF26.program_roots):
-            return TF26.served_module(full)
-        module = sys.modules.get(full) or importlib.import_module(full)
-        return with_child(module, full, {STALE_KERAS: lambda: TF26.served_module(STALE_KERAS)})
-
-    def program_import(name, globals=None, locals=None, fromlist=(), level=0):
-        if level or not name.startswith("tensorflow.python") or not importer_is_program(globals):
-            return original_import(name, globals, locals, fromlist, level)
-        parts = name.split(".")
-        if parts[: len(stale)] != stale:
-            module = original_import(name, globals, locals, fromlist, level)
-            if name == "tensorflow.python" and fromlist and "keras" in fromlist:
-                return module_for("python")  # `from tensorflow.python import keras`
-            return module
-        if fromlist:
-            return TF26.served_module(name)
-        return bound_by_import(tf, parts[1:], module_for)  # `import tensorflow.python.keras.x` binds `tensorflow`
-
-    return program_import
 
 
 def tf26_name_status(dotted: str) -> NameStatus:

@@ -1,0 +1,130 @@
+"""The cost of `run`'s import hook: a program that imports TensorFlow, Keras and a ModelZoo model's own modules,
+started with plain `python` and with `python -m npu_bridge_compat run --tf2`, rounds alternating. Reported side by
+side: the whole process's wall time, and the time the program's own imports of the model's modules take (every
+`import tensorflow` in them goes through the hook), and, per statement, the program's own import statements of
+modules already loaded (the hook's own cost, without the model's import-time computation: the Transformer's
+tokenizer builds its character tables when imported). The model is TF official models' Transformer as ModelZoo's
+TensorFlow2/ carries it, copied to a temporary folder (the modules of it that plain `python` imports too). On a
+loaded machine, read the per-statement figure: the others carry the model's computation and the machine's noise.
+
+    python benchmarks/import_hook.py [--modelzoo /work/modelzoo] [--rounds 5]
+"""
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+FOLDER = "TensorFlow2/built-in/nlp/Transformer_ID0633_for_TensorFlow2.X/transformer"
+MODULES = (
+    "official.nlp.transformer.misc",
+    "official.nlp.transformer.optimizer",
+    "official.nlp.transformer.metrics",
+    "official.nlp.transformer.model_utils",
+    "official.nlp.transformer.embedding_layer",
+    "official.nlp.transformer.beam_search_v1",
+    "official.nlp.transformer.model_params",
+    "official.nlp.transformer.compute_bleu",
+    "official.modeling.tf_utils",
+    "official.modeling.activations",
+)
+PROBE = """import json, time
+started = time.perf_counter()
+import tensorflow as tf
+from tensorflow import keras
+frameworks = time.perf_counter()
+{imports}
+ended = time.perf_counter()
+for _ in range(2000):
+{statements}
+repeated = time.perf_counter() - ended
+print("TIMES " + json.dumps({{"frameworks_s": frameworks - started, "model_s": ended - frameworks,
+                             "statement_us": repeated / 2000 / {count} * 1e6}}))
+"""
+STATEMENTS = (  # import statements of ported programs, of modules loaded by then
+    "import os",
+    "import numpy as np",
+    "import tensorflow as tf",
+    "from tensorflow import keras",
+    "from tensorflow.keras import layers",
+    "from tensorflow.python.ops import math_ops",
+    "import official.modeling.tf_utils",
+)
+COMMANDS = {
+    "python": [sys.executable],
+    "run --tf2": [sys.executable, "-m", "npu_bridge_compat", "run", "--tf2"],
+}
+
+
+def one_run(command: list[str], probe: str, folder: str) -> dict:
+    began = time.perf_counter()
+    result = subprocess.run(
+        [*command, probe],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"},
+        check=False,
+    )
+    wall = time.perf_counter() - began
+    lines = [line for line in result.stdout.splitlines() if line.startswith("TIMES ")]
+    if result.returncode != 0 or not lines:
+        raise SystemExit(f"{' '.join(command)} {probe} failed:\n{result.stderr[-2000:]}")
+    return {"process_s": wall, **json.loads(lines[-1][len("TIMES ") :])}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--modelzoo", default=os.environ.get("MODELZOO", "/work/modelzoo"))
+    parser.add_argument("--rounds", type=int, default=5)
+    arguments = parser.parse_args()
+    if arguments.rounds < 1:
+        parser.error(f"--rounds must be at least 1, not {arguments.rounds}")
+    source = os.path.join(arguments.modelzoo, FOLDER)
+    if not os.path.isdir(source):
+        parser.error(f"--modelzoo {arguments.modelzoo}: no {FOLDER} there (a checkout of ModelZoo-TensorFlow)")
+    with tempfile.TemporaryDirectory() as folder:
+        shutil.copytree(os.path.join(source, "official"), os.path.join(folder, "official"))
+        probe = os.path.join(folder, "probe.py")
+        with open(probe, "w") as file:
+            file.write(
+                PROBE.format(
+                    imports="\n".join(f"import {module}" for module in MODULES),
+                    statements="\n".join(f"    {statement}" for statement in STATEMENTS),
+                    count=len(STATEMENTS),
+                )
+            )
+        times: dict[str, list[dict]] = {name: [] for name in COMMANDS}
+        for _ in range(arguments.rounds):
+            for name, command in COMMANDS.items():
+                times[name].append(one_run(command, probe, folder))
+    medians = {
+        name: {key: round(statistics.median(run[key] for run in runs), 3) for key in runs[0]}
+        for name, runs in times.items()
+    }
+    plain, served = medians["python"], medians["run --tf2"]
+    print(
+        json.dumps(
+            {
+                "model": FOLDER,
+                "modules": len(MODULES),
+                "rounds": arguments.rounds,
+                "median": medians,
+                "run_over_python": {
+                    "process": round(served["process_s"] / plain["process_s"], 3),
+                    "model_modules": round(served["model_s"] / plain["model_s"], 3),
+                    "import_statement": round(served["statement_us"] / plain["statement_us"], 3),
+                },
+            },
+            indent=1,
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()

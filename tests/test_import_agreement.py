@@ -1,0 +1,111 @@
+"""`scan` says what `run` does: every entry of every world's table, imported as a program's own `from M import N`
+under the command that serves the world (`run --tf1`, `run`), on this line, behaves as the world's name status says.
+
+One subprocess per world imports all of that world's entries; the verdicts are computed here, from the same tables,
+without running the program (as `scan` does).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import warnings
+
+import pytest
+
+from npu_bridge_compat.legacy.era import ERA
+from npu_bridge_compat.legacy.keras2 import KERAS2
+from npu_bridge_compat.legacy.tf1 import TF1
+from npu_bridge_compat.legacy.tf26 import TF26
+from npu_bridge_compat.legacy.world import Status, World
+
+# The world, its name status as `scan` reads it, and the `run` flag that serves it.
+WORLDS = {"tf1": (TF1, "--tf1"), "tf26": (TF26, "--tf2"), "era": (ERA, "--tf2"), "keras2": (KERAS2, "--tf1")}
+
+# What each status promises when the program imports the name.
+PROMISED = {
+    Status.WORKS: {"imported"},
+    Status.CURRENT: {"imported"},
+    Status.DIFFERS: {"warned"},
+    Status.MISSING: {"stand-in", "import error"},  # a stand-in that raises when used; or, as distutils without
+    # setuptools, a module that cannot import at all
+}
+
+PROGRAM = r"""
+import json, sys, warnings
+from npu_bridge_compat.legacy.world import DifferenceWarning, Unavailable, WorldModule
+from npu_bridge_compat.legacy.tf1 import TF1
+from npu_bridge_compat.legacy.tf26 import TF26
+from npu_bridge_compat.legacy.era import ERA
+from npu_bridge_compat.legacy.keras2 import KERAS2
+
+def happened(module, name):
+    for world in (TF1, TF26, ERA, KERAS2):
+        world.warned.clear()  # each entry's own warning, even where another path warned for the same counterpart
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            value = {}
+            exec(f"from {module} import {name} as value", {"__file__": __file__, "__name__": "__main__"}, value)
+            value = value["value"]
+        except ImportError as error:
+            return "import error", str(error)
+    if isinstance(value, Unavailable):
+        return "stand-in", repr(value)
+    if isinstance(value, WorldModule) and value._world.entry(value.__name__).gone:
+        return "stand-in", repr(value)
+    if any(issubclass(warning.category, DifferenceWarning) for warning in caught):
+        return "warned", ""
+    return "imported", ""
+
+entries = json.loads(sys.argv[1])
+print("RESULT " + json.dumps({f"{m}.{n}": happened(m, n) for m, n in entries}))
+"""
+
+
+def entries(world: World) -> list[tuple[str, str]]:
+    """Every entry of the world's table as (M, N) of `from M import N`: each module (from its parent), each of its
+    names, and each name the world fills into today's modules."""
+    found = set()
+    for path, row in world.modules.items():
+        parent, _, leaf = path.rpartition(".")
+        if parent:
+            found.add((parent, leaf))
+        found.update((path, name) for name in (*row.names, *row.missing, *row.differs))
+    for path, row in world.filled.items():
+        found.update((path, name) for name in (*row.names, *row.missing, *row.differs))
+    return sorted(found)
+
+
+def verdict(world: World, dotted: str) -> Status:
+    """The status `scan` reports for the name: the world's own name status (TF 1.15's through its namespaces)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return world.name_status(dotted).status
+
+
+@pytest.mark.parametrize("name", WORLDS)
+def test_scan_says_what_run_does_for_every_entry_of_the_world(name, tmp_path):
+    world, flag = WORLDS[name]
+    asked = entries(world)
+    program = tmp_path / "imports_every_entry.py"
+    program.write_text(PROGRAM)
+    result = subprocess.run(
+        [sys.executable, "-m", "npu_bridge_compat", "run", flag, str(program), json.dumps(asked)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+    )
+    lines = [line for line in result.stdout.splitlines() if line.startswith("RESULT ")]
+    assert result.returncode == 0 and lines, result.stderr[-3000:]
+    happened = json.loads(lines[-1][len("RESULT ") :])
+    disagreements = {}
+    for module, entry in asked:
+        dotted = f"{module}.{entry}"
+        status = verdict(world, dotted)
+        what, detail = happened[dotted]
+        if what not in PROMISED.get(status, set()):
+            disagreements[dotted] = f"scan: {status}; run: {what} {detail}".strip()
+    assert disagreements == {}
