@@ -1,8 +1,8 @@
 """The two ways `run` serves a program, each the worlds it installs, in order (data): a TF 1.15 program
 (`run --tf1`) or a TF2 one (`run --tf2`, written for the TF2 adapter's TensorFlow 2.6 and its Keras). The ports
-were all written for NumPy < 1.24 and Python 3.7, so both get the era's world, and both the standalone Keras
-2.2 / 2.3 that ran beside TensorFlow 1.15 (its module paths that the line's Keras lacks). `scan` decides between
-them with the same members (scan/world.py)."""
+were all written for NumPy < 1.24 and Python 3.7, so both get the era's world; TF 1.15 programs also get the
+standalone Keras 2.2 / 2.3 that ran beside TensorFlow 1.15 (its module paths that the line's Keras lacks). `scan`
+decides between them with the same members (scan/world.py)."""
 
 from __future__ import annotations
 
@@ -29,4 +29,4 @@ class RunAs(enum.StrEnum):
         return f"--{self.value}"
 
 
-_WORLDS = {RunAs.TF1: (TF1, KERAS2, ERA), RunAs.TF2: (KERAS2, TF26, ERA)}  # a later finder is asked first
+_WORLDS = {RunAs.TF1: (TF1, KERAS2, ERA), RunAs.TF2: (TF26, ERA)}

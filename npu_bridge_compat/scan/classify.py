@@ -224,7 +224,9 @@ class _NameFindings:
         it); whether it is one."""
         classified = classify_tf26_name(dotted)
         if classified is None:
-            keras2 = classify_keras2_name(dotted)  # standalone Keras 2.2's: no sign of either world
+            # standalone Keras 2.2's: no sign of either world, so read for the report alone (it imports Keras, which
+            # `run` deciding a program's world must not do before the world serves `keras`)
+            keras2 = classify_keras2_name(dotted) if self._report else None
             if keras2 is not None:
                 seen = self._keras2.get(dotted)
                 self._keras2[dotted] = (min(line, seen[0]) if seen else line, keras2)

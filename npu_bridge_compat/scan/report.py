@@ -36,7 +36,7 @@ class Category(enum.StrEnum):
     ARGUMENT = "argument"  # a keyword of NPURunConfig or a holder that is not an NPU option
     TENSORFLOW = "TF 1.15 name"
     TF26 = "TF 2.6 name"  # TensorFlow 2.6 / Keras 2.6 names that `run` maps for TF2 programs
-    KERAS2 = "Keras 2.2 name"  # the standalone Keras 2.2 / 2.3 beside TensorFlow 1.15, which `run` maps in both worlds
+    KERAS2 = "Keras 2.2 name"  # the standalone Keras 2.2 / 2.3 beside TensorFlow 1.15, which `run --tf1` maps
     # names of the ports' era that today's NumPy (1.24 and 2.0's removals alike: NumPy < 1.24 had them all) and
     # Python removed, which `run` serves in both worlds (era.py)
     NUMPY = "NumPy < 1.24 name"

@@ -3,15 +3,15 @@ removed, becomes under `run` (`keras.utils.control_flow_util`, `tensorflow.pytho
 `tf.keras.mixed_precision.experimental`).
 
 Answered by `npu_bridge_compat.legacy.tf26.tf26_name_status`, from the table that serves them at run time; the
-standalone Keras 2.2 names (`keras.engine.topology`) by the Keras 2.2 world (legacy/keras2), which `run` serves
-in both worlds.
+standalone Keras 2.2 names (`keras.engine.topology`) by the Keras 2.2 world (legacy/keras2), which `run --tf1`
+serves.
 """
 
 from __future__ import annotations
 
 from npu_bridge_compat.legacy.keras2 import KERAS2
 from npu_bridge_compat.legacy.tf26 import tf26_name_status
-from npu_bridge_compat.legacy.world import importable, today_has
+from npu_bridge_compat.legacy.world import today_has
 from npu_bridge_compat.scan.outcomes import FINDINGS, RUN, RUN_TF1, outcome
 from npu_bridge_compat.scan.report import Severity
 
@@ -33,12 +33,4 @@ def classify_keras2_name(dotted: str) -> tuple[str, Severity, str] | None:
     status = KERAS2.name_status(dotted)
     if status.status not in FINDINGS:
         return None
-    # `run`'s finder serves the modules the line's Keras lacks; names in the modules it has, the TF 1.15 view alone
-    module = next(path for path in _prefixes(dotted) if path in KERAS2.modules)
-    return *outcome(status.status, RUN_TF1 if importable(module) else RUN), status.detail
-
-
-def _prefixes(dotted: str) -> list[str]:
-    """`a.b.c`'s module paths, longest first: a.b.c, a.b, a."""
-    parts = dotted.split(".")
-    return [".".join(parts[:cut]) for cut in range(len(parts), 0, -1)]
+    return *outcome(status.status, RUN_TF1), status.detail

@@ -5,9 +5,9 @@ engine (legacy/world.py). Names resolve to the TF 1.15 API of the line's Keras 2
 tf_keras from 2.16); Keras 1's `Merge` / `merge`, which no Keras 2 has, resolve to stand-ins that raise
 `NoCounterpartError` naming the merge layers that replace them.
 
-`run` and `run --tf1` install it (legacy/runs.py): its finder serves the Keras 2.2 module paths the line's Keras
-lacks; under `run --tf1` the program's own `import keras...` (the TF 1.15 world's view) also gets its modules where
-the TF 1.15 API of the line's Keras lacks the module or a name. Importing this package changes nothing.
+`run --tf1` installs it (legacy/runs.py): its finder serves the Keras 2.2 module paths the line's Keras lacks, and
+the program's own `import keras...` (the TF 1.15 world's view) gets its modules where the TF 1.15 API of the line's
+Keras lacks the module or a name. Importing this package changes nothing.
 """
 
 from __future__ import annotations
