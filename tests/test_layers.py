@@ -136,15 +136,6 @@ def import_loops(graph: dict[str, dict[str, int]]) -> list[str]:
     return loops
 
 
-# Loops another branch of this round has ended: strict, so that each is dropped once its fix is merged.
-KNOWN_LOOPS = {
-    (
-        "npu_bridge_compat.distributed.runtime",
-        "npu_bridge_compat.distributed.collectives",
-    ): "issue 45: distributed/keys.py ends this loop on the ranks branch",
-}
-
-
 @pytest.mark.parametrize("module", MODULES)
 def test_no_module_imports_a_layer_above_its_own(module):
     assert upward_imports(module, MODULES[module].read_text()) == []
@@ -168,12 +159,7 @@ def test_the_layer_check_finds_upward_imports():
 def test_no_module_imports_itself_through_others():
     """No import loop in the package, counting the imports inside functions: a loop makes what a module finds
     at import depend on which of its members was imported first."""
-    graph = import_graph(MODULES)
-    known = {edge: why for edge, why in KNOWN_LOOPS.items() if edge[1] in graph.get(edge[0], {})}
-    assert known == KNOWN_LOOPS, f"no longer imported, drop from KNOWN_LOOPS: {set(KNOWN_LOOPS) - set(known)}"
-    for module, target in KNOWN_LOOPS:
-        del graph[module][target]
-    assert import_loops(graph) == []
+    assert import_loops(import_graph(MODULES)) == []
 
 
 def test_the_loop_check_finds_loops_through_imports_inside_functions(tmp_path):
