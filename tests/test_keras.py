@@ -327,12 +327,13 @@ def precision_trials_of(net) -> int:
 
 
 def fit_until_decided(net, callback_for, fits: int) -> list[int]:
-    """`fits` fits of 25 steps (more than a trial takes), each with `callback_for()`; the decisions made so far
-    after each."""
+    """`fits` fits of 25 steps (more than a trial takes), each with `callback_for()` (if any); the decisions made
+    so far after each."""
     decided = len(precision_decisions())
     made = []
     for _ in range(fits):
-        net.fit(dataset(), steps_per_epoch=25, epochs=1, callbacks=[callback_for()], verbose=0)
+        callbacks = [callback for callback in [callback_for()] if callback is not None]
+        net.fit(dataset(), steps_per_epoch=25, epochs=1, callbacks=callbacks, verbose=0)
         made.append(len(precision_decisions()) - decided)
     return made
 

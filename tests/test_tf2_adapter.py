@@ -2,12 +2,16 @@
 (tests/scripts/tf2_*.py) run unmodified under `run` and `launch`: Keras data parallel, a custom loop with loss
 scaling, enable_v1, dumps, a lost rank."""
 
+import gc
 import json
 import subprocess
 import sys
+import warnings
+import weakref
 
 import numpy as np
 import pytest
+import tensorflow as tf
 from helpers import loopback_port_block
 from test_distributed_ranks import (
     ENVIRONMENT,
@@ -20,10 +24,13 @@ from test_distributed_ranks import (
 )
 
 from npu_bridge_compat.changes import Owner
-from npu_bridge_compat.errors import NpuOptionTypeError, NpuOptionValueError
+from npu_bridge_compat.errors import NpuCompatWarning, NpuOptionTypeError, NpuOptionValueError
+from npu_bridge_compat.keras import NPUCallback
 from npu_bridge_compat.options import tf2_tree as tf2_options
 from npu_bridge_compat.options.table import OPTIONS
 from npu_bridge_compat.plan.features import MixedPrecision, ProfilerTrace, TensorDump
+from npu_bridge_compat.plan.platform import Support
+from npu_bridge_compat.runtime import keras_calls
 from npu_bridge_compat.tf2.device import plan_options
 
 BASE_PORT = 30300  # this module's launches (in launch's own network namespace where the system allows one)
@@ -611,3 +618,66 @@ def test_gen_npu_ops_serves_the_fused_kernels_the_ports_npu_ops_call():
     assert gen_npu_ops.adam_apply_one_assign is optimizers.adam_apply_one_assign
     assert gen_npu_ops.adam_apply_one_with_decay_assign is optimizers.adam_apply_one_with_decay_assign
     assert gen_npu_ops.lars_v2 is optimizers.LARSV2 and gen_npu_ops.drop_out_gen_mask_v3 is nn.drop_out_gen_mask_v3
+
+
+# --- Keras calls under the door: the program's loop, decisions kept, a clean exit --------------------------------
+
+
+@pytest.mark.parametrize("keras", KERAS)
+def test_the_programs_steps_per_execution_is_the_loop_and_the_process_exits_cleanly(keras):
+    """As BERT's run_classifier.py: options set, the device opened, compile(steps_per_execution=N)."""
+    result = subprocess.run(
+        [sys.executable, "-m", "npu_bridge_compat", "run", str(SCRIPTS / "tf2_steps_per_execution_port.py")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**ENVIRONMENT, **keras},
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = json.loads(next(line for line in result.stdout.splitlines() if line.startswith('{"calls_per_epoch"')))
+    assert report["calls_per_epoch"] == [3, 3]  # 12 steps per epoch, 4 per train-function call
+    assert report["optimizer_steps"] == 24
+    assert report["losses"][-1] < report["losses"][0]
+    assert np.isfinite(report.get("auto_loss", 0.0))
+    assert "Exception ignored" not in result.stderr and "Traceback" not in result.stderr, result.stderr[-3000:]
+
+
+@pytest.fixture
+def opened(monkeypatch, assume_host):
+    """npu_device opened in this process with allow_mix_precision, on a CPU where each function's runs decide."""
+    from npu_bridge_compat.tf2 import device
+
+    assume_host(cpu_bfloat16=Support.NATIVE, reduced_precision="auto")
+    monkeypatch.setattr(device, "_tree", None)
+    device.global_options().precision_mode = "allow_mix_precision"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NpuCompatWarning)  # opened after TensorFlow started: no device settings
+        return device.open().as_default()
+
+
+def test_the_doors_keras_calls_keep_their_decisions_across_fits_and_free_them_with_the_model(opened):
+    from test_keras import fit_until_decided, model, precision_trials_of
+
+    net = model()
+    assert fit_until_decided(net, lambda: None, 3) == [1, 1, 1]  # the door adds its own callback to each call
+    assert precision_trials_of(net) == 1
+    net.compile(tf.keras.optimizers.SGD(0.05), "mse")
+    assert fit_until_decided(net, lambda: None, 1) == [1]
+    assert precision_trials_of(net) == 2
+    freed, key = weakref.ref(net), id(net)
+    del net
+    gc.collect()
+    assert freed() is None and key not in keras_calls._kept
+
+
+def test_an_npu_callback_inside_the_door_runs_its_plan_once(opened, monkeypatch):
+    from test_keras import fit_until_decided, model
+
+    begun = []
+    begin = keras_calls.PlanCallback._begin
+    monkeypatch.setattr(
+        keras_calls.PlanCallback, "_begin", lambda self, mode: begun.append(type(self)) or begin(self, mode)
+    )
+    net = model()
+    assert fit_until_decided(net, lambda: NPUCallback(precision_mode="allow_mix_precision"), 2) == [1, 1]
+    assert begun == [NPUCallback, NPUCallback]  # the door adds no callback of its own beside it

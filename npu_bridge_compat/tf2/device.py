@@ -323,8 +323,13 @@ def _check_loop_size(model) -> None:
     from npu_bridge_compat.compat import keras_steps_per_execution
 
     size = loop_size()
-    steps = keras_steps_per_execution(model)
-    if size > 1 and steps != size:
+    if size == 1:
+        return
+    try:
+        steps = keras_steps_per_execution(model)
+    except (TypeError, ValueError):  # not a number of steps: Keras itself says what it takes
+        return
+    if steps != size:
         warn(
             f"the NPU loop size is {size} ({LOOP_SIZE_VARIABLE} or set_npu_loop_size) but the model runs "
             f"{steps} step(s) per call (compile's steps_per_execution); Ascend's docs require them equal. On this "
