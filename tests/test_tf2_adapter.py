@@ -3,11 +3,16 @@
 scaling, enable_v1, dumps, a lost rank."""
 
 import gc
+import importlib.util
 import json
+import os
+import re
+import shutil
 import subprocess
 import sys
 import warnings
 import weakref
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -681,3 +686,88 @@ def test_an_npu_callback_inside_the_door_runs_its_plan_once(opened, monkeypatch)
     net = model()
     assert fit_until_decided(net, lambda: NPUCallback(precision_mode="allow_mix_precision"), 2) == [1, 1]
     assert begun == [NPUCallback, NPUCallback]  # the door adds no callback of its own beside it
+
+
+MODELZOO_ALBERT = (
+    Path(os.environ.get("NPU_BRIDGE_COMPAT_MODELZOO", "/work/modelzoo"))
+    / "TensorFlow2/built-in/nlp/albert-FineTune_Series_for_TensorFlow2.X"
+)
+
+
+def write_classifier_records(folder: Path, sequence: int = 16, vocabulary: int = 64) -> None:
+    """GLUE-style classifier records as BERT's input pipeline reads them, the meta data and a tiny ALBERT."""
+    import tensorflow as tf
+
+    random = np.random.RandomState(0)
+    for name, count in (("train", 64), ("eval", 32)):
+        with tf.io.TFRecordWriter(str(folder / f"{name}.tf_record")) as writer:
+            for _ in range(count):
+                ids = random.randint(1, vocabulary, sequence)
+                feature = {
+                    "input_ids": ids,
+                    "input_mask": [1] * sequence,
+                    "segment_ids": [0] * sequence,
+                    "label_ids": [int(ids[0] % 3)],
+                }
+                example = tf.train.Example(
+                    features=tf.train.Features(
+                        feature={
+                            key: tf.train.Feature(int64_list=tf.train.Int64List(value=value))
+                            for key, value in feature.items()
+                        }
+                    )
+                )
+                writer.write(example.SerializeToString())
+    meta = {"max_seq_length": sequence, "num_labels": 3, "train_data_size": 64, "eval_data_size": 32}
+    (folder / "meta_data").write_text(json.dumps(meta))
+    config = {
+        "vocab_size": vocabulary,
+        "embedding_size": 16,
+        "hidden_size": 32,
+        "num_hidden_layers": 1,
+        "num_attention_heads": 2,
+        "intermediate_size": 64,
+        "hidden_act": "gelu",
+        "max_position_embeddings": 64,
+        "type_vocab_size": 2,
+    }
+    (folder / "albert_config.json").write_text(json.dumps(config))
+
+
+@pytest.mark.skipif(not MODELZOO_ALBERT.is_dir(), reason="no ModelZoo-TensorFlow checkout")
+def test_modelzoos_albert_run_classifier_trains_with_its_steps_per_loop(tmp_path):
+    """ModelZoo's own ALBERT fine-tuning script (npu_device options, compile(steps_per_execution=steps_per_loop)),
+    unmodified from a copy, on synthetic records: 8 steps, 2 per train-function call."""
+    missing = [name for name in ("gin", "tensorflow_hub", "tensorflow_addons") if not importlib.util.find_spec(name)]
+    if missing:
+        pytest.skip(f"the script's own dependencies are not installed: {', '.join(missing)}")
+    folder = tmp_path / "albert"
+    shutil.copytree(MODELZOO_ALBERT, folder)
+    write_classifier_records(tmp_path)
+    arguments = [
+        "--mode=train_and_eval",
+        f"--input_meta_data_path={tmp_path / 'meta_data'}",
+        f"--train_data_path={tmp_path / 'train.tf_record'}",
+        f"--eval_data_path={tmp_path / 'eval.tf_record'}",
+        f"--bert_config_file={tmp_path / 'albert_config.json'}",
+        "--train_batch_size=8",
+        "--eval_batch_size=4",
+        "--steps_per_loop=2",
+        "--log_steps=1",
+        "--num_train_epochs=1",
+        f"--model_dir={tmp_path / 'model'}",
+        "--distribution_strategy=one_device",
+        "--precision_mode=allow_mix_precision",
+    ]
+    result = subprocess.run(
+        [sys.executable, "-m", "npu_bridge_compat", "run", "official/nlp/albert/run_classifier.py", *arguments],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=folder,
+        env={**ENVIRONMENT, "PYTHONPATH": f"{folder}{os.pathsep}{ENVIRONMENT['PYTHONPATH']}"},
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    logged = re.findall(r"between steps (\d+) and (\d+)", result.stdout)
+    assert logged == [("0", "2"), ("2", "4"), ("4", "6"), ("6", "8")]  # one line per call of 2 steps
+    assert "Exception ignored" not in result.stderr
