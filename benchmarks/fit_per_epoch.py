@@ -13,7 +13,7 @@ Each setting runs in a fresh process (`python -m npu_bridge_compat run`, as a po
 process-wide); rounds interleave the settings, and each setting's median over the rounds is reported, with its
 ratio to plain Keras (above 1: faster) and its cost per fit call (the difference of the medians). A fit's time is
 everything from its call to its return; the first fit (tracing, and the trials of what is measured) is shown apart
-from the mean of the later ones.
+from the median of the later ones (a process's median, robust to the other loads of a shared machine).
 
     python benchmarks/fit_per_epoch.py [--rounds=5] [--models=small,mlp] [--fits=10] [--steps=50]
 
@@ -114,11 +114,11 @@ def benchmark(model_name: str, rounds: int, fits: int, steps: int) -> None:
         for setting in order:
             seconds = child(model_name, setting, fits, steps)
             first[setting.name].append(seconds[0])
-            later[setting.name].append(statistics.fmean(seconds[1:]))
+            later[setting.name].append(statistics.median(seconds[1:]))
     plain_first, plain_later = statistics.median(first[PLAIN]), statistics.median(later[PLAIN])
     print(
         f"\n{model_name}: {fits} fits of {steps} steps, medians of {rounds} interleaved rounds; the first fit "
-        "(tracing, trials) apart from the mean of the others"
+        "(tracing, trials) apart from the median of the others"
     )
     for setting in SETTINGS:
         first_fit, later_fit = statistics.median(first[setting.name]), statistics.median(later[setting.name])

@@ -2,11 +2,17 @@
 
 Both doors that run Keras use it: the Keras door (NPUCallback, which reads the options) and the TF2 door (whose
 `as_default()` adds it to every Keras call). For the call's length it applies the plan: N steps per train-function
-call (Keras' own steps_per_execution), the FusedBatchNormV3 workaround for the functions traced in mixed compute,
-grappler's settings and graph-kernel fusion for the functions the call runs (with what fused reported),
-keep_dtype_scope, tensor dumps and numeric checks built into the traced steps, and a profiler trace. Everything it
-changes (steps per execution, grappler options, environment, the model's step methods and functions) is restored
-when the call ends, or when it fails (Keras calls no *_end hook then).
+call (the Keras door's iterations_per_loop; under the TF2 door the program's own steps_per_execution is the loop),
+the FusedBatchNormV3 workaround for the functions traced in mixed compute, grappler's settings and graph-kernel
+fusion for the functions the call runs (with what fused reported), keep_dtype_scope, tensor dumps and numeric
+checks built into the traced steps, and a profiler trace. Everything it changes (steps per execution, grappler
+options, environment, the model's step methods and functions) is restored when the call ends, or when it fails
+(Keras calls no *_end hook then).
+
+What a call traces and decides is kept per model, plan, Keras policy and mode (`kept_function`), whichever
+callback carries the plan: later calls run the same traced function in the forms its trials chose, with nothing
+traced or timed again, until the model's own function changes (`compile()` again). Nothing kept refers to the
+model but weakly, so it is freed with the model.
 """
 
 from __future__ import annotations
