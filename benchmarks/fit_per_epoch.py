@@ -17,6 +17,11 @@ from the median of the later ones (a process's median, robust to the other loads
 best round (the least disturbed) beside the median.
 
     python benchmarks/fit_per_epoch.py [--rounds=5] [--models=small,mlp] [--fits=10] [--steps=50]
+    python benchmarks/fit_per_epoch.py --paired [--fits=20] [--steps=50]
+
+`--paired` measures NPUCallback's cost per fit where a shared machine's load swamps the rounds: in one process,
+fits of a plain model and of one given a new NPUCallback alternate, and the median of the pairs' differences is
+the cost (the TF2 door is process-wide, so it has no such pairing).
 
 The table goes to stdout, with the CPU, its precision flags and the load average before the run.
 """
@@ -88,6 +93,46 @@ def measure(model_name: str, setting: Setting, fits: int, steps: int) -> list[fl
     return seconds
 
 
+def paired(fits: int, steps: int) -> dict[str, list[float]]:
+    """NPUCallback against plain Keras in one process (the child's side): two models of the small kind, one
+    fitting plain and one with a new NPUCallback per fit, fit by fit in alternating order; per option set, the
+    differences of each pair of fits after the first (a pair saw the machine in about the same state)."""
+    import numpy as np
+    import tensorflow as tf
+
+    from npu_bridge_compat.keras import NPUCallback
+
+    layers, width, inputs, batch, _, _ = MODELS["small"]
+    random = np.random.RandomState(0)
+    features, labels = random.rand(batch * 8, inputs).astype(np.float32), random.randint(0, 10, batch * 8)
+    data = tf.data.Dataset.from_tensor_slices((features, labels)).batch(batch).repeat()
+
+    def compiled():
+        model = tf.keras.Sequential(
+            [tf.keras.layers.Dense(width, activation="relu") for _ in range(layers)] + [tf.keras.layers.Dense(10)]
+        )
+        model.compile(tf.keras.optimizers.SGD(0.01), tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+        return model
+
+    def fit(model, callbacks) -> float:
+        start = time.perf_counter()
+        model.fit(data, steps_per_epoch=steps, epochs=1, callbacks=callbacks, verbose=0)
+        return time.perf_counter() - start
+
+    differences: dict[str, list[float]] = {}
+    for setting in (s for s in SETTINGS if s.door == "callback"):
+        plain, with_callback = compiled(), compiled()
+        fit(plain, []), fit(with_callback, [NPUCallback(**setting.options)])  # tracing, trials
+        for index in range(fits):
+            order = (True, False) if index % 2 else (False, True)
+            seconds = {
+                door: fit(with_callback if door else plain, [NPUCallback(**setting.options)] if door else [])
+                for door in order
+            }
+            differences.setdefault(setting.name, []).append(seconds[True] - seconds[False])
+    return differences
+
+
 def child(model_name: str, setting: Setting, fits: int, steps: int) -> list[float]:
     command = [sys.executable, "-m", "npu_bridge_compat", "run", __file__, "--child", model_name, setting.name]
     command += [f"--fits={fits}", f"--steps={steps}"]
@@ -145,13 +190,28 @@ def main() -> None:
     parser.add_argument("--models", default=",".join(MODELS))
     parser.add_argument("--fits", type=int, default=None)
     parser.add_argument("--steps", type=int, default=None)
+    parser.add_argument("--paired", action="store_true", help="NPUCallback's cost per fit, fit by fit in one process")
+    parser.add_argument("--paired-child", action="store_true", help=argparse.SUPPRESS)
     arguments = parser.parse_args()
+    if arguments.paired_child:
+        print(json.dumps(paired(arguments.fits, arguments.steps)))
+        return
     if arguments.child:
         model_name, name = arguments.child
         setting = next(setting for setting in SETTINGS if setting.name == name)
         print(json.dumps(measure(model_name, setting, arguments.fits, arguments.steps)))
         return
     print(host_line(), flush=True)
+    if arguments.paired:
+        command = [sys.executable, "-m", "npu_bridge_compat", "run", __file__, "--paired-child"]
+        command += [f"--fits={arguments.fits or 20}", f"--steps={arguments.steps or 50}"]
+        environment = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+        finished = subprocess.run(command, capture_output=True, text=True, env=environment, check=True)
+        differences = json.loads(finished.stdout.strip().splitlines()[-1])
+        print(f"\nsmall, in one process: fits of {arguments.steps or 50} steps, plain and NPUCallback alternating")
+        for name, values in differences.items():
+            print(f"  {name:<38} {statistics.median(values) * 1e3:+6.1f} ms per fit (median of {len(values)} pairs)")
+        return
     for model_name in arguments.models.split(","):
         *_, fits, steps = MODELS[model_name]
         if model_name == "small":
