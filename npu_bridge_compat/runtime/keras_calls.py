@@ -262,11 +262,11 @@ class KeptFunction:
         )
         made.append(replace(self._guarded))
         if remake:
-            # Keras puts the function it makes in the model itself: the registry is told, and the guarded one
-            # goes back in for the call (undoing still restores the model's own).
+            # Keras puts the function it makes in the model itself: undoing the change puts the model's own back,
+            # and the guarded one goes in again for the call.
             self._guarded.function = remake_keras_function(model, self.mode)
-            replace(self._guarded.function)
-            replace(self._guarded)
+            changes.undo(changes=[made.pop()])
+            made.append(replace(self._guarded))
         return made
 
 
