@@ -1,7 +1,9 @@
 """The Keras door: NPUCallback's steps per call, batch-norm workaround, precision and restored state; helpers."""
 
+import gc
 import json
 import re
+import weakref
 
 import numpy as np
 import pytest
@@ -17,7 +19,10 @@ from npu_bridge_compat.estimator import NPURunConfig
 from npu_bridge_compat.keras import NPUCallback
 from npu_bridge_compat.legacy import keras_helpers
 from npu_bridge_compat.plan import detect_host
-from npu_bridge_compat.plan.platform import BFLOAT16_KERNELS
+from npu_bridge_compat.plan.platform import BFLOAT16_KERNELS, Support
+from npu_bridge_compat.runtime import keras_calls
+from npu_bridge_compat.runtime.keras_calls import kept_functions
+from npu_bridge_compat.runtime.precision import precision_decisions
 
 FEATURES = np.random.RandomState(0).randn(320, 6).astype(np.float32)
 TARGETS = FEATURES[:, :1] * 0.5
@@ -305,3 +310,65 @@ def test_keras_3_says_keep_dtype_scope_cannot_reach_its_nested_step():
         dtypes = executed_dtypes(net, NPUCallback(precision_mode="allow_mix_precision"))
     [kept] = [dtype for name, dtype in dtypes.items() if name.endswith("/kept_matmul")]
     assert kept == "bfloat16"  # as the warning says
+
+
+# --- decisions kept per model and function across calls --------------------------------------------------------
+
+
+@pytest.fixture
+def measured_here(assume_host):
+    """Doors plan as on a CPU with native bfloat16, where mixed precision is decided by each function's runs."""
+    return assume_host(cpu_bfloat16=Support.NATIVE, reduced_precision="auto")
+
+
+def precision_trials_of(net) -> int:
+    """The mixed-precision trials the model's train functions started under any plan, over all their tracings."""
+    return sum(kept.trials for kept in kept_functions(net) if kept.mode == "train")
+
+
+def fit_until_decided(net, callback_for, fits: int) -> list[int]:
+    """`fits` fits of 25 steps (more than a trial takes), each with `callback_for()` (if any); the decisions made
+    so far after each."""
+    decided = len(precision_decisions())
+    made = []
+    for _ in range(fits):
+        callbacks = [callback for callback in [callback_for()] if callback is not None]
+        net.fit(dataset(), steps_per_epoch=25, epochs=1, callbacks=callbacks, verbose=0)
+        made.append(len(precision_decisions()) - decided)
+    return made
+
+
+@pytest.mark.parametrize("fresh_callback", [True, False], ids=["a-callback-per-fit", "one-callback"])
+def test_a_functions_precision_trial_runs_once_over_several_fits_and_again_after_compile(measured_here, fresh_callback):
+    net = model()
+    reused = NPUCallback(precision_mode="allow_mix_precision")
+    callback_for = (lambda: NPUCallback(precision_mode="allow_mix_precision")) if fresh_callback else lambda: reused
+    assert fit_until_decided(net, callback_for, 3) == [1, 1, 1]  # decided in the first fit, kept after
+    assert precision_trials_of(net) == 1
+    net.evaluate(dataset(), steps=2, callbacks=[callback_for()], verbose=0)
+    net.predict(FEATURES[:32], callbacks=[callback_for()], verbose=0)
+    assert precision_trials_of(net) == 1  # evaluate and predict have functions (and trials) of their own
+    net.compile(tf.keras.optimizers.SGD(0.05), "mse")  # traced anew: a new trial
+    assert fit_until_decided(net, callback_for, 2) == [1, 1]
+    assert precision_trials_of(net) == 2
+
+
+def test_a_changed_plan_or_keras_policy_is_a_function_of_its_own(measured_here):
+    net = model()
+    fit_until_decided(net, lambda: NPUCallback(precision_mode="allow_mix_precision"), 1)
+    net.fit(dataset(), steps_per_epoch=2, epochs=1, callbacks=[NPUCallback(precision_mode="force_fp32")], verbose=0)
+    plans = {kept.plan.mixed_precision is not None for kept in kept_functions(net) if kept.mode == "train"}
+    assert plans == {True, False}
+
+
+def test_what_is_kept_for_a_model_is_freed_with_it(measured_here):
+    net = model()
+    callback = NPUCallback(precision_mode="allow_mix_precision")
+    fit_until_decided(net, lambda: callback, 1)
+    net.predict(FEATURES[:16], callbacks=[callback], verbose=0)
+    assert len(kept_functions(net)) == 2
+    freed, key = weakref.ref(net), id(net)
+    del net
+    callback.set_model(None)  # Keras leaves the last model in its callbacks
+    gc.collect()
+    assert freed() is None and key not in keras_calls._kept

@@ -21,7 +21,6 @@ from npu_bridge_compat.plan.features import PrecisionChoice
 from npu_bridge_compat.plan.platform import Support
 from npu_bridge_compat.runtime import precision, precision_probe
 from npu_bridge_compat.runtime.doors import enter_plan
-from npu_bridge_compat.runtime.fusion import FusionTrial
 from npu_bridge_compat.runtime.precision import (
     PrecisionTrial,
     ProbeError,
@@ -29,6 +28,7 @@ from npu_bridge_compat.runtime.precision import (
     precision_decisions,
     resolve_precision,
 )
+from npu_bridge_compat.runtime.trial import Trial
 from npu_bridge_compat.session import NPUSession
 
 v1 = tf.compat.v1
@@ -166,13 +166,13 @@ def test_a_trial_warms_the_reduced_form_first_and_keeps_it_where_it_is_clearly_f
     trial = PrecisionTrial("session run of train")
     forms = feed(trial, {True: 0.010, False: 0.020})
     assert forms == [True, False, True, False, False, True]  # warm-ups, then pairs in alternating order
-    assert trial.decision.fused
+    assert trial.decision.reduced
 
 
 def test_a_trial_keeps_float32_where_reduced_precision_is_slower_and_says_how_to_force_it():
     trial = PrecisionTrial("session run of train")
     feed(trial, {True: 0.013, False: 0.010})
-    assert str(precision.PrecisionDecision.of(trial.decision, "bfloat16")) == (
+    assert str(trial.decision) == (
         "mixed precision for session run of train: float32 kept, bfloat16 0.77x float32 (13 ms against 10 ms per "
         "run, medians of 3 timed pairs after a warm-up run of each form); set NPU_BRIDGE_COMPAT_REDUCED_PRECISION=on "
         "to keep bfloat16 anyway"
@@ -184,7 +184,7 @@ def test_pages_faulted_in_count_only_where_they_could_cost_what_the_forms_must_d
     # 300 fresh pages (1.5 ms at most) in a 100 ms run: compared as any run, decided after two pairs
     assert len(feed(PrecisionTrial("step"), seconds, {True: 300})) == 6
     # 20000 (up to 0.1 s) in one form's runs: no pair compares the forms alone, so it takes every pair allowed
-    assert len(feed(PrecisionTrial("step"), seconds, {True: 20000})) == 2 + 2 * FusionTrial.MOST_TIMED_PAIRS
+    assert len(feed(PrecisionTrial("step"), seconds, {True: 20000})) == 2 + 2 * Trial.MOST_TIMED_PAIRS
 
 
 @pytest.fixture
@@ -199,7 +199,7 @@ def timings(request, monkeypatch):
     reduced_faster = request.param
     seconds = {True: 0.010, False: 0.020} if reduced_faster else {True: 0.013, False: 0.010}
     monkeypatch.setattr(
-        PrecisionTrial, "ran", lambda self, reduced, elapsed, pages=0: FusionTrial.ran(self, reduced, seconds[reduced])
+        PrecisionTrial, "ran", lambda self, reduced, elapsed, pages=0: Trial.ran(self, reduced, seconds[reduced])
     )
     return reduced_faster
 
@@ -284,7 +284,7 @@ def test_an_estimators_training_runs_both_forms_first_then_the_one_its_runs_chos
 
     decided = len(precision_decisions())
     config = NPURunConfig(model_dir=str(tmp_path), precision_mode="allow_mix_precision", save_checkpoints_steps=100)
-    NPUEstimator(model_fn, config=config).train(input_fn, max_steps=2 + 2 * FusionTrial.MOST_TIMED_PAIRS + 1)
+    NPUEstimator(model_fn, config=config).train(input_fn, max_steps=2 + 2 * Trial.MOST_TIMED_PAIRS + 1)
     assert losses[:2] == [BFLOAT16_LOSS, pytest.approx(FLOAT32_LOSS)]
     [decision] = precision_decisions()[decided:]
     assert decision.reduced is timings

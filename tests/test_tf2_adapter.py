@@ -2,12 +2,21 @@
 (tests/scripts/tf2_*.py) run unmodified under `run` and `launch`: Keras data parallel, a custom loop with loss
 scaling, enable_v1, dumps, a lost rank."""
 
+import gc
+import importlib.util
 import json
+import os
+import re
+import shutil
 import subprocess
 import sys
+import warnings
+import weakref
+from pathlib import Path
 
 import numpy as np
 import pytest
+import tensorflow as tf
 from helpers import loopback_port_block
 from test_distributed_ranks import (
     ENVIRONMENT,
@@ -20,10 +29,13 @@ from test_distributed_ranks import (
 )
 
 from npu_bridge_compat.changes import Owner
-from npu_bridge_compat.errors import NpuOptionTypeError, NpuOptionValueError
+from npu_bridge_compat.errors import NpuCompatWarning, NpuOptionTypeError, NpuOptionValueError
+from npu_bridge_compat.keras import NPUCallback
 from npu_bridge_compat.options import tf2_tree as tf2_options
 from npu_bridge_compat.options.table import OPTIONS
 from npu_bridge_compat.plan.features import MixedPrecision, ProfilerTrace, TensorDump
+from npu_bridge_compat.plan.platform import Support
+from npu_bridge_compat.runtime import keras_calls
 from npu_bridge_compat.tf2.device import plan_options
 
 BASE_PORT = 30300  # this module's launches (in launch's own network namespace where the system allows one)
@@ -611,3 +623,151 @@ def test_gen_npu_ops_serves_the_fused_kernels_the_ports_npu_ops_call():
     assert gen_npu_ops.adam_apply_one_assign is optimizers.adam_apply_one_assign
     assert gen_npu_ops.adam_apply_one_with_decay_assign is optimizers.adam_apply_one_with_decay_assign
     assert gen_npu_ops.lars_v2 is optimizers.LARSV2 and gen_npu_ops.drop_out_gen_mask_v3 is nn.drop_out_gen_mask_v3
+
+
+# --- Keras calls under the door: the program's loop, decisions kept, a clean exit --------------------------------
+
+
+@pytest.mark.parametrize("keras", KERAS)
+def test_the_programs_steps_per_execution_is_the_loop_and_the_process_exits_cleanly(keras):
+    """As BERT's run_classifier.py: options set, the device opened, compile(steps_per_execution=N)."""
+    result = subprocess.run(
+        [sys.executable, "-m", "npu_bridge_compat", "run", str(SCRIPTS / "tf2_steps_per_execution_port.py")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**ENVIRONMENT, **keras},
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = json.loads(next(line for line in result.stdout.splitlines() if line.startswith('{"calls_per_epoch"')))
+    assert report["calls_per_epoch"] == [3, 3]  # 12 steps per epoch, 4 per train-function call
+    assert report["optimizer_steps"] == 24
+    assert report["losses"][-1] < report["losses"][0]
+    assert np.isfinite(report.get("auto_loss", 0.0))
+    assert "Exception ignored" not in result.stderr and "Traceback" not in result.stderr, result.stderr[-3000:]
+
+
+@pytest.fixture
+def opened(monkeypatch, assume_host):
+    """npu_device opened in this process with allow_mix_precision, on a CPU where each function's runs decide."""
+    from npu_bridge_compat.tf2 import device
+
+    assume_host(cpu_bfloat16=Support.NATIVE, reduced_precision="auto")
+    monkeypatch.setattr(device, "_tree", None)
+    device.global_options().precision_mode = "allow_mix_precision"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NpuCompatWarning)  # opened after TensorFlow started: no device settings
+        return device.open().as_default()
+
+
+def test_the_doors_keras_calls_keep_their_decisions_across_fits_and_free_them_with_the_model(opened):
+    from test_keras import fit_until_decided, model, precision_trials_of
+
+    net = model()
+    assert fit_until_decided(net, lambda: None, 3) == [1, 1, 1]  # the door adds its own callback to each call
+    assert precision_trials_of(net) == 1
+    net.compile(tf.keras.optimizers.SGD(0.05), "mse")
+    assert fit_until_decided(net, lambda: None, 1) == [1]
+    assert precision_trials_of(net) == 2
+    freed, key = weakref.ref(net), id(net)
+    del net
+    gc.collect()
+    assert freed() is None and key not in keras_calls._kept
+
+
+def test_an_npu_callback_inside_the_door_runs_its_plan_once(opened, monkeypatch):
+    from test_keras import fit_until_decided, model
+
+    begun = []
+    begin = keras_calls.PlanCallback._begin
+    monkeypatch.setattr(
+        keras_calls.PlanCallback, "_begin", lambda self, mode: begun.append(type(self)) or begin(self, mode)
+    )
+    net = model()
+    assert fit_until_decided(net, lambda: NPUCallback(precision_mode="allow_mix_precision"), 2) == [1, 1]
+    assert begun == [NPUCallback, NPUCallback]  # the door adds no callback of its own beside it
+
+
+MODELZOO_ALBERT = (
+    Path(os.environ.get("NPU_BRIDGE_COMPAT_MODELZOO", "/work/modelzoo"))
+    / "TensorFlow2/built-in/nlp/albert-FineTune_Series_for_TensorFlow2.X"
+)
+
+
+def write_classifier_records(folder: Path, sequence: int = 16, vocabulary: int = 64) -> None:
+    """GLUE-style classifier records as BERT's input pipeline reads them, the meta data and a tiny ALBERT."""
+    import tensorflow as tf
+
+    random = np.random.RandomState(0)
+    for name, count in (("train", 64), ("eval", 32)):
+        with tf.io.TFRecordWriter(str(folder / f"{name}.tf_record")) as writer:
+            for _ in range(count):
+                ids = random.randint(1, vocabulary, sequence)
+                feature = {
+                    "input_ids": ids,
+                    "input_mask": [1] * sequence,
+                    "segment_ids": [0] * sequence,
+                    "label_ids": [int(ids[0] % 3)],
+                }
+                example = tf.train.Example(
+                    features=tf.train.Features(
+                        feature={
+                            key: tf.train.Feature(int64_list=tf.train.Int64List(value=value))
+                            for key, value in feature.items()
+                        }
+                    )
+                )
+                writer.write(example.SerializeToString())
+    meta = {"max_seq_length": sequence, "num_labels": 3, "train_data_size": 64, "eval_data_size": 32}
+    (folder / "meta_data").write_text(json.dumps(meta))
+    config = {
+        "vocab_size": vocabulary,
+        "embedding_size": 16,
+        "hidden_size": 32,
+        "num_hidden_layers": 1,
+        "num_attention_heads": 2,
+        "intermediate_size": 64,
+        "hidden_act": "gelu",
+        "max_position_embeddings": 64,
+        "type_vocab_size": 2,
+    }
+    (folder / "albert_config.json").write_text(json.dumps(config))
+
+
+@pytest.mark.skipif(not MODELZOO_ALBERT.is_dir(), reason="no ModelZoo-TensorFlow checkout")
+def test_modelzoos_albert_run_classifier_trains_with_its_steps_per_loop(tmp_path):
+    """ModelZoo's own ALBERT fine-tuning script (npu_device options, compile(steps_per_execution=steps_per_loop)),
+    unmodified from a copy, on synthetic records: 8 steps, 2 per train-function call."""
+    missing = [name for name in ("gin", "tensorflow_hub", "tensorflow_addons") if not importlib.util.find_spec(name)]
+    if missing:
+        pytest.skip(f"the script's own dependencies are not installed: {', '.join(missing)}")
+    folder = tmp_path / "albert"
+    shutil.copytree(MODELZOO_ALBERT, folder)
+    write_classifier_records(tmp_path)
+    arguments = [
+        "--mode=train_and_eval",
+        f"--input_meta_data_path={tmp_path / 'meta_data'}",
+        f"--train_data_path={tmp_path / 'train.tf_record'}",
+        f"--eval_data_path={tmp_path / 'eval.tf_record'}",
+        f"--bert_config_file={tmp_path / 'albert_config.json'}",
+        "--train_batch_size=8",
+        "--eval_batch_size=4",
+        "--steps_per_loop=2",
+        "--log_steps=1",
+        "--num_train_epochs=1",
+        f"--model_dir={tmp_path / 'model'}",
+        "--distribution_strategy=one_device",
+        "--precision_mode=allow_mix_precision",
+    ]
+    result = subprocess.run(
+        [sys.executable, "-m", "npu_bridge_compat", "run", "official/nlp/albert/run_classifier.py", *arguments],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=folder,
+        env={**ENVIRONMENT, "PYTHONPATH": f"{folder}{os.pathsep}{ENVIRONMENT['PYTHONPATH']}"},
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    logged = re.findall(r"between steps (\d+) and (\d+)", result.stdout)
+    assert logged == [("0", "2"), ("2", "4"), ("4", "6"), ("6", "8")]  # one line per call of 2 steps
+    assert "Exception ignored" not in result.stderr

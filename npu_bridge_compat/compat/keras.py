@@ -12,6 +12,7 @@ import importlib.util
 import inspect
 import os
 import sys
+import weakref
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -121,8 +122,16 @@ def keras_step_number(model, mode: str):
 
 def remake_keras_function(model, mode: str):
     """The model's `mode` function made anew, so that it traces (on first call) the step methods the model has
-    now. Keras 3 binds the step method when it makes the function; Keras 2 looks it up when it traces."""
-    getattr(model, f"make_{mode}_function")(force=True)
+    now. Keras 3 binds the step method when it makes the function; Keras 2 looks it up when it traces. It is made
+    with a weak proxy of the model as `self`, so that the function refers to the model only weakly: the package
+    keeps it beside the model, and the model is still freed with its last reference. Keras 3.4 and later make the
+    train and test functions in `_make_function`, which `make_*_function` calls on the model itself: it is called
+    on the proxy here. Checked on Keras 2.15 and Keras 3."""
+    proxy = weakref.proxy(model)
+    make_function = getattr(type(model), "_make_function", None)
+    if make_function is not None and mode in ("train", "test"):
+        return make_function(proxy, getattr(model, f"{mode}_step"))
+    getattr(type(model), f"make_{mode}_function")(proxy, force=True)
     return getattr(model, f"{mode}_function")
 
 

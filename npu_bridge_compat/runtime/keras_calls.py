@@ -2,16 +2,26 @@
 
 Both doors that run Keras use it: the Keras door (NPUCallback, which reads the options) and the TF2 door (whose
 `as_default()` adds it to every Keras call). For the call's length it applies the plan: N steps per train-function
-call (Keras' own steps_per_execution), the FusedBatchNormV3 workaround for the functions traced in mixed compute,
-grappler's settings and graph-kernel fusion for the functions the call runs (with what fused reported),
-keep_dtype_scope, tensor dumps and numeric checks built into the traced steps, and a profiler trace. Everything it
-changes (steps per execution, grappler options, environment, the model's step methods and functions) is restored
-when the call ends, or when it fails (Keras calls no *_end hook then).
+call (the Keras door's iterations_per_loop; under the TF2 door the program's own steps_per_execution is the loop),
+the FusedBatchNormV3 workaround for the functions traced in mixed compute, grappler's settings and graph-kernel
+fusion for the functions the call runs (with what fused reported), keep_dtype_scope, tensor dumps and numeric
+checks built into the traced steps, and a profiler trace. Everything it changes (steps per execution, grappler
+options, environment, the model's step methods and functions) is restored when the call ends, or when it fails
+(Keras calls no *_end hook then).
+
+What a call traces and decides is kept per model, plan, Keras policy and mode (`kept_function`), whichever
+callback carries the plan: later calls run the same traced function in the forms its trials chose, with nothing
+traced or timed again, until the model's own function changes (`compile()` again). Nothing kept refers to the
+model but weakly, so it is freed with the model.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import threading
+import weakref
+from collections.abc import Hashable
 
 import tensorflow as tf
 
@@ -38,8 +48,8 @@ from npu_bridge_compat.plan.features import (
     StepLoop,
     TensorDump,
 )
-from npu_bridge_compat.runtime.fusion import FusionChooser, record, shape_key, summarize
-from npu_bridge_compat.runtime.precision import PrecisionChooser, note_keras_policy
+from npu_bridge_compat.runtime.fusion import fusion_trials, record, shape_key, summarize
+from npu_bridge_compat.runtime.precision import note_keras_policy, precision_trials
 from npu_bridge_compat.runtime.probes import StepProbes
 from npu_bridge_compat.runtime.process import applied_environment, apply_process_settings
 from npu_bridge_compat.runtime.profiling import profiler_trace
@@ -59,21 +69,23 @@ OWNER = Owner.KERAS_CALL
 
 
 class PlanCallback(tf.keras.callbacks.Callback):
-    """Applies `plan` (narrowed to KERAS_CALL_FEATURES) to each Keras call it is given to."""
+    """Applies `plan` (narrowed to KERAS_CALL_FEATURES) to each Keras call it is given to. `step_loop`: the plan's
+    StepLoop (iterations_per_loop, an NPU option) sets the steps per train-function call; without it (the TF2
+    door) the program's own steps_per_execution is the loop."""
 
-    def __init__(self, plan: HostPlan) -> None:
+    def __init__(self, plan: HostPlan, step_loop: bool = True) -> None:
         super().__init__()
         callback_reads_no_logs(self)
         self.npu_plan = plan
+        self._step_loop = step_loop
         self._check_keras_policy()
-        self._probes = _step_probes(self.npu_plan)
         self._active: contextlib.ExitStack | None = None
-        self._replaced: list[tuple[str, list]] = []  # (mode, the changes made to the model for it), innermost last
-        self._functions: dict[tuple[int, str], tuple[object, object]] = {}  # our traced functions per model
+        self._replaced: list[tuple[KeptFunction, list]] = []  # (the function, the changes made for it), innermost last
 
     @property
-    def steps_per_execution(self) -> int:
-        return self.npu_plan.steps_per_run
+    def steps_per_execution(self) -> int | None:
+        """The steps per train-function call the plan sets; None where the program's own are the loop."""
+        return self.npu_plan.steps_per_run if self._step_loop else None
 
     def _check_keras_policy(self) -> None:
         """A program's own mixed-precision policy runs as it asks (with a word where this host has no fast path
@@ -115,51 +127,19 @@ class PlanCallback(tf.keras.callbacks.Callback):
                 "graph mode (TF2 behaviour disabled, as under `run --tf1`). Give Keras' session the NPU options "
                 "instead: set_keras_session_npu_config(config) before fit, as the adapter's Keras guide does."
             )
+        kept = kept_function(self.model, self.npu_plan, mode)
         if not self._replaced:  # the outermost call (evaluate may run inside fit)
             self._check_keras_policy()
             self._active = contextlib.ExitStack()
-            for unit in _call_units(self.npu_plan, self.model, mode, self._probes):
+            for unit in _call_units(self.npu_plan, self.model, mode, kept.probes, self._step_loop):
                 self._active.enter_context(unit)
-        probes = self._probes.get(mode)
-        if probes is not None:
-            probes.start()
-        self._trace_with_units(mode, probes)
-
-    def _trace_with_units(self, mode: str, probes: StepProbes | None) -> None:
-        """The model's step is traced with the run-time units (traced_with_units), and the model's function is
-        swapped for one made (and traced on first use) under these settings; it is kept for the next call with
-        this callback and the model's own come back at the end. Keras 2's evaluate calls the function it made
-        before on_test_begin instead: that one is traced (on first use) with the wrapped step."""
-        step_attribute = f"{mode}_step"
-        made = [
-            changes.replace_attribute(
-                self.model,
-                step_attribute,
-                _ProbedStep(getattr(self.model, step_attribute), self.model, mode, probes, self.npu_plan),
-                owner=OWNER,
-                reason="the step traced with the plan's dumps, numeric checks and keep-dtype",
-                label=f"<Keras model {self.model.name}>",
-            )
-        ]
-        cached = self._functions.get((id(self.model), mode))
-        if cached is None or cached[0] is not self.model:
-            function = remake_keras_function(self.model, mode)
-            cached = (self.model, _GuardedFunction(function, self, probes, f"Keras {mode} function"))
-            self._functions[(id(self.model), mode)] = cached
-        made.append(
-            changes.replace_attribute(
-                self.model,
-                f"{mode}_function",
-                cached[1],
-                owner=OWNER,
-                reason="the function traced under the plan's settings, guarded by its numeric checks",
-                label=f"<Keras model {self.model.name}>",
-            )
-        )
-        self._replaced.append((mode, made))
+        if kept.probes is not None:
+            kept.probes.start()
+        self._replaced.append((kept, kept.install(self.model, self)))
 
     def _end(self) -> None:
-        _, made = self._replaced.pop()
+        kept, made = self._replaced.pop()
+        kept.call_ended()
         changes.undo(changes=made)  # the model's own function and step (its class's method) come back
         if not self._replaced and self._active is not None:
             self._active.close()
@@ -168,7 +148,7 @@ class PlanCallback(tf.keras.callbacks.Callback):
     def _raise_evaluation_failure(self) -> None:
         """Evaluate's checks are read when it ends too (Keras 2 evaluates with its own function, not a guarded
         one)."""
-        probes = self._probes.get("test")
+        probes = kept_function(self.model, self.npu_plan, "test").probes
         if probes is None or probes.failure is None:
             return
         failure = probes.failure.numpy()
@@ -182,19 +162,136 @@ class PlanCallback(tf.keras.callbacks.Callback):
             self._end()
 
 
-def _call_units(plan: HostPlan, model, mode: str, probes: dict[str, StepProbes]) -> list:
+# --- what is kept per model -------------------------------------------------------------------------------------
+
+# Per model (by id, while it lives: an entry goes with its model), per plan, Keras policy and mode: the function
+# traced with the plan's units, its probes and its trials, so that later fit / evaluate / predict calls of that
+# model under the same plan run it again, decided, whichever callback carries the plan.
+_kept: dict[int, dict[Hashable, KeptFunction]] = {}
+_kept_lock = threading.Lock()
+
+
+def kept_function(model, plan: HostPlan, mode: str) -> KeptFunction:
+    """The function kept for `model`'s `mode` calls under `plan` and the current Keras policy (made now if there
+    is none). It is held only while the model lives: nothing kept refers to the model but weakly."""
+    key = (_plan_key(plan), tf.keras.mixed_precision.global_policy().name, mode)
+    with _kept_lock:
+        per_model = _kept.get(id(model))
+        if per_model is None:
+            per_model = _kept[id(model)] = {}
+            weakref.finalize(model, _kept.pop, id(model), None).atexit = False
+        kept = per_model.get(key)
+        if kept is None:
+            kept = per_model[key] = KeptFunction(plan, mode)
+        return kept
+
+
+def kept_functions(model) -> tuple[KeptFunction, ...]:
+    """What is kept for `model` (nothing once it is freed)."""
+    with _kept_lock:
+        return tuple(_kept.get(id(model), {}).values())
+
+
+def _plan_key(plan: HostPlan) -> Hashable:
+    """What a kept function depends on in a plan: its features (equal plans from two callbacks share it)."""
+    try:
+        hash(plan.features)
+    except TypeError:
+        return id(plan)
+    return plan.features
+
+
+class KeptFunction:
+    """One model's `mode` function under one plan: traced anew (on first use) with the plan's units wherever the
+    model's own function is not the one it was made beside (the first call, `compile()` again); its trials and
+    fusion report belong to that tracing, and start again only with it."""
+
+    def __init__(self, plan: HostPlan, mode: str) -> None:
+        self.plan, self.mode = plan, mode
+        self.probes = _step_probes(plan).get(mode)
+        self._callback: weakref.ref | None = None  # the callback of the call in progress
+        self._own: weakref.ref | None = None  # the model's own function this one was made beside
+        self._guarded: _GuardedFunction | None = None
+
+    @property
+    def callback(self) -> PlanCallback | None:
+        """The callback of the call in progress, if any."""
+        return self._callback() if self._callback is not None else None
+
+    def call_ended(self) -> None:
+        self._callback = None
+
+    @property
+    def trials(self) -> int:
+        """How many trials (fusion, mixed precision) this function started, over all its tracings."""
+        return self._trials_before + (self._guarded.trials if self._guarded is not None else 0)
+
+    _trials_before = 0
+
+    def install(self, model, callback: PlanCallback) -> list:
+        """Put the step traced with the run-time units (traced_with_units) and the function in the model for one
+        call; the changes made, for undoing when the call ends. Keras 2's evaluate calls the function it made
+        before on_test_begin instead: that one is traced (on first use) with the wrapped step."""
+        self._callback = weakref.ref(callback)
+        step_attribute, function_attribute = f"{self.mode}_step", f"{self.mode}_function"
+        label = f"<Keras model {model.name}>"
+        made = [
+            changes.replace_attribute(
+                model,
+                step_attribute,
+                _ProbedStep(getattr(model, step_attribute), model, self.mode, self.probes, self.plan),
+                owner=OWNER,
+                reason="the step traced with the plan's dumps, numeric checks and keep-dtype",
+                label=label,
+            )
+        ]
+        own = getattr(model, function_attribute, None)
+        remake = self._guarded is None or self._own is None or self._own() is not own
+        if remake:
+            if self._guarded is not None:
+                self._trials_before += self._guarded.trials
+            self._guarded = _GuardedFunction(self, f"Keras {self.mode} function")
+            self._own = _weak_or_none(own)
+        replace = functools.partial(
+            changes.replace_attribute,
+            model,
+            function_attribute,
+            owner=OWNER,
+            reason="the function traced under the plan's settings, guarded by its numeric checks",
+            label=label,
+        )
+        made.append(replace(self._guarded))
+        if remake:
+            # Keras puts the function it makes in the model itself: undoing the change puts the model's own back,
+            # and the guarded one goes in again for the call.
+            self._guarded.function = remake_keras_function(model, self.mode)
+            changes.undo(changes=[made.pop()])
+            made.append(replace(self._guarded))
+        return made
+
+
+def _weak_or_none(function) -> weakref.ref | None:
+    if function is None:
+        return None
+    try:
+        return weakref.ref(function)
+    except TypeError:
+        return None
+
+
+def _call_units(plan: HostPlan, model, mode: str, probes: StepProbes | None, step_loop: bool) -> list:
     """What a fit / evaluate / predict call runs under, one context per planned effect, all undone when it ends:
     the environment and process switches, grappler's settings and graph-kernel fusion for the functions it calls,
-    the FusedBatchNormV3
-    workaround for the functions it traces, no XLA where probes are built in, and for training the N-step loop
-    and the profiler trace."""
+    the FusedBatchNormV3 workaround for the functions it traces, no XLA where probes are built in, and for training
+    the N-step loop (where the plan sets it) and the profiler trace."""
     units = [applied_environment(plan), _process_settings(plan), _function_config(plan)]
     if plan.feature(BatchNormWorkaround):
         units.append(batchnorm_workaround())
     if probes and getattr(model, "jit_compile", False):
         units.append(_without_xla(model))
     if mode == "train":
-        units.append(_steps_per_execution(model, plan.steps_per_run))
+        if step_loop:
+            units.append(_steps_per_execution(model, plan.steps_per_run))
         trace = plan.feature(ProfilerTrace)
         if trace is not None:
             units.append(profiler_trace(trace.output))
@@ -217,32 +314,39 @@ def _step_probes(plan: HostPlan) -> dict[str, StepProbes]:
 class _ProbedStep:
     """The model's train/test/predict step as traced under the callback: under mixed precision the step's
     keep_dtype_scope ops become outputs of the traced function (grappler's pass never converts those), and the
-    probes add their dumps and checks to the step."""
+    probes add their dumps and checks to the step. It holds the model weakly: a kept function refers to it."""
 
     def __init__(self, step, model, mode: str, probes: StepProbes | None, plan: HostPlan) -> None:
-        self._step, self._model, self._mode, self._probes, self._plan = step, model, mode, probes, plan
+        self._model = weakref.ref(model)
+        self._step = weakref.WeakMethod(step) if getattr(step, "__self__", None) is model else lambda: step
+        self._mode, self._probes, self._plan = mode, probes, plan
 
     def __call__(self, data):
-        step_number = keras_step_number(self._model, self._mode) if self._probes else None
-        return traced_with_units(
-            lambda: self._step(data), self._probes, self._plan.mixed_precision is not None, step_number
-        )
+        step_number = keras_step_number(self._model(), self._mode) if self._probes else None
+        step = self._step()
+        return traced_with_units(lambda: step(data), self._probes, self._plan.mixed_precision is not None, step_number)
 
 
 class _GuardedFunction:
     """The traced function Keras calls: after a call it raises NonFiniteValueError for a non-finite output the
-    steps recorded, and when a call fails it undoes the callback's settings first. Under graph-kernel fusion its
-    calls run fused or not as the plan's mode and the first calls' times decide (runtime/fusion.py), and the
-    first fused call reports what fused."""
+    steps recorded, and when a call fails it undoes the callback's settings first. Under mixed precision
+    (MEASURED) and graph-kernel fusion (auto) its calls run in the forms the first calls' times decide
+    (runtime/precision.py, runtime/fusion.py), and the first fused call reports what fused."""
 
-    def __init__(self, function, callback: PlanCallback, probes: StepProbes | None, name: str) -> None:
-        self._function, self._callback, self._probes, self._name = function, callback, probes, name
-        self._fusion = callback.npu_plan.feature(GraphKernelFusion)
+    def __init__(self, kept: KeptFunction, name: str) -> None:
+        self.function = None  # the Keras function traced with the units, set once made
+        self._kept, self._probes, self._name = kept, kept.probes, name
+        self._fusion = kept.plan.feature(GraphKernelFusion)
         self._report_fusion = self._fusion is not None
-        self._chooser = FusionChooser()
-        mixed = callback.npu_plan.mixed_precision
+        self._fusion_trials = fusion_trials()
+        mixed = kept.plan.mixed_precision
         self._mixed = mixed if mixed is not None and mixed.choice is PrecisionChoice.MEASURED else None
-        self._precision = PrecisionChooser(mixed.dtype) if self._mixed is not None else None
+        self._precision = precision_trials(mixed.dtype) if self._mixed is not None else None
+
+    @property
+    def trials(self) -> int:
+        """How many trials its calls started."""
+        return len(self._fusion_trials) + (len(self._precision) if self._precision is not None else 0)
 
     def __call__(self, *args, **kwargs):
         try:
@@ -252,7 +356,9 @@ class _GuardedFunction:
         except (StopIteration, tf.errors.OutOfRangeError):
             raise  # the end of the data: Keras ends the epoch and goes on
         except BaseException:
-            self._callback._abandon()
+            callback = self._kept.callback
+            if callback is not None:
+                callback._abandon()
             raise
         return result
 
@@ -260,14 +366,16 @@ class _GuardedFunction:
         """The call in the form its trials ask for: mixed precision decided first (MEASURED), then fusion (auto),
         each per input shapes; undecided, fusion's auto form is unfused."""
         if self._fusion is None and self._precision is None:
-            return self._function(*args, **kwargs)
+            return self.function(*args, **kwargs)
         key = shape_key((args, kwargs))
         reduced = self._precision.kept(key) if self._precision is not None else True
         fused = self._fusion is not None and self._fusion.mode == "on"
         if reduced is None:
             return self._precision.run(key, self._name, lambda kept: self._call_in_form(fused, kept, args, kwargs))
         if self._fusion is not None and self._fusion.measured:
-            return self._chooser.run(key, self._name, lambda form: self._call_in_form(form, reduced, args, kwargs))
+            return self._fusion_trials.run(
+                key, self._name, lambda form: self._call_in_form(form, reduced, args, kwargs)
+            )
         return self._call_in_form(fused, reduced, args, kwargs)
 
     def _configure(self, config, fused: bool, reduced: bool) -> None:
@@ -283,13 +391,13 @@ class _GuardedFunction:
             if fused and self._report_fusion:
                 self._report_fusion = False
                 return self._call_reporting_fusion(*args, **kwargs)
-            return self._function(*args, **kwargs)
+            return self.function(*args, **kwargs)
 
     def _call_reporting_fusion(self, *args, **kwargs):
         """The first call, with the clusters XLA formed in the functions it ran reported (runtime/fusion.py)."""
         collected: list = []
         with function_run_metadata(collected):
-            result = self._function(*args, **kwargs)
+            result = self.function(*args, **kwargs)
         graphs = [graph for metadata in collected for graph in metadata.function_graphs]
         summary = summarize(
             self._name,
@@ -301,7 +409,7 @@ class _GuardedFunction:
         return result
 
     def __getattr__(self, name: str):
-        return getattr(self._function, name)  # Keras and tools inspect the tf.function (concrete functions, ...)
+        return getattr(self.function, name)  # Keras and tools inspect the tf.function (concrete functions, ...)
 
 
 def _nodes_with_functions(graph_def) -> list:

@@ -8,17 +8,16 @@ The plan says who decides whether its mixed-precision pass runs (`PrecisionChoic
   (`runtime/precision_probe.py`), so that it never starts this process's TensorFlow before a door has configured
   its devices, and its result is kept in `precision_probe.json` under NPU_BRIDGE_COMPAT_CACHE_DIR (default:
   $XDG_CACHE_HOME/npu_bridge_compat, else ~/.cache/npu_bridge_compat). Where neither workload runs faster by
-  `PAYS`, float32 is kept and the report says what was measured ("bfloat16 0.32x float32 ... float32 kept"); else
+  `PAYS`, float32 is kept and the report says what was measured ("bfloat16 N.NNx float32 ... float32 kept"); else
   the choice becomes MEASURED. A door resolves this when it plans (`resolve_precision`), before it derives its
   session config, so the config already has the pass off where it does not pay.
 - MEASURED: where the pass pays for matmul and conv, it still may not pay for a program whose step is dominated by
-  element-wise ops (its casts cost more than its float32 kernels: 0.76x on a 2-core Zen 4 for a sigmoid/tanh
-  gated model). So each training function's first runs run both forms and keep the faster, as graph-kernel fusion
-  decides (runtime/fusion.py's `FusionTrial`, whose rules this reuses): a session's run signatures
-  (`units.PrecisionUnit`), Keras' functions (keras_calls.py) and a TF2 program's own tf.functions
-  (tf2/functions.py). The reduced-precision form runs first, as asked; a decision is logged with its times and
-  kept (`precision_decisions`). Doors without run-time units (a plain Estimator given an NPURunConfig,
-  host_session_config) keep the pass, and say so.
+  element-wise ops (its casts can cost more than its float32 kernels, as in a sigmoid/tanh gated model). So each
+  training function's first runs run both forms and keep the faster, in a trial (runtime/trial.py, as graph-kernel
+  fusion decides too): a session's run signatures (`units.PrecisionUnit`), Keras' functions (keras_calls.py) and
+  a TF2 program's own tf.functions (tf2/functions.py). The reduced-precision form runs first, as asked; a decision
+  is logged with its times and kept (`precision_decisions`). Doors without run-time units (a plain Estimator
+  given an NPURunConfig, host_session_config) keep the pass, and say so.
 - A program's own Keras policy (`mixed_float16` set by the program) is its choice: it runs, and where this host has
   no fast path for it, a line says so and what would be faster (`note_keras_policy`).
 
@@ -35,7 +34,7 @@ import statistics
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 
 from npu_bridge_compat import changes
@@ -51,12 +50,12 @@ from npu_bridge_compat.plan.platform import (
     Support,
 )
 from npu_bridge_compat.plan.precision import MEASURED_HOW, precision_key
-from npu_bridge_compat.runtime.fusion import FusionChooser, FusionTrial, paired_ratios, run_started
+from npu_bridge_compat.runtime.trial import Trial, Trials, Verdict, median_speedup
 
 CACHE_DIR_ENV = "NPU_BRIDGE_COMPAT_CACHE_DIR"
 PROBE_FILE = "precision_probe.json"
 PROBE_TIMEOUT_SECONDS = 300
-PAYS = FusionTrial.PAYS  # what reduced precision must gain, as for fusion: more than a run's noise
+PAYS = Trial.PAYS  # what reduced precision must gain, as a trial's candidate: more than a run's noise
 OWNER = Owner.PRECISION
 ALLOWLIST_REMOVE = AMP_ENV_PREFIX + "ALLOWLIST_REMOVE"
 
@@ -229,22 +228,10 @@ class PrecisionDecision:
     float32_seconds: tuple[float, ...]
     uncompared_pairs: int = 0
 
-    @classmethod
-    def of(cls, trial_decision, dtype: str) -> PrecisionDecision:
-        """The decision of a PrecisionTrial (a FusionDecision whose fused form is reduced precision)."""
-        return cls(
-            trial_decision.where,
-            dtype,
-            trial_decision.fused,
-            trial_decision.fused_seconds,
-            trial_decision.unfused_seconds,
-            trial_decision.uncompared_pairs,
-        )
-
     @property
     def speedup(self) -> float:
         """Reduced precision's speed over float32's: the median of the pairs' ratios."""
-        return statistics.median(paired_ratios(self.reduced_seconds, self.float32_seconds))
+        return median_speedup(self.reduced_seconds, self.float32_seconds)
 
     def __str__(self) -> str:
         reduced, float32 = statistics.median(self.reduced_seconds), statistics.median(self.float32_seconds)
@@ -257,52 +244,53 @@ class PrecisionDecision:
         )
 
 
-class PrecisionTrial(FusionTrial):
-    """The first runs of one function and input shapes, until they decide between the reduced-precision form
-    (FusionTrial's "fused" form: kept only where it pays PAYS) and float32. The reduced-precision form, the run
-    as asked, warms up first. A run counts as fresh (FusionTrial.FRESH_PAGES) only where the pages it faulted in
-    could cost PAYS of its time: the steps mixed precision is for take milliseconds, and each form's casts and
-    buffers fault memory in as part of what it costs."""
+class PrecisionTrial(Trial):
+    """The trial (runtime/trial.py) of one function and input shapes between its reduced-precision form (the
+    candidate: kept only where it pays `PAYS`) and float32. The reduced-precision form, the run as asked, warms
+    up first. A run counts as fresh only where the pages it faulted in could cost `PAYS` of its time: the steps
+    mixed precision is for take milliseconds, and each form's casts and buffers fault memory in as part of what
+    it costs."""
 
-    SECONDS_PER_FRESH_PAGE = 5e-6  # a 4 KiB page faulted in, on a 2-core AMD EPYC VM (runtime/fusion.py's figures)
+    CANDIDATE_WARMS_FIRST = True
+    SECONDS_PER_FRESH_PAGE = 5e-6  # the order of what faulting in one 4 KiB page costs a CPU host
 
-    def next_form(self) -> bool:
-        if self.decision is None and not self._warmed:
-            return True
-        return super().next_form()
-
-    def ran(self, fused: bool, seconds: float, fresh_pages: int = 0):
-        if fresh_pages * self.SECONDS_PER_FRESH_PAGE < self.PAYS * seconds:
-            fresh_pages = 0
-        return super().ran(fused, seconds, fresh_pages)
-
-
-class PrecisionChooser(FusionChooser):
-    """The trials of one door's functions, per function and input shapes (FusionChooser's, with PrecisionTrial's
-    rules); logs each decision once, as the reduced-precision form or float32 kept."""
-
-    TRIAL = PrecisionTrial
-
-    def __init__(self, dtype: str) -> None:
-        super().__init__()
+    def __init__(self, where: str, dtype: str = "bfloat16") -> None:
+        super().__init__(where)
         self.dtype = dtype
 
-    def kept(self, key: Hashable) -> bool | None:
-        """The form kept for `key` (True: reduced precision), or None while undecided."""
-        trial = self.decided(key)
-        return trial.decision.fused if trial is not None else None
+    def is_fresh(self, seconds: float, fresh_pages: int) -> bool:
+        return fresh_pages * self.SECONDS_PER_FRESH_PAGE >= self.PAYS * seconds and super().is_fresh(
+            seconds, fresh_pages
+        )
 
-    def finished(self, trial: PrecisionTrial, reduced: bool, started: tuple[float, int]) -> None:
-        """Give the trial the time and page faults of a run that began at `started` (`run_started()`); a decision
-        it makes is kept and logged."""
-        ended = run_started()
-        decision = trial.ran(reduced, ended[0] - started[0], ended[1] - started[1])
-        if decision is None:
-            return
-        made = PrecisionDecision.of(decision, self.dtype)
+    @property
+    def decision(self) -> PrecisionDecision | None:
+        """The verdict in mixed precision's words, once made."""
+        return _in_words(self.verdict, self.dtype) if self.verdict is not None else None
+
+
+def _in_words(verdict: Verdict, dtype: str) -> PrecisionDecision:
+    return PrecisionDecision(
+        verdict.where,
+        dtype,
+        verdict.candidate_kept,
+        verdict.candidate_seconds,
+        verdict.baseline_seconds,
+        verdict.uncompared_pairs,
+    )
+
+
+def precision_trials(dtype: str) -> Trials:
+    """The mixed-precision trials of one function, per input shapes (or run signature); each decision is kept
+    (`precision_decisions`) and logged once, as the reduced-precision form or float32 kept."""
+
+    def decided(verdict: Verdict) -> None:
+        decision = _in_words(verdict, dtype)
         with _lock:
-            _decided.append(made)
-        log_line(str(made))
+            _decided.append(decision)
+        log_line(str(decision))
+
+    return Trials(lambda where: PrecisionTrial(where, dtype), decided)
 
 
 def precision_decisions() -> tuple[PrecisionDecision, ...]:

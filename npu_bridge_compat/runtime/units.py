@@ -32,7 +32,7 @@ from npu_bridge_compat.plan.features import (
     TensorDump,
 )
 from npu_bridge_compat.runtime.dump import TensorDumper
-from npu_bridge_compat.runtime.fusion import FusionChooser, record, run_finished, run_started, summarize
+from npu_bridge_compat.runtime.fusion import fusion_trials, record, summarize
 from npu_bridge_compat.runtime.graph import (
     ancestors_among,
     fetched_operations,
@@ -44,9 +44,10 @@ from npu_bridge_compat.runtime.graph import (
 from npu_bridge_compat.runtime.host_regions import host_region_ops, keep_on_host
 from npu_bridge_compat.runtime.loop import LoopServer, looped_train_ops
 from npu_bridge_compat.runtime.numeric import numeric_check
-from npu_bridge_compat.runtime.precision import PrecisionChooser, converting_nothing
+from npu_bridge_compat.runtime.precision import converting_nothing, precision_trials
 from npu_bridge_compat.runtime.probes import StepProbes
 from npu_bridge_compat.runtime.profiling import profiler_trace
+from npu_bridge_compat.runtime.trial import run_started
 
 SessionRunArgs = tf.compat.v1.train.SessionRunArgs
 
@@ -301,7 +302,7 @@ class FusionUnit(_PerSignatureUnit):
         super().__init__()
         self._measured = fusion.measured
         self._precision = precision  # a signature's trial waits until its mixed precision is decided
-        self._chooser = FusionChooser()
+        self._chooser = fusion_trials()
         self._reported: set[tuple] = set()
         self._fused_marker: Any = None
         self._current: tuple | None = None
@@ -316,10 +317,10 @@ class FusionUnit(_PerSignatureUnit):
         return super().settled(fetches, feed_dict) if self._measured else None
 
     def _kept_targets(self, signature: tuple, feeds) -> tuple | None:
-        trial = self._chooser.decided(_trial_key(signature, feeds))
-        if trial is None:
+        fused = self._chooser.kept(_trial_key(signature, feeds))
+        if fused is None:
             return None
-        return (self._fused_marker,) if trial.decision.fused else ()
+        return (self._fused_marker,) if fused else ()
 
     def before_run(self, run_context):
         self._current = None
@@ -347,8 +348,8 @@ class FusionUnit(_PerSignatureUnit):
         if self._current is None:
             return
         graph, names, fused, trial, report, started = self._current
-        if trial is not None and trial.decision is None:
-            run_finished(trial, fused, started)
+        if trial is not None and trial.verdict is None:
+            self._chooser.finished(trial, fused, started)
         if self._measured:
             restore_signature_building()
         if report and run_values.run_metadata is not None:
@@ -371,7 +372,7 @@ class PrecisionUnit(_PerSignatureUnit):
 
     def __init__(self, mixed: MixedPrecision) -> None:
         super().__init__()
-        self._chooser = PrecisionChooser(mixed.dtype)
+        self._chooser = precision_trials(mixed.dtype)
         self._float32_marker: Any = None
         self._current: tuple | None = None  # (trial, form, start) of a timed run
         self._float32_form: contextlib.ExitStack | None = None
@@ -402,7 +403,7 @@ class PrecisionUnit(_PerSignatureUnit):
         key = _trial_key(signature, feeds)
         trial = self._chooser.trial(key, f"session run of {_described(names)}")
         reduced = trial.next_form()
-        if trial.decision is None:
+        if trial.verdict is None:
             self._current = (trial, reduced, run_started())
         if reduced:
             return None

@@ -27,7 +27,6 @@ import contextlib
 import functools
 import os
 import threading
-from collections.abc import Iterator
 
 import tensorflow as tf
 
@@ -86,7 +85,7 @@ PROFILER_TRACE = "TensorFlow profiler"
 
 _lock = threading.Lock()
 _tree: tf2_options.OptionGroup | None = None  # global_options(): the program's configuration, as in the adapter
-_handle: NpuDeviceHandle | None = None  # the device opened, while its opening is in force (_opened)
+_handle: NpuDeviceHandle | None = None  # the device opened, while its opening is in force (_Opened)
 
 
 def global_options() -> tf2_options.OptionGroup:
@@ -153,7 +152,7 @@ def open(device_id: int | None = None) -> NpuDeviceHandle:  # noqa: A001 - the a
         _configure_devices(plan, device_id, several_ranks=workers > 1)
         handle = NpuDeviceHandle(device_id, workers, worker_id, plan)
         changes.enter(
-            _opened(handle, _tree),
+            _Opened(handle, _tree),
             OPENED,
             owner=OWNER,
             reason=f"device {device_id} is open with the plan of global_options() (undone: open() plans them again)",
@@ -162,17 +161,23 @@ def open(device_id: int | None = None) -> NpuDeviceHandle:  # noqa: A001 - the a
         return handle
 
 
-@contextlib.contextmanager
-def _opened(handle: NpuDeviceHandle, tree: tf2_options.OptionGroup) -> Iterator[None]:
-    """While entered, `handle` is the process's device, opened with the options of `tree`."""
-    global _handle
-    _handle = handle
-    tf2_options.mark_read(tree)
-    try:
-        yield
-    finally:
+class _Opened(contextlib.AbstractContextManager):
+    """While entered, `handle` is the process's device, opened with the options of `tree`. A class, not a
+    generator: a generator still suspended when the interpreter shuts down is closed then, and its cleanup would
+    run against modules already torn down."""
+
+    def __init__(self, handle: NpuDeviceHandle, tree: tf2_options.OptionGroup) -> None:
+        self._handle, self._tree = handle, tree
+
+    def __enter__(self) -> None:
+        global _handle
+        _handle = self._handle
+        tf2_options.mark_read(self._tree)
+
+    def __exit__(self, *exception) -> None:
+        global _handle
         _handle = None
-        tf2_options.mark_read(tree, read=False)
+        tf2_options.mark_read(self._tree, read=False)
 
 
 def _join_ranks() -> int:
@@ -296,11 +301,19 @@ class NpuDeviceHandle:
         plan has none of it, since the process already holds the rest of the plan (its profiler trace too)."""
         _check_loop_size(model)
         note_program_policy(self.npu_plan.host)
+        if self._per_call_plan is None:
+            return None
+        return PlanCallback(self._per_call_plan, step_loop=False)
+
+    @functools.cached_property
+    def _per_call_plan(self) -> HostPlan | None:
+        """The plan a Keras call carries out (the loop is the program's own steps_per_execution); None when it
+        has nothing to build into the traced steps."""
         built_in = (TensorDump, NumericChecks, MixedPrecision, GraphKernelFusion)  # fusion: its report of clusters
         if not any(isinstance(f, built_in) for f in self.npu_plan.features):
             return None
         per_call = tuple(kind for kind in KERAS_CALL_FEATURES if kind is not ProfilerTrace)
-        return PlanCallback(narrowed(self.npu_plan, per_call))
+        return narrowed(self.npu_plan, per_call)
 
 
 def _write_profiler_trace() -> None:
@@ -311,8 +324,13 @@ def _check_loop_size(model) -> None:
     from npu_bridge_compat.compat import keras_steps_per_execution
 
     size = loop_size()
-    steps = keras_steps_per_execution(model)
-    if size > 1 and steps != size:
+    if size == 1:
+        return
+    try:
+        steps = keras_steps_per_execution(model)
+    except (TypeError, ValueError):  # not a number of steps: Keras itself says what it takes
+        return
+    if steps != size:
         warn(
             f"the NPU loop size is {size} ({LOOP_SIZE_VARIABLE} or set_npu_loop_size) but the model runs "
             f"{steps} step(s) per call (compile's steps_per_execution); Ascend's docs require them equal. On this "

@@ -17,8 +17,8 @@ from npu_bridge_compat.errors import NpuCompatWarning, warn
 from npu_bridge_compat.plan import HostPlan
 from npu_bridge_compat.plan.features import GraphKernelFusion, MixedPrecision, PrecisionChoice, TensorDump
 from npu_bridge_compat.runtime.dump import new_run_directory
-from npu_bridge_compat.runtime.fusion import FusionChooser, shape_key
-from npu_bridge_compat.runtime.precision import PrecisionChooser, note_program_policy
+from npu_bridge_compat.runtime.fusion import fusion_trials, shape_key
+from npu_bridge_compat.runtime.precision import note_program_policy, precision_trials
 from npu_bridge_compat.runtime.probes import StepProbes
 from npu_bridge_compat.runtime.units import traced_with_units
 
@@ -96,8 +96,8 @@ def _decided_by_runs(made, name: str, fusion: GraphKernelFusion | None, mixed: M
     """`made`, whose calls from eager code run in the forms its first calls' times decide, per input shapes: mixed
     precision first (reduced or float32, runtime/precision.py), then graph-kernel fusion (runtime/fusion.py),
     unfused until then."""
-    fusion_chooser = FusionChooser()
-    precision_chooser = PrecisionChooser(mixed.dtype) if mixed is not None else None
+    fusion_chooser = fusion_trials()
+    precision_chooser = precision_trials(mixed.dtype) if mixed is not None else None
     where = f"tf.function {name.replace('<locals>.', '')}"
 
     def call(run, args, kwargs):

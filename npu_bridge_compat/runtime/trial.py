@@ -1,0 +1,206 @@
+"""The timed trial of two forms of one function: which of them its later runs keep.
+
+A form is worth keeping only if it pays on this host, and that depends on the CPU, its threads and the sizes, so
+some choices are made by measurement, as cuDNN's and XLA's autotuning are: the first runs of a function (per
+input shapes) run a *candidate* form (fused, reduced precision) and the *baseline* form it must beat in turn, and
+keep the faster. The users of a trial name the forms in their own words (runtime/fusion.py, runtime/precision.py).
+
+A form's first run is a warm-up (tracing, compilation, first allocations), never timed; then timed runs in pairs
+of alternating order, so both forms see the machine in the same state. A run's time also holds what the memory
+allocator did in it: a run that maps fresh memory pays a page fault per page, whatever the form, so a pair with
+one such run and one without compares the allocator, not the forms, and is not compared (`Trial.is_fresh`).
+
+Once decided, a trial is settled: `Trials.run` calls the kept form with nothing timed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+import threading
+import time
+from collections.abc import Callable, Hashable
+from typing import TypeVar
+
+try:
+    import resource
+except ImportError:  # Windows has no resource module: runs are compared without their page faults
+    resource = None
+
+Result = TypeVar("Result")
+
+
+@dataclasses.dataclass(frozen=True)
+class Verdict:
+    """What a trial decided, with the times it compared."""
+
+    where: str  # the function (and input shapes) decided
+    candidate_kept: bool
+    candidate_seconds: tuple[float, ...]  # each form's runs in the pairs compared (all pairs, if none was)
+    baseline_seconds: tuple[float, ...]
+    uncompared_pairs: int = 0  # timed pairs left out: one of their runs faulted fresh memory in, the other not
+
+
+def paired_ratios(candidate_seconds, baseline_seconds) -> list[float]:
+    """Baseline over candidate time, pair by pair (above 1: the candidate was faster)."""
+    return [baseline / candidate for candidate, baseline in zip(candidate_seconds, baseline_seconds)]
+
+
+def median_speedup(candidate_seconds, baseline_seconds) -> float:
+    """The candidate's speed over the baseline's: the median of the pairs' ratios (a pair's two runs saw the
+    machine in the same state)."""
+    return statistics.median(paired_ratios(candidate_seconds, baseline_seconds))
+
+
+class Trial:
+    """The first runs of one function and input shapes, until they decide its form: a warm-up run of each form
+    (`CANDIDATE_WARMS_FIRST` says which first), then timed pairs, the candidate first in odd pairs and the
+    baseline first in even ones, compared pair by pair. A pair with one fresh run (`is_fresh`) is not compared, a
+    pair with two is compared for clear margins only (the faults add to both runs alike, diluting their ratio).
+    - After one pair, a form `VERY_CLEAR_MARGIN` faster wins (each further run of the slow form would cost
+      several runs' time); after two pairs, a form whose runs were all faster than all the other's by
+      `CLEAR_MARGIN`.
+    - From `FEWEST_PAIRS` pairs without fresh runs, the candidate wins if it was faster by `PAYS` in every one,
+      the baseline if the candidate never was: the candidate is kept only where it pays more than a run's noise.
+    - Otherwise, at `MOST_PAIRS` such pairs or `MOST_TIMED_PAIRS` timed ones, their median ratio decides (of the
+      compared pairs if there is none, of all if none was compared): the candidate only if it pays `PAYS`.
+    A close race takes more pairs, but costs little by being close: the trial's cost is the slower form's extra
+    time, at most `MOST_TIMED_PAIRS` times the difference. Each run is a real run."""
+
+    VERY_CLEAR_MARGIN = 3.0
+    CLEAR_MARGIN = 1.5
+    PAYS = 0.03
+    FEWEST_PAIRS = 3
+    MOST_PAIRS = 6
+    MOST_TIMED_PAIRS = 10
+    FRESH_PAGES = 256  # 1 MiB in 4 KiB pages: the allocator got memory from the system during the run
+    CANDIDATE_WARMS_FIRST = False
+
+    def __init__(self, where: str) -> None:
+        self.where = where
+        self.verdict: Verdict | None = None
+        self._warmed: set[bool] = set()
+        self._pending: dict[bool, tuple[float, bool]] = {}  # the current pair's runs: seconds, fresh
+        self._settled: list[tuple[float, float]] = []  # (candidate, baseline) seconds of pairs without fresh runs
+        self._fresh: list[tuple[float, float]] = []  # of pairs whose two runs were fresh
+        self._uncompared: list[tuple[float, float]] = []  # of pairs with one fresh run
+
+    def is_fresh(self, seconds: float, fresh_pages: int) -> bool:
+        """Whether a run's time holds the allocator mapping fresh memory (`FRESH_PAGES` or more pages)."""
+        return fresh_pages >= self.FRESH_PAGES
+
+    def next_form(self) -> bool:
+        """Whether the next run is to be the candidate form (once decided, the form kept)."""
+        if self.verdict is not None:
+            return self.verdict.candidate_kept
+        warm_up_order = (True, False) if self.CANDIDATE_WARMS_FIRST else (False, True)
+        for candidate in warm_up_order:
+            if candidate not in self._warmed:
+                return candidate
+        candidate_first = self._timed_pairs() % 2 == 0
+        return candidate_first if not self._pending else not candidate_first
+
+    def _timed_pairs(self) -> int:
+        return len(self._settled) + len(self._fresh) + len(self._uncompared)
+
+    def ran(self, candidate: bool, seconds: float, fresh_pages: int = 0) -> Verdict | None:
+        """Take a run's time and the pages of fresh memory it faulted in (a warm-up's are not kept); the verdict,
+        when this run made it."""
+        if self.verdict is not None:
+            return None
+        if candidate not in self._warmed:
+            self._warmed.add(candidate)
+            return None
+        self._pending[candidate] = (seconds, self.is_fresh(seconds, fresh_pages))
+        if len(self._pending) < 2:
+            return None
+        (candidate_time, candidate_fresh), (baseline_time, baseline_fresh) = self._pending[True], self._pending[False]
+        self._pending = {}
+        if candidate_fresh != baseline_fresh:
+            self._uncompared.append((candidate_time, baseline_time))
+        else:
+            (self._fresh if candidate_fresh else self._settled).append((candidate_time, baseline_time))
+        keep = self._decide()
+        if keep is None:
+            return None
+        pairs = self._settled + self._fresh or self._uncompared
+        candidate_times, baseline_times = zip(*pairs)
+        self.verdict = Verdict(self.where, keep, candidate_times, baseline_times, self._timed_pairs() - len(pairs))
+        return self.verdict
+
+    def _decide(self) -> bool | None:
+        """Whether the candidate wins after the pairs so far; None: time another pair."""
+        compared = self._settled + self._fresh
+        if compared:
+            candidate_times, baseline_times = zip(*compared)
+            margin = self.VERY_CLEAR_MARGIN if len(compared) == 1 else self.CLEAR_MARGIN
+            if max(candidate_times) * margin <= min(baseline_times):
+                return True
+            if max(baseline_times) * margin <= min(candidate_times):
+                return False
+        if len(self._settled) >= self.FEWEST_PAIRS:
+            ratios = paired_ratios(*zip(*self._settled))
+            if min(ratios) >= 1 + self.PAYS:
+                return True
+            if max(ratios) < 1 + self.PAYS:
+                return False
+        if len(self._settled) >= self.MOST_PAIRS or self._timed_pairs() >= self.MOST_TIMED_PAIRS:
+            deciding = self._settled or compared or self._uncompared
+            return median_speedup(*zip(*deciding)) >= 1 + self.PAYS
+        return None
+
+
+class Trials:
+    """The trials of one door's function, per key (input shapes, a run signature): `make(where)` makes a key's
+    trial, and `decided(verdict)` is told each verdict once (its user keeps and logs it in its own words)."""
+
+    def __init__(self, make: Callable[[str], Trial], decided: Callable[[Verdict], None]) -> None:
+        self._make, self._decided = make, decided
+        self._trials: dict[Hashable, Trial] = {}
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        """How many trials were started."""
+        return len(self._trials)
+
+    def trial(self, key: Hashable, where: str) -> Trial:
+        """The trial of `key`, started now if it has none."""
+        with self._lock:
+            trial = self._trials.get(key)
+            if trial is None:
+                trial = self._trials[key] = self._make(where)
+            return trial
+
+    def kept(self, key: Hashable) -> bool | None:
+        """The form kept for `key` (True: the candidate), or None while undecided."""
+        trial = self._trials.get(key)
+        return trial.verdict.candidate_kept if trial is not None and trial.verdict is not None else None
+
+    def run(self, key: Hashable, where: str, run: Callable[[bool], Result]) -> Result:
+        """`run(candidate)` in the form the key's trial asks for (or keeps), timed while the trial lasts."""
+        trial = self.trial(key, where)
+        candidate = trial.next_form()
+        if trial.verdict is not None:
+            return run(candidate)
+        started = run_started()
+        result = run(candidate)
+        self.finished(trial, candidate, started)
+        return result
+
+    def finished(self, trial: Trial, candidate: bool, started: tuple[float, int]) -> None:
+        """Give `trial` the time and page faults of a run of the form `candidate` that began at `started`
+        (`run_started()`); a verdict it makes is told to `decided`."""
+        ended = run_started()
+        verdict = trial.ran(candidate, ended[0] - started[0], ended[1] - started[1])
+        if verdict is not None:
+            self._decided(verdict)
+
+
+def run_started() -> tuple[float, int]:
+    """What `Trials.finished` measures a run from: the clock and the process's page faults so far."""
+    return time.perf_counter(), _pages_faulted()
+
+
+def _pages_faulted() -> int:
+    """The pages the process has faulted in so far (minor faults: memory mapped fresh, no disk read), or 0."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt if resource is not None else 0
