@@ -706,3 +706,18 @@ def test_scan_looks_names_up_as_run_gives_them(tmp_path):
     assert result.returncode == 0, result.stderr[-2000:]
     [finding] = [f for f in json.loads(result.stdout)["scripts"][0]["findings"] if f["name"].endswith("LSTMCell")]
     assert finding["outcome"] == "works under run --tf1" and "rnn_cell.LSTMCell" in finding["detail"]
+
+
+def test_standalone_keras_2_2_names_are_findings_of_the_keras2_world(tmp_path):
+    """The Keras 2.2 table answers scan as it answers `run --tf1`: paths the line's Keras lacks work there; a name
+    the line's Keras has is no finding."""
+    (tmp_path / "train.py").write_text(
+        "import tensorflow as tf\nfrom keras.engine.topology import Layer\nfrom keras.layers import Dense\n"
+        "from keras.utils.layer_utils import layer_from_config\nsess = tf.Session()\n"
+    )
+    findings = scan([str(tmp_path)], host=CPU).scripts[0].findings
+    keras2 = [(f.line, f.name, f.outcome, f.severity) for f in findings if f.category is Category.KERAS2]
+    assert keras2 == [
+        (2, "keras.engine.topology.Layer", "works under run --tf1", Severity.READY),
+        (4, "keras.utils.layer_utils.layer_from_config", "works under run --tf1", Severity.READY),
+    ]
