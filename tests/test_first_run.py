@@ -37,7 +37,7 @@ def output(*command: str, env: dict | None = None) -> str:
 
 # TensorFlow 2.16 and later: its C++ libraries each print their start-up lines before any logging is set up
 # ("All log messages before absl::InitializeLog() is called are written to STDERR"), whatever Python does.
-NATIVE_START_UP = re.compile(r"^[IWEF]0000 00:00:")
+NATIVE_START_UP = re.compile(r"^([IWEF]0000 00:00:|WARNING: All log messages before absl::InitializeLog\(\) is called)")
 
 
 def doubled_messages(text: str) -> list[str]:
