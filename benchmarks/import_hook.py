@@ -7,7 +7,7 @@ tokenizer builds its character tables when imported). The model is TF official m
 TensorFlow2/ carries it, copied to a temporary folder (the modules of it that plain `python` imports too). On a
 loaded machine, read the per-statement figure: the others carry the model's computation and the machine's noise.
 
-    python benchmarks/import_hook.py [--modelzoo /work/modelzoo] [--rounds 5]
+    python benchmarks/import_hook.py --modelzoo PATH [--rounds 5]    # or NPU_BRIDGE_COMPAT_MODELZOO=PATH
 """
 
 import argparse
@@ -80,11 +80,13 @@ def one_run(command: list[str], probe: str, folder: str) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--modelzoo", default=os.environ.get("MODELZOO", "/work/modelzoo"))
+    parser.add_argument("--modelzoo", default=os.environ.get("NPU_BRIDGE_COMPAT_MODELZOO"))
     parser.add_argument("--rounds", type=int, default=5)
     arguments = parser.parse_args()
     if arguments.rounds < 1:
         parser.error(f"--rounds must be at least 1, not {arguments.rounds}")
+    if arguments.modelzoo is None:
+        parser.error("--modelzoo: name a ModelZoo-TensorFlow checkout (or set NPU_BRIDGE_COMPAT_MODELZOO)")
     source = os.path.join(arguments.modelzoo, FOLDER)
     if not os.path.isdir(source):
         parser.error(f"--modelzoo {arguments.modelzoo}: no {FOLDER} there (a checkout of ModelZoo-TensorFlow)")

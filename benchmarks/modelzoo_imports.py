@@ -1,6 +1,6 @@
 """Which TensorFlow and Keras names ModelZoo-TensorFlow's model folders import resolve under `run`, folder-weighted.
 
-    python benchmarks/modelzoo_imports.py                      # /work/modelzoo, both trees
+    python benchmarks/modelzoo_imports.py PATH                 # a ModelZoo-TensorFlow checkout, both trees
     python benchmarks/modelzoo_imports.py PATH --tree TensorFlow2 --json out.json
 
 Every `tensorflow.python.*`, `tensorflow.contrib.*`, `tensorflow.tools.*`, `tensorflow.keras.*` and `keras.*` name
@@ -35,7 +35,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the package of t
 
 from npu_bridge_compat.scan.reader import read_file  # noqa: E402
 
-DEFAULT_MODELZOO = "/work/modelzoo"
 # The world each tree's programs run in: TensorFlow/ holds the TF1 adapter's ports (`run --tf1`); for TensorFlow2/,
 # the world `run` itself chooses for the importing file from its signs (a TF 1.15 file of a vendored library runs
 # as one).
@@ -322,11 +321,18 @@ def render(report: dict) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("modelzoo", nargs="?", default=DEFAULT_MODELZOO, help="a ModelZoo-TensorFlow checkout")
+    parser.add_argument(
+        "modelzoo",
+        nargs="?",
+        default=os.environ.get("NPU_BRIDGE_COMPAT_MODELZOO"),
+        help="a ModelZoo-TensorFlow checkout (default: $NPU_BRIDGE_COMPAT_MODELZOO)",
+    )
     parser.add_argument("--tree", choices=sorted(TREES), action="append", help="one tree (default: both)")
     parser.add_argument("--json", metavar="FILE", help="also write the figures as JSON to FILE")
     parser.add_argument("--python", default=sys.executable, help="the Python whose `run` imports the names")
     arguments = parser.parse_args()
+    if arguments.modelzoo is None:
+        parser.error("name a ModelZoo-TensorFlow checkout (or set NPU_BRIDGE_COMPAT_MODELZOO)")
     modelzoo = Path(arguments.modelzoo)
     trees = arguments.tree or list(TREES)
     missing = [tree for tree in trees if not (modelzoo / tree).is_dir()]
