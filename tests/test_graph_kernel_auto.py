@@ -5,11 +5,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 from helpers import npu_config
+from tensorflow.core.protobuf.config_pb2 import OptimizerOptions
 from test_graph_kernel import CLUSTER_OPS, INPUT, chain_graph, keras_fit
 
 from npu_bridge_compat import build_plan, options_from_kwargs
-from npu_bridge_compat.compat.eager import function_run_metadata
-from npu_bridge_compat.plan.features import GraphKernelFusion
+from npu_bridge_compat.compat.eager import function_call_config, function_run_metadata
+from npu_bridge_compat.runtime import forms as forms_module
 from npu_bridge_compat.runtime.fusion import FusionTrial, fusion_decisions, observed_fusion
 from npu_bridge_compat.runtime.units import FusionUnit
 from npu_bridge_compat.session import NPUSession
@@ -147,16 +148,17 @@ def given_times(monkeypatch):
 
 @pytest.fixture
 def function_forms(monkeypatch):
-    """The form (fused or not) each function call was configured with, in order."""
+    """The form (fused or not) each call of a function with forms ran in, in order: read from the function-call
+    options in force when the call entered its form."""
     forms = []
-    configure = GraphKernelFusion.apply_to_function_calls
 
-    def recorded(self, config, fused=None):
-        if fused is not None:
-            forms.append(fused)
-        configure(self, config, fused)
+    class Recorded(forms_module.function_calls_with):
+        def __enter__(self):
+            super().__enter__()
+            config = tf.compat.v1.ConfigProto.FromString(function_call_config())
+            forms.append(config.graph_options.optimizer_options.global_jit_level == OptimizerOptions.ON_1)
 
-    monkeypatch.setattr(GraphKernelFusion, "apply_to_function_calls", recorded)
+    monkeypatch.setattr(forms_module, "function_calls_with", Recorded)
     return forms
 
 

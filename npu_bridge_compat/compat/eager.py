@@ -15,23 +15,44 @@ from npu_bridge_compat import changes
 from npu_bridge_compat.changes import Owner
 
 
-@contextlib.contextmanager
-def function_calls_configured(configure: Callable[[object], None]) -> Iterator[None]:
-    """Meanwhile, the functions this thread calls run with the ConfigProto that `configure` edits in place (a copy
-    of the current one): its grappler RewriterConfig, its `global_jit_level` (XLA auto-clustering of the
-    function's body). The settings travel in the config each function call carries; the context's own switches
-    (`tf.config.optimizer`) are process-wide and lack some passes, such as `auto_mixed_precision_cpu`.
-    Checked on TensorFlow 2.15 and 2.21."""
-    eager = context.context()
-    saved = eager._thread_local_data.function_call_options  # None: derived from the context's config when read
-    current = eager.function_call_options
+def function_call_options_edited(configure: Callable[[object], None]) -> context.FunctionCallOptions:
+    """The calling thread's function-call options with the ConfigProto that `configure` edits in place (a copy of
+    the current one): its grappler RewriterConfig, its `global_jit_level` (XLA auto-clustering of the function's
+    body). The settings travel in the config each function call carries; the context's own switches
+    (`tf.config.optimizer`) are process-wide and lack some passes, such as `auto_mixed_precision_cpu`."""
+    current = context.context().function_call_options
     config = tf.compat.v1.ConfigProto.FromString(current.config_proto_serialized)
     configure(config)
-    eager.function_call_options = context.FunctionCallOptions(executor_type=current.executor_type, config_proto=config)
-    try:
-        yield
-    finally:
-        eager.function_call_options = saved
+    return context.FunctionCallOptions(executor_type=current.executor_type, config_proto=config)
+
+
+def function_call_config() -> bytes:
+    """The serialized ConfigProto the calling thread's function calls carry now (a key for options made from it)."""
+    return context.context().function_call_options.config_proto_serialized
+
+
+class function_calls_with:  # noqa: N801 (used as a context manager, like contextlib's)
+    """Meanwhile, the functions this thread calls run with `options` (made by function_call_options_edited). A
+    class rather than a generator: it is entered once per call of a decided function."""
+
+    __slots__ = ("_options", "_saved")
+
+    def __init__(self, options: context.FunctionCallOptions) -> None:
+        self._options = options
+
+    def __enter__(self) -> None:
+        local = context.context()._thread_local_data
+        self._saved = local.function_call_options  # None: derived from the context's config when read
+        local.function_call_options = self._options
+
+    def __exit__(self, *exception) -> None:
+        context.context()._thread_local_data.function_call_options = self._saved
+
+
+def function_calls_configured(configure: Callable[[object], None]) -> function_calls_with:
+    """Meanwhile, the functions this thread calls run with the current options edited by `configure`
+    (function_call_options_edited)."""
+    return function_calls_with(function_call_options_edited(configure))
 
 
 @contextlib.contextmanager

@@ -220,9 +220,13 @@ def _shape_of(leaf) -> Hashable:
     shape = getattr(leaf, "shape", None)
     if shape is not None:
         return tuple(shape)
-    spec = getattr(leaf, "element_spec", None)  # an iterator: the shapes of the batches it gives
+    spec = getattr(leaf, "element_spec", None)  # an iterator: the specs of the batches it gives
     if spec is not None:
-        import tensorflow as tf
+        try:
+            hash(spec)  # TensorSpecs and tuples of them hash (a cheap key, once per call of a decided function)
+            return spec
+        except TypeError:  # a dict of specs
+            import tensorflow as tf
 
-        return tuple(str(getattr(item, "shape", item)) for item in tf.nest.flatten(spec))
+            return tuple(str(getattr(item, "shape", item)) for item in tf.nest.flatten(spec))
     return leaf if isinstance(leaf, (int, float, str, bool, type(None))) else type(leaf).__name__

@@ -48,8 +48,9 @@ from npu_bridge_compat.plan.features import (
     StepLoop,
     TensorDump,
 )
-from npu_bridge_compat.runtime.fusion import fusion_trials, record, shape_key, summarize
-from npu_bridge_compat.runtime.precision import note_keras_policy, precision_trials
+from npu_bridge_compat.runtime.forms import CallForms
+from npu_bridge_compat.runtime.fusion import record, summarize
+from npu_bridge_compat.runtime.precision import note_keras_policy
 from npu_bridge_compat.runtime.probes import StepProbes
 from npu_bridge_compat.runtime.process import applied_environment, apply_process_settings
 from npu_bridge_compat.runtime.profiling import profiler_trace
@@ -330,27 +331,28 @@ class _ProbedStep:
 class _GuardedFunction:
     """The traced function Keras calls: after a call it raises NonFiniteValueError for a non-finite output the
     steps recorded, and when a call fails it undoes the callback's settings first. Under mixed precision
-    (MEASURED) and graph-kernel fusion (auto) its calls run in the forms the first calls' times decide
-    (runtime/precision.py, runtime/fusion.py), and the first fused call reports what fused."""
+    (MEASURED) and graph-kernel fusion its calls run in the forms the first calls' times decide
+    (runtime/forms.py), and the first fused call reports what fused."""
 
     def __init__(self, kept: KeptFunction, name: str) -> None:
         self.function = None  # the Keras function traced with the units, set once made
         self._kept, self._probes, self._name = kept, kept.probes, name
-        self._fusion = kept.plan.feature(GraphKernelFusion)
-        self._report_fusion = self._fusion is not None
-        self._fusion_trials = fusion_trials()
         mixed = kept.plan.mixed_precision
-        self._mixed = mixed if mixed is not None and mixed.choice is PrecisionChoice.MEASURED else None
-        self._precision = precision_trials(mixed.dtype) if self._mixed is not None else None
+        self._forms = CallForms(
+            name,
+            kept.plan.feature(GraphKernelFusion),
+            mixed if mixed is not None and mixed.choice is PrecisionChoice.MEASURED else None,
+            first_fused_call=self._call_reporting_fusion,
+        )
 
     @property
     def trials(self) -> int:
         """How many trials its calls started."""
-        return len(self._fusion_trials) + (len(self._precision) if self._precision is not None else 0)
+        return self._forms.trials
 
     def __call__(self, *args, **kwargs):
         try:
-            result = self._call(args, kwargs)
+            result = self._forms.call(self.function, args, kwargs)
             if self._probes is not None and self._probes.failure is not None:
                 self._probes.raise_if_failed(self._probes.failure.numpy())
         except (StopIteration, tf.errors.OutOfRangeError):
@@ -362,42 +364,11 @@ class _GuardedFunction:
             raise
         return result
 
-    def _call(self, args, kwargs):
-        """The call in the form its trials ask for: mixed precision decided first (MEASURED), then fusion (auto),
-        each per input shapes; undecided, fusion's auto form is unfused."""
-        if self._fusion is None and self._precision is None:
-            return self.function(*args, **kwargs)
-        key = shape_key((args, kwargs))
-        reduced = self._precision.kept(key) if self._precision is not None else True
-        fused = self._fusion is not None and self._fusion.mode == "on"
-        if reduced is None:
-            return self._precision.run(key, self._name, lambda kept: self._call_in_form(fused, kept, args, kwargs))
-        if self._fusion is not None and self._fusion.measured:
-            return self._fusion_trials.run(
-                key, self._name, lambda form: self._call_in_form(form, reduced, args, kwargs)
-            )
-        return self._call_in_form(fused, reduced, args, kwargs)
-
-    def _configure(self, config, fused: bool, reduced: bool) -> None:
-        if self._fusion is not None:
-            self._fusion.apply_to_function_calls(config, fused)
-        if not reduced:
-            self._mixed.rewrite_form(config.graph_options.rewrite_options, reduced=False)
-
-    def _call_in_form(self, fused: bool, reduced: bool, args, kwargs):
-        """A call of the function fused or unfused, in reduced precision or float32; the first fused one reports
-        the clusters."""
-        with function_calls_configured(lambda config: self._configure(config, fused, reduced)):
-            if fused and self._report_fusion:
-                self._report_fusion = False
-                return self._call_reporting_fusion(*args, **kwargs)
-            return self.function(*args, **kwargs)
-
-    def _call_reporting_fusion(self, *args, **kwargs):
-        """The first call, with the clusters XLA formed in the functions it ran reported (runtime/fusion.py)."""
+    def _call_reporting_fusion(self, function, args: tuple, kwargs: dict):
+        """The first fused call, with the clusters XLA formed in the functions it ran reported (runtime/fusion.py)."""
         collected: list = []
         with function_run_metadata(collected):
-            result = self.function(*args, **kwargs)
+            result = function(*args, **kwargs)
         graphs = [graph for metadata in collected for graph in metadata.function_graphs]
         summary = summarize(
             self._name,

@@ -12,13 +12,13 @@ import functools
 from collections.abc import Callable
 
 from npu_bridge_compat.changes import Owner
-from npu_bridge_compat.compat.eager import calls_through, checked_after_calls, function_calls_configured, wrapping
+from npu_bridge_compat.compat.eager import calls_through, checked_after_calls, wrapping
 from npu_bridge_compat.errors import NpuCompatWarning, warn
 from npu_bridge_compat.plan import HostPlan
 from npu_bridge_compat.plan.features import GraphKernelFusion, MixedPrecision, PrecisionChoice, TensorDump
 from npu_bridge_compat.runtime.dump import new_run_directory
-from npu_bridge_compat.runtime.fusion import fusion_trials, shape_key
-from npu_bridge_compat.runtime.precision import note_program_policy, precision_trials
+from npu_bridge_compat.runtime.forms import CallForms
+from npu_bridge_compat.runtime.precision import note_program_policy
 from npu_bridge_compat.runtime.probes import StepProbes
 from npu_bridge_compat.runtime.units import traced_with_units
 
@@ -93,30 +93,7 @@ def with_units(plan: HostPlan) -> Callable[[Callable], Callable]:
 
 
 def _decided_by_runs(made, name: str, fusion: GraphKernelFusion | None, mixed: MixedPrecision | None):
-    """`made`, whose calls from eager code run in the forms its first calls' times decide, per input shapes: mixed
-    precision first (reduced or float32, runtime/precision.py), then graph-kernel fusion (runtime/fusion.py),
-    unfused until then."""
-    fusion_chooser = fusion_trials()
-    precision_chooser = precision_trials(mixed.dtype) if mixed is not None else None
-    where = f"tf.function {name.replace('<locals>.', '')}"
-
-    def call(run, args, kwargs):
-        def in_form(fused: bool, reduced: bool):
-            def configure(config) -> None:
-                if fusion is not None:
-                    fusion.apply_to_function_calls(config, fused)
-                if not reduced:
-                    mixed.rewrite_form(config.graph_options.rewrite_options, reduced=False)
-
-            with function_calls_configured(configure):
-                return run(*args, **kwargs)
-
-        key = shape_key((args, kwargs))
-        reduced = precision_chooser.kept(key) if precision_chooser is not None else True
-        if reduced is None:
-            return precision_chooser.run(key, where, lambda kept: in_form(False, kept))
-        if fusion is None:
-            return run(*args, **kwargs) if reduced else in_form(False, reduced)
-        return fusion_chooser.run(key, where, lambda fused: in_form(fused, reduced))
-
-    return calls_through(made, call, owner=OWNER)
+    """`made`, whose calls from eager code run in the forms its first calls' times decide, per input shapes
+    (runtime/forms.py)."""
+    forms = CallForms(f"tf.function {name.replace('<locals>.', '')}", fusion, mixed)
+    return calls_through(made, forms.call, owner=OWNER)
