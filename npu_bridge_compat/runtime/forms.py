@@ -9,6 +9,7 @@ a call costs a lookup beyond the function's own.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -38,6 +39,7 @@ class CallForms:
         self._fusion_trials = fusion_trials()
         self._precision = precision_trials(mixed.dtype) if mixed is not None else None
         self._options: dict[tuple[bytes, bool, bool], Any] = {}
+        self._last_iterator: tuple[weakref.ref, tuple] | None = None
 
     @property
     def changes_forms(self) -> bool:
@@ -53,7 +55,7 @@ class CallForms:
         """`run(*args, **kwargs)` in the form decided for these inputs' shapes, deciding it where it is not yet."""
         if not self.changes_forms:
             return run(*args, **kwargs)
-        key = shape_key((args, kwargs))
+        key = self._shape_key(args, kwargs)
         reduced = self._precision.kept(key) if self._precision is not None else True
         fused = self._fusion is not None and self._fusion.mode == "on"
         if reduced is None:
@@ -65,6 +67,20 @@ class CallForms:
         if not fused and reduced:
             return run(*args, **kwargs)  # the options around the call are this form
         return self._in_form(run, fused, reduced, args, kwargs)
+
+    def _shape_key(self, args: tuple, kwargs: dict) -> tuple:
+        """The inputs' shapes; a Keras function is called with one iterator for every step of a fit, whose key is
+        kept while it lives."""
+        only = args[0] if len(args) == 1 and not kwargs else None
+        if only is not None and self._last_iterator is not None and self._last_iterator[0]() is only:
+            return self._last_iterator[1]
+        key = shape_key((args, kwargs))
+        if hasattr(only, "element_spec"):
+            try:
+                self._last_iterator = (weakref.ref(only), key)
+            except TypeError:  # not weakly referable: keyed call by call
+                pass
+        return key
 
     def _in_form(self, run: Callable[..., Any], fused: bool, reduced: bool, args: tuple, kwargs: dict) -> Any:
         with function_calls_with(self._form_options(fused, reduced)):
