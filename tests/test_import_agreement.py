@@ -14,11 +14,11 @@ import warnings
 
 import pytest
 
+from npu_bridge_compat.imports.world import Status, World
 from npu_bridge_compat.legacy.era import ERA
 from npu_bridge_compat.legacy.keras2 import KERAS2
 from npu_bridge_compat.legacy.tf1 import TF1
 from npu_bridge_compat.legacy.tf26 import TF26
-from npu_bridge_compat.legacy.world import Status, World
 
 # The world, its name status as `scan` reads it, and the `run` flag that serves it.
 WORLDS = {"tf1": (TF1, "--tf1"), "tf26": (TF26, "--tf2"), "era": (ERA, "--tf2"), "keras2": (KERAS2, "--tf1")}
@@ -34,7 +34,7 @@ PROMISED = {
 
 PROGRAM = r"""
 import json, sys, warnings
-from npu_bridge_compat.legacy.world import DifferenceWarning, Unavailable, WorldModule
+from npu_bridge_compat.imports.world import DifferenceWarning, Unavailable, WorldModule
 from npu_bridge_compat.legacy.tf1 import TF1
 from npu_bridge_compat.legacy.tf26 import TF26
 from npu_bridge_compat.legacy.era import ERA

@@ -19,9 +19,9 @@ from test_legacy import _resolves
 from npu_bridge_compat import compat, legacy
 from npu_bridge_compat.cli import main
 from npu_bridge_compat.errors import DeviceOnlyFeatureError, NpuOptionValueError
+from npu_bridge_compat.imports.world import NameStatus, Status
 from npu_bridge_compat.legacy.era import era_name_status
 from npu_bridge_compat.legacy.era.table import NO_SETUPTOOLS
-from npu_bridge_compat.legacy.world import NameStatus, Status
 from npu_bridge_compat.options import OPTIONS, Kind, options_from_config_proto
 from npu_bridge_compat.plan import HostFacts
 from npu_bridge_compat.scan import Category, Outcome, Severity, era, scan, scanner

@@ -9,9 +9,9 @@ serves.
 
 from __future__ import annotations
 
+from npu_bridge_compat.imports.world import today_has
 from npu_bridge_compat.legacy.keras2 import KERAS2
 from npu_bridge_compat.legacy.tf26 import tf26_name_status
-from npu_bridge_compat.legacy.world import today_has
 from npu_bridge_compat.scan.outcomes import FINDINGS, RUN, RUN_TF1, outcome
 from npu_bridge_compat.scan.report import Severity
 

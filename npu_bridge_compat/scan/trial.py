@@ -40,9 +40,9 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import NamedTuple
 
 from npu_bridge_compat.distributed.launch import unshare_refusal
+from npu_bridge_compat.imports.world import Status
 from npu_bridge_compat.legacy import ALIASED_PACKAGES
 from npu_bridge_compat.legacy.tf26.world import TF26
-from npu_bridge_compat.legacy.world import Status
 from npu_bridge_compat.scan.era import era_category, is_served_module
 from npu_bridge_compat.scan.reader import FileFacts, read_file
 from npu_bridge_compat.scan.report import Category
