@@ -721,3 +721,15 @@ def test_standalone_keras_2_2_names_are_findings_of_the_keras2_world(tmp_path):
         (2, "keras.engine.topology.Layer", "works under run --tf1", Severity.READY),
         (4, "keras.utils.layer_utils.layer_from_config", "works under run --tf1", Severity.READY),
     ]
+
+
+def test_keras_1_merge_is_said_for_each_run_as_that_run_serves_it(tmp_path):
+    """`from keras.layers import merge`: the TF 2.6 world serves Keras 2.6's merging module under `run`; the Keras
+    2.2 world, under `run --tf1`, Keras 1's merge function, which has no counterpart (a stand-in). scan says each."""
+    (tmp_path / "train.py").write_text("from keras.layers import merge\n")
+    findings = scan([str(tmp_path)], host=CPU).scripts[0].findings
+    said = sorted((f.category, f.name, f.outcome, f.severity) for f in findings if f.name == "keras.layers.merge")
+    assert said == [
+        (Category.KERAS2, "keras.layers.merge", "missing under run --tf1", Severity.BLOCKED),
+        (Category.TF26, "keras.layers.merge", "works under run", Severity.READY),
+    ]
