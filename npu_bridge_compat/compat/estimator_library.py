@@ -16,8 +16,9 @@ TensorFlow 2.16 also dropped `tf.estimator`, `tf.compat.v1.estimator`, `tf.compa
 `tensorflow.python.estimator` modules that forwarded to the package: they are served again.
 
 Two steps, each through the changes registry (Owner.ESTIMATOR_LIBRARY), each idempotent:
-- `serve_estimator_imports()` (`run`, `run --tf1`): the import finder and the `tf.estimator` attributes, which load
-  nothing until a program uses them; a program's first Estimator import or `tf.estimator.<name>` takes step two;
+- `serve_estimator_imports()` (`run`, `run --tf1`): the world `ESTIMATOR_LIBRARY` (its table read by the one import
+  engine, imports/world.py) and the `tf.estimator` attributes, which load nothing until a program uses them; a
+  program's first Estimator import or `tf.estimator.<name>` takes step two;
 - `load_estimator_api(...)` (the Estimator door): the `tf_export` names, then the package itself.
 The package's Keras paths (model_to_estimator, Keras metrics in eval_metric_ops) use Keras 2 (tf_keras), also in a
 process whose tf.keras is Keras 3: that is the Keras an Estimator's graph-mode models are built with.
