@@ -41,7 +41,7 @@ from npu_bridge_compat.changes import Owner
 from npu_bridge_compat.compat.keras import LEGACY_KERAS_ENV
 from npu_bridge_compat.compat.versions import ESTIMATOR_TENSORFLOW, tensorflow_version, version_tuple
 from npu_bridge_compat.errors import TensorFlowVersionError
-from npu_bridge_compat.imports.world import Module, World
+from npu_bridge_compat.imports.world import Module, World, WorldFinder
 
 OWNER = Owner.ESTIMATOR_LIBRARY
 PACKAGE = "tensorflow-estimator"
@@ -208,7 +208,9 @@ class _EstimatorLibraryWorld(World):
     def replaces_todays(self, fullname: str) -> bool:
         return fullname in MODULES
 
-    def module_spec(self, fullname, todays, finder):
+    def module_spec(
+        self, fullname: str, todays: importlib.machinery.ModuleSpec | None, finder: WorldFinder
+    ) -> importlib.machinery.ModuleSpec | None:
         if fullname == PACKAGE_MODULE:
             register_estimator_api()  # the path finder then loads the package as usual
             return None

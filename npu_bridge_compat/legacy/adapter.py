@@ -21,7 +21,7 @@ from npu_bridge_compat.compat.xla import reserve_fusion_flags
 from npu_bridge_compat.errors import NpuConfigError
 from npu_bridge_compat.imports.world import Module, World, WorldFinder
 
-TREES = "npu_bridge_compat.legacy"  # the package whose subpackages are the adapter's trees
+TREES_PACKAGE = "npu_bridge_compat.legacy"  # the package whose subpackages are the adapter's trees
 ALIASED_PACKAGES = ("npu_bridge", "hccl", "npu_device")
 TF1_UNDER_TF2 = "npu_device.compat.v1"
 DROPPED_UNDER_TF2 = ("NPULossScaleOptimizer", "FixedLossScaleManager", "ExponentialUpdateLossScaleManager")
@@ -29,7 +29,7 @@ DROPPED_UNDER_TF2 = ("NPULossScaleOptimizer", "FixedLossScaleManager", "Exponent
 # The world's table: each of the adapter's packages and the tree whose files it is; below TF1_UNDER_TF2 (itself a
 # file of the npu_device tree), each module is a copy of npu_bridge's module of the same name, minus some names.
 MODULES = {
-    **{package: Module(sources=(f"{TREES}.{package}",)) for package in ALIASED_PACKAGES},
+    **{package: Module(sources=(f"{TREES_PACKAGE}.{package}",)) for package in ALIASED_PACKAGES},
     TF1_UNDER_TF2: Module(sources=("npu_bridge",), note="npu_bridge's modules without its loss-scale names"),
 }
 
@@ -49,6 +49,13 @@ class _CopyLoader(importlib.abc.Loader):
             if name not in self._dropped and not name.startswith("__"):
                 setattr(module, name, getattr(source, name))
         module.__doc__ = source.__doc__
+
+
+def _tree_module(path: str) -> str:
+    """The module of this package whose file the adapter's module path `path` is (from its package's row)."""
+    package, _, rest = path.partition(".")
+    tree = MODULES[package].sources[0]
+    return f"{tree}.{rest}" if rest else tree
 
 
 class _AdapterWorld(World):
@@ -75,14 +82,14 @@ class _AdapterWorld(World):
     ) -> importlib.machinery.ModuleSpec | None:
         if fullname.startswith(TF1_UNDER_TF2 + "."):
             source = MODULES[TF1_UNDER_TF2].sources[0] + fullname[len(TF1_UNDER_TF2) :]
-            real = importlib.util.find_spec(f"{TREES}.{source}")
+            real = importlib.util.find_spec(_tree_module(source))
             if real is None:
                 return None
             loader = _CopyLoader(source, DROPPED_UNDER_TF2)
             return importlib.util.spec_from_loader(
                 fullname, loader, is_package=real.submodule_search_locations is not None
             )
-        real = importlib.util.find_spec(f"{TREES}.{fullname}")
+        real = importlib.util.find_spec(_tree_module(fullname))
         if real is None:
             return None
         return importlib.util.spec_from_file_location(
