@@ -54,9 +54,9 @@ import builtins, json, sys, traceback
 try:
     from npu_bridge_compat.errors import NoCounterpartError
 except ImportError:
-    from npu_bridge_compat.legacy.world import NoCounterpartError
+    from npu_bridge_compat.imports.world import NoCounterpartError
 try:
-    from npu_bridge_compat.legacy.world import Unavailable, WorldModule
+    from npu_bridge_compat.imports.world import Unavailable, WorldModule
 except ImportError:
     Unavailable = WorldModule = ()
 UNKNOWN = "name npu_bridge_compat maps"  # the engine's sentence for a name no table lists

@@ -596,8 +596,7 @@ def test_every_door_lists_its_changes_and_undoing_restores_the_process(round_tri
         "warnings filter ignore(category=<class 'DeprecationWarning'>)",
         "logger 'tensorflow' filter _DeferBeforeEachRecord",
         "TensorFlow's console handler filter _DeferToRootHandlers",
-        "sys.meta_path[_LegacyFinder]",
-        "sys.meta_path[WorldFinder]",  # the TF 2.6 and TF 1.15 worlds' finders
+        "sys.meta_path[WorldFinder]",  # the adapter's, the TF 2.6 and the TF 1.15 worlds' finders
         "builtins.__import__",
         "tensorflow.function",
         "<tf.function double>.__class__",
@@ -875,3 +874,43 @@ def test_the_process_is_changed_only_through_the_registry(path):
     if pending:
         pytest.xfail(f"pending: {pending}") if _unexplained(path) else pytest.fail(f"no longer pending: {pending}")
     assert _unexplained(path) == []
+
+
+class _FinderUse(ast.NodeVisitor):
+    """The classes of a module that are import finders (a base named MetaPathFinder, or a `find_spec` method), and
+    the functions that register a finder through `add_import_finder` (the innermost one around each call)."""
+
+    def __init__(self) -> None:
+        self.finders: list[str] = []
+        self.registrations: list[str] = []
+        self._functions = ["<module level>"]
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        methods = {item.name for item in node.body if isinstance(item, ast.FunctionDef)}
+        if "find_spec" in methods or any(_dotted(base).endswith("MetaPathFinder") for base in node.bases):
+            self.finders.append(node.name)
+        self.generic_visit(node)
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        self._functions.append(node.name)
+        self.generic_visit(node)
+        self._functions.pop()
+
+    def visit_Call(self, node: ast.Call) -> None:
+        if _dotted(node.func).endswith("add_import_finder"):
+            self.registrations.append(self._functions[-1])
+        self.generic_visit(node)
+
+
+def test_one_import_finder_registered_by_the_engine_alone():
+    """Every import path the package serves is a row of a world's table, served by the engine's one finder class
+    (imports/world.py's WorldFinder), which only `World.install()` registers."""
+    finders, registrations = [], []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        use = _FinderUse()
+        use.visit(ast.parse(path.read_text()))
+        name = path.relative_to(PACKAGE).as_posix()
+        finders += [f"{name}:{cls}" for cls in use.finders]
+        registrations += [f"{name}:{function}" for function in use.registrations]
+    assert finders == ["imports/world.py:WorldFinder"]
+    assert registrations == ["imports/world.py:install"]

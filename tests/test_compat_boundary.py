@@ -25,7 +25,7 @@ PRIVATE_MODULES = ("tensorflow.python", "tensorflow_estimator.python", "keras.sr
 # The finders (world.py) resolve them.
 WORLDS = (PACKAGE / "legacy" / "tf1", PACKAGE / "legacy" / "tf26", PACKAGE / "legacy" / "era")
 NAME_TABLES = frozenset(world / name for world in WORLDS for name in ("table.py", "world.py")) | {
-    PACKAGE / "legacy" / "world.py"  # the one engine the worlds' tables are read by
+    PACKAGE / "imports" / "world.py"  # the one engine the worlds' tables are read by
 }
 REACHING_BUILTINS = ("getattr", "setattr", "hasattr", "delattr")
 # Python's own documented names that begin with an underscore (namedtuple's API, os._exit, sys._getframe).

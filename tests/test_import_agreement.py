@@ -14,11 +14,14 @@ import warnings
 
 import pytest
 
+from npu_bridge_compat.imports.world import Status, World
 from npu_bridge_compat.legacy.era import ERA
 from npu_bridge_compat.legacy.keras2 import KERAS2
 from npu_bridge_compat.legacy.tf1 import TF1
 from npu_bridge_compat.legacy.tf26 import TF26
-from npu_bridge_compat.legacy.world import Status, World
+from npu_bridge_compat.plan import HostFacts
+from npu_bridge_compat.scan import scan
+from npu_bridge_compat.scan.outcomes import FINDINGS, RUN, RUN_TF1, outcome
 
 # The world, its name status as `scan` reads it, and the `run` flag that serves it.
 WORLDS = {"tf1": (TF1, "--tf1"), "tf26": (TF26, "--tf2"), "era": (ERA, "--tf2"), "keras2": (KERAS2, "--tf1")}
@@ -34,7 +37,7 @@ PROMISED = {
 
 PROGRAM = r"""
 import json, sys, warnings
-from npu_bridge_compat.legacy.world import DifferenceWarning, Unavailable, WorldModule
+from npu_bridge_compat.imports.world import DifferenceWarning, Unavailable, WorldModule
 from npu_bridge_compat.legacy.tf1 import TF1
 from npu_bridge_compat.legacy.tf26 import TF26
 from npu_bridge_compat.legacy.era import ERA
@@ -109,3 +112,38 @@ def test_scan_says_what_run_does_for_every_entry_of_the_world(name, tmp_path):
         if what not in PROMISED.get(status, set()):
             disagreements[dotted] = f"scan: {status}; run: {what} {detail}".strip()
     assert disagreements == {}
+
+
+# Names that two worlds serve differently, one per kind of run: `scan` says each run's own.
+SERVED_PER_RUN = [("keras.layers", "merge")]  # Keras 2.6's merging module under `run`; Keras 1's function, --tf1
+
+
+@pytest.mark.parametrize("flag, run", [("--tf1", RUN_TF1), ("--tf2", RUN)])
+@pytest.mark.parametrize("module, name", SERVED_PER_RUN)
+def test_scan_says_for_each_run_what_that_run_serves(module, name, flag, run, tmp_path):
+    program = tmp_path / "imports_the_name.py"
+    program.write_text(PROGRAM)
+    result = subprocess.run(
+        [sys.executable, "-m", "npu_bridge_compat", "run", flag, str(program), json.dumps([[module, name]])],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+    )
+    lines = [line for line in result.stdout.splitlines() if line.startswith("RESULT ")]
+    assert result.returncode == 0 and lines, result.stderr[-3000:]
+    what, detail = json.loads(lines[-1][len("RESULT ") :])[f"{module}.{name}"]
+
+    scanned = tmp_path / "scanned"
+    scanned.mkdir()
+    (scanned / "train.py").write_text(f"from {module} import {name}\n")
+    findings = scan([str(scanned)], host=HostFacts(tf_version="2.15.1", gpu_count=0)).scripts[0].findings
+    statuses = {
+        status
+        for finding in findings
+        if finding.name == f"{module}.{name}"
+        for status in FINDINGS
+        if finding.outcome == outcome(status, run)[0]
+    }
+    assert len(statuses) == 1, [(finding.name, finding.outcome) for finding in findings]
+    assert what in PROMISED[statuses.pop()], f"scan: {statuses}; run {flag}: {what} {detail}"

@@ -1,9 +1,10 @@
 """Layers that only look down: no module imports one of a layer above its own (docs/architecture.md, "Layers").
 
-Bottom to top: the registry, the errors, logging and compat/ (TensorFlow's internals); distributed/ (the ranks,
-the cluster, the collectives: TensorFlow-level machinery that reads no option, and whose rank facts the planner
-reads); options/; fused/ (Ascend's kernels, which read the options' grammars); plan/ (with the package's own
-__init__, which exports options and plan); runtime/; the doors (estimator/, session.py, keras.py, tf2/, and the
+Bottom to top: the registry, the errors, logging, compat/ (TensorFlow's internals) and imports/ (the engine that
+serves a program's imports from worlds' tables; compat/'s tensorflow-estimator world is one of them); distributed/
+(the ranks, the cluster, the collectives: TensorFlow-level machinery that reads no option, and whose rank facts the
+planner reads); options/; fused/ (Ascend's kernels, which read the options' grammars); plan/ (with the package's
+own __init__, which exports options and plan); runtime/; the doors (estimator/, session.py, keras.py, tf2/, and the
 adapter's helper modules beside them: scope.py, util.py, ops.py, loss_scale.py, onnx_graph.py); legacy/ (the
 adapter's import paths and the TF 1.15 / TF 2.6 worlds, over the doors); scan/ (the static report, which answers
 a script's names from legacy's tables, as `run` would serve them); runner.py (`run`); scan's trials (the child that
@@ -19,7 +20,7 @@ import pytest
 PACKAGE = Path(__file__).parent.parent / "npu_bridge_compat"
 ROOT = "npu_bridge_compat"
 LAYERS = (
-    ("the registry, errors, logs and compat/", ("changes", "errors", "logs", "compat")),
+    ("the registry, errors, logs, compat/ and imports/", ("changes", "errors", "logs", "compat", "imports")),
     ("distributed/", ("distributed",)),
     ("options/", ("options",)),
     ("fused/", ("fused",)),

@@ -19,9 +19,9 @@ from test_legacy import _resolves
 from npu_bridge_compat import compat, legacy
 from npu_bridge_compat.cli import main
 from npu_bridge_compat.errors import DeviceOnlyFeatureError, NpuOptionValueError
+from npu_bridge_compat.imports.world import NameStatus, Status
 from npu_bridge_compat.legacy.era import era_name_status
 from npu_bridge_compat.legacy.era.table import NO_SETUPTOOLS
-from npu_bridge_compat.legacy.world import NameStatus, Status
 from npu_bridge_compat.options import OPTIONS, Kind, options_from_config_proto
 from npu_bridge_compat.plan import HostFacts
 from npu_bridge_compat.scan import Category, Outcome, Severity, era, scan, scanner
@@ -720,4 +720,16 @@ def test_standalone_keras_2_2_names_are_findings_of_the_keras2_world(tmp_path):
     assert keras2 == [
         (2, "keras.engine.topology.Layer", "works under run --tf1", Severity.READY),
         (4, "keras.utils.layer_utils.layer_from_config", "works under run --tf1", Severity.READY),
+    ]
+
+
+def test_keras_1_merge_is_said_for_each_run_as_that_run_serves_it(tmp_path):
+    """`from keras.layers import merge`: the TF 2.6 world serves Keras 2.6's merging module under `run`; the Keras
+    2.2 world, under `run --tf1`, Keras 1's merge function, which has no counterpart (a stand-in). scan says each."""
+    (tmp_path / "train.py").write_text("from keras.layers import merge\n")
+    findings = scan([str(tmp_path)], host=CPU).scripts[0].findings
+    said = sorted((f.category, f.name, f.outcome, f.severity) for f in findings if f.name == "keras.layers.merge")
+    assert said == [
+        (Category.KERAS2, "keras.layers.merge", "missing under run --tf1", Severity.BLOCKED),
+        (Category.TF26, "keras.layers.merge", "works under run", Severity.READY),
     ]

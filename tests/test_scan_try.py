@@ -442,6 +442,15 @@ def era_errors() -> dict[str, dict]:
             True,
             (TrialOutcome.TF1_NAME, "tensorflow.contrib.quantize.create_training_graph"),
         ),
+        (
+            {
+                "type": "NoCounterpartError",
+                "message": "keras.layers.merge (standalone Keras) has no counterpart on Keras 2.15.0 "
+                "(tf.compat.v1.keras): Keras 1's Merge layer and merge function were removed in Keras 2; ...",
+            },
+            True,
+            (TrialOutcome.KERAS2_NAME, "keras.layers.merge"),
+        ),
         # packages stay packages
         (
             {"type": "ModuleNotFoundError", "message": "No module named 'cv2'", "module": "cv2"},

@@ -17,8 +17,8 @@ import pytest
 import tensorflow as tf
 from test_legacy import resolve, run
 
+from npu_bridge_compat.imports.program import is_program_file as sees_tf1
 from npu_bridge_compat.legacy import install_aliases, tf1_name_status
-from npu_bridge_compat.legacy.program import is_program_file as sees_tf1
 from npu_bridge_compat.legacy.tf1 import NoCounterpartError, Tf1DifferenceWarning, world
 from npu_bridge_compat.legacy.tf1.contrib import image, legacy_seq2seq, opt, seq2seq
 from npu_bridge_compat.legacy.tf1.contrib.training import HParams

@@ -1,4 +1,4 @@
-"""The worlds ported programs were written in, on one engine (legacy/world.py): one Keras per process under `run`,
+"""The worlds ported programs were written in, on one engine (imports/world.py): one Keras per process under `run`,
 the ports' NumPy and Python era, and every world's changes undone by the registry."""
 
 import builtins
@@ -17,8 +17,8 @@ from absl import flags as absl_flags
 from test_legacy import run
 
 from npu_bridge_compat import changes
+from npu_bridge_compat.imports.world import NoCounterpartError
 from npu_bridge_compat.legacy.era import ERA, EraNameWarning, era_name_status, install_era_world
-from npu_bridge_compat.legacy.world import NoCounterpartError
 
 HERE = Path(__file__).parent
 MIXED = {"PYTHONPATH": os.pathsep.join([str(HERE / "fixtures" / "mixed_keras"), os.environ.get("PYTHONPATH", "")])}

@@ -16,8 +16,9 @@ TensorFlow 2.16 also dropped `tf.estimator`, `tf.compat.v1.estimator`, `tf.compa
 `tensorflow.python.estimator` modules that forwarded to the package: they are served again.
 
 Two steps, each through the changes registry (Owner.ESTIMATOR_LIBRARY), each idempotent:
-- `serve_estimator_imports()` (`run`, `run --tf1`): the import finder and the `tf.estimator` attributes, which load
-  nothing until a program uses them; a program's first Estimator import or `tf.estimator.<name>` takes step two;
+- `serve_estimator_imports()` (`run`, `run --tf1`): the world `ESTIMATOR_LIBRARY` (its table read by the one import
+  engine, imports/world.py) and the `tf.estimator` attributes, which load nothing until a program uses them; a
+  program's first Estimator import or `tf.estimator.<name>` takes step two;
 - `load_estimator_api(...)` (the Estimator door): the `tf_export` names, then the package itself.
 The package's Keras paths (model_to_estimator, Keras metrics in eval_metric_ops) use Keras 2 (tf_keras), also in a
 process whose tf.keras is Keras 3: that is the Keras an Estimator's graph-mode models are built with.
@@ -40,6 +41,7 @@ from npu_bridge_compat.changes import Owner
 from npu_bridge_compat.compat.keras import LEGACY_KERAS_ENV
 from npu_bridge_compat.compat.versions import ESTIMATOR_TENSORFLOW, tensorflow_version, version_tuple
 from npu_bridge_compat.errors import TensorFlowVersionError
+from npu_bridge_compat.imports.world import Module, World, WorldFinder
 
 OWNER = Owner.ESTIMATOR_LIBRARY
 PACKAGE = "tensorflow-estimator"
@@ -177,59 +179,73 @@ def _served_module(name: str) -> types.ModuleType:
 # --- step one: the imports ----------------------------------------------------------------------------------------
 
 
-def _alias_of(fullname: str) -> str | None:
-    for path, target in ALIASES.items():
-        if fullname == path or fullname.startswith(path + "."):
-            return target + fullname[len(path) :]
-    return None
-
-
-class _EstimatorFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Serves the package's own import (after giving TensorFlow the names it needs), the modules it needs that
-    TensorFlow lacks, and TensorFlow 2.15's module paths of the Estimator (`tensorflow.python.estimator...`)."""
-
-    def find_spec(self, fullname, path=None, target=None):
-        if fullname == "tensorflow_estimator":
-            register_estimator_api()  # the path finder then loads the package as usual
-            return None
-        if fullname in _SERVED or _alias_of(fullname) is not None:
-            return importlib.machinery.ModuleSpec(fullname, self, is_package=fullname not in _SERVED)
-        if fullname in _API_PARENTS:
-            # `import tensorflow.compat.v1` (tf_keras does) loads another copy of the API module, which becomes
-            # tf.compat.v1: that copy gets its tf.estimator too
-            spec = self._spec_of_others(fullname, path, target)
-            if spec is not None and spec.loader is not None:
-                spec.loader = _WithEstimatorApi(spec.loader, _API_PARENTS[fullname])
-            return spec
-        return None
-
-    def _spec_of_others(self, fullname, path, target):
-        for finder in sys.meta_path:
-            if finder is not self and hasattr(finder, "find_spec"):
-                spec = finder.find_spec(fullname, path, target)
-                if spec is not None:
-                    return spec
-        return None
-
-    def create_module(self, spec):
-        return _served_module(spec.name) if spec.name in _SERVED else None
-
-    def exec_module(self, module) -> None:
-        name = module.__name__
-        if name not in _SERVED:  # the import system hands out what sys.modules holds once this returns
-            module = sys.modules[name] = importlib.import_module(_alias_of(name))
-        parent, _, child = name.rpartition(".")
-        if parent in _TENSORFLOW_PARENTS and not changes.is_replaced(sys.modules[parent], child):
-            # the import system sets it on its parent, a module of TensorFlow: undoing takes it off again
-            changes.replace_attribute(
-                sys.modules[parent], child, module, owner=OWNER, reason="TensorFlow 2.15's module, served"
-            )
-
-
+# The world's table: TensorFlow 2.15's module paths that later lines lack, each an alias of the package's module it
+# forwarded to (their child modules derived from it), and the modules the package imports that TensorFlow lacks.
+MODULES = {
+    **{path: Module(sources=(target,)) for path, target in ALIASES.items()},
+    DISTRIBUTE_COORDINATOR: Module(note="the Estimator's steps without the distribute coordinator"),
+    **{path: Module(note=f"a stand-in: {feature} raise when used") for path, feature in TPU_ONLY.items()},
+}
+PACKAGE_MODULE = "tensorflow_estimator"
 _SERVED = (DISTRIBUTE_COORDINATOR, *TPU_ONLY)
 _API_PARENTS = {"tensorflow.compat.v1": "v1", "tensorflow.compat.v2": "v2"}
-_TENSORFLOW_PARENTS = {name.rpartition(".")[0] for name in (*_SERVED, *ALIASES)}
-_finder = _EstimatorFinder()
+
+
+class _EstimatorLibraryWorld(World):
+    """tensorflow-estimator 2.15 on this TensorFlow: its table's module paths, and three rules. The package's own
+    import first gives TensorFlow the names it exports under; `import tensorflow.compat.v1` (tf_keras does) loads
+    another copy of the API module, which becomes tf.compat.v1, so today's loader of the API parents is wrapped to
+    give that copy its tf.estimator too; the modules TensorFlow lacks are written here (`_served_module`)."""
+
+    own_trees = tuple(MODULES)
+
+    def can_install(self) -> bool:
+        return library_is_served() and package_is_usable()
+
+    def finder_serves(self, fullname: str) -> bool:
+        return fullname == PACKAGE_MODULE or fullname in _API_PARENTS or super().finder_serves(fullname)
+
+    def replaces_todays(self, fullname: str) -> bool:
+        return fullname in MODULES
+
+    def module_spec(
+        self, fullname: str, todays: importlib.machinery.ModuleSpec | None, finder: WorldFinder
+    ) -> importlib.machinery.ModuleSpec | None:
+        if fullname == PACKAGE_MODULE:
+            register_estimator_api()  # the path finder then loads the package as usual
+            return None
+        if fullname in _API_PARENTS:
+            if todays is not None and todays.loader is not None:
+                todays.loader = _WithEstimatorApi(todays.loader, _API_PARENTS[fullname])
+            return todays
+        if fullname in _SERVED:
+            return importlib.machinery.ModuleSpec(fullname, finder)  # a module, not a package
+        return super().module_spec(fullname, todays, finder)
+
+    def module_for_import(self, fullname: str) -> types.ModuleType:
+        if fullname in _SERVED:
+            return _served_module(fullname)
+        return super().module_for_import(fullname)
+
+    def install_more(self) -> None:
+        import tensorflow as tf
+
+        for label, module, api in (
+            ("tensorflow", tf, "v2"),
+            ("tensorflow.compat.v1", tf.compat.v1, "v1"),
+            ("tensorflow.compat.v2", tf.compat.v2, "v2"),
+        ):
+            _give_estimator_api(module, label, api)
+
+
+ESTIMATOR_LIBRARY = _EstimatorLibraryWorld(
+    name="estimator_library",
+    owner=OWNER,
+    era="TensorFlow 2.15's Estimator",
+    modules=MODULES,
+    roots=tuple(MODULES),
+    serves="tensorflow-estimator 2.15 and TensorFlow 2.15's Estimator module paths import on this TensorFlow",
+)
 
 
 class _LazyEstimatorApi(types.ModuleType):
@@ -286,23 +302,7 @@ def serve_estimator_imports() -> bool:
     """Make tf.estimator, tf.compat.v1.estimator, tensorflow_estimator and `tensorflow.python.estimator...`
     resolve on this TensorFlow, loading nothing until a program uses them. False (and nothing changed) where
     TensorFlow has its own tf.estimator or tensorflow-estimator 2.15 is not installed."""
-    if not (library_is_served() and package_is_usable()):
-        return False
-    import tensorflow as tf
-
-    changes.add_import_finder(
-        _finder,
-        owner=OWNER,
-        reason="tensorflow-estimator 2.15 and TensorFlow 2.15's Estimator module paths import on this TensorFlow",
-        packages=(*_SERVED, *(path for path in ALIASES)),
-    )
-    for label, module, api in (
-        ("tensorflow", tf, "v2"),
-        ("tensorflow.compat.v1", tf.compat.v1, "v1"),
-        ("tensorflow.compat.v2", tf.compat.v2, "v2"),
-    ):
-        _give_estimator_api(module, label, api)
-    return True
+    return ESTIMATOR_LIBRARY.install()
 
 
 # --- step two: the package ------------------------------------------------------------------------------------

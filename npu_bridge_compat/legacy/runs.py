@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import enum
 
+from npu_bridge_compat.imports.world import World
 from npu_bridge_compat.legacy.era import ERA
 from npu_bridge_compat.legacy.keras2 import KERAS2
 from npu_bridge_compat.legacy.tf1 import TF1
 from npu_bridge_compat.legacy.tf26 import TF26
-from npu_bridge_compat.legacy.world import World
 
 
 class RunAs(enum.StrEnum):

@@ -223,13 +223,13 @@ class _NameFindings:
         """A `keras.` or `tensorflow.` name that TF 2.6 had and this line lacks as it is (the TF 2.6 world maps
         it); whether it is one."""
         classified = classify_tf26_name(dotted)
+        # standalone Keras 2.2's, as `run --tf1` serves it: no sign of either world, so read for the report alone (it
+        # imports Keras, which `run` deciding a program's world must not do before the world serves `keras`)
+        keras2 = classify_keras2_name(dotted) if self._report else None
+        if keras2 is not None:
+            seen = self._keras2.get(dotted)
+            self._keras2[dotted] = (min(line, seen[0]) if seen else line, keras2)
         if classified is None:
-            # standalone Keras 2.2's: no sign of either world, so read for the report alone (it imports Keras, which
-            # `run` deciding a program's world must not do before the world serves `keras`)
-            keras2 = classify_keras2_name(dotted) if self._report else None
-            if keras2 is not None:
-                seen = self._keras2.get(dotted)
-                self._keras2[dotted] = (min(line, seen[0]) if seen else line, keras2)
             return False
         seen = self._tf26.get(dotted)
         self._tf26[dotted] = (min(line, seen[0]) if seen else line, classified)

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from npu_bridge_compat.imports.world import NameStatus, Status
 from npu_bridge_compat.legacy.era import ERA, era_name_status
 from npu_bridge_compat.legacy.era.absl_flags import STR_ENUM_VALUES, refuses_str_enum_values
-from npu_bridge_compat.legacy.world import NameStatus, Status
 from npu_bridge_compat.scan.outcomes import FINDINGS, RUN, outcome
 from npu_bridge_compat.scan.report import Category, Finding, Severity
 

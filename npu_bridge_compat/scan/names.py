@@ -3,7 +3,7 @@
 - Adapter names (`npu_bridge.*`, `hccl.*`) are looked up in the module tree `run` aliases them to
   (`npu_bridge_compat.legacy`), exactly as the alias finder loads it, so the scan knows every alias `run` installs
   and nothing else. A name implemented with `errors.device_only` is device-only.
-- TensorFlow names are looked up in the installed TensorFlow by the worlds' engine (legacy/world.py), as `run`
+- TensorFlow names are looked up in the installed TensorFlow by the worlds' engine (imports/world.py), as `run`
   gives them; what it lacks is a TF 1.15 name (see tf1.py).
 - A top-level import that is neither the standard library, nor the script's own project, nor installed here is a
   missing package.
@@ -24,8 +24,8 @@ import types
 from typing import Any
 
 from npu_bridge_compat.errors import closest_name, device_only
+from npu_bridge_compat.imports.world import today_has
 from npu_bridge_compat.legacy import ALIASED_PACKAGES
-from npu_bridge_compat.legacy.world import today_has
 
 _DEVICE_ONLY_CODE = device_only("probe").__code__  # every device_only stand-in runs this code object
 _PACKAGE = "npu_bridge_compat"
@@ -136,7 +136,7 @@ def star_names(module: str) -> frozenset[str]:
 
 def tensorflow_has(dotted: str) -> bool:
     """Whether this TensorFlow has `dotted` (a module, or a name reached from one), as `run` gives it to a script:
-    the worlds' engine answers (legacy/world.py `today_has`), so the scan cannot drift from it."""
+    the worlds' engine answers (imports/world.py `today_has`), so the scan cannot drift from it."""
     return today_has(dotted)
 
 

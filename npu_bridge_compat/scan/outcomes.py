@@ -1,9 +1,9 @@
-"""What a name's status in a world (legacy/world.py's `Status`) means in `scan`'s report: one table for every world,
+"""What a name's status in a world (imports/world.py's `Status`) means in `scan`'s report: one table for every world,
 said with the command that serves the world (`run`, or `run --tf1`)."""
 
 from __future__ import annotations
 
-from npu_bridge_compat.legacy.world import Status
+from npu_bridge_compat.imports.world import Status
 from npu_bridge_compat.scan.report import Severity
 
 RUN, RUN_TF1 = "run", "run --tf1"

@@ -12,8 +12,8 @@ them at run time, so the report cannot drift from what `run --tf1` does.
 from __future__ import annotations
 
 from npu_bridge_compat import legacy
+from npu_bridge_compat.imports.world import NameStatus, Status
 from npu_bridge_compat.legacy.tf1.table import TF1_NAMESPACES
-from npu_bridge_compat.legacy.world import NameStatus, Status
 from npu_bridge_compat.scan.names import tensorflow_has
 from npu_bridge_compat.scan.outcomes import RUN_TF1, outcome
 from npu_bridge_compat.scan.report import Severity

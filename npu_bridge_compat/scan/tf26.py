@@ -9,9 +9,9 @@ serves.
 
 from __future__ import annotations
 
+from npu_bridge_compat.imports.world import today_has
 from npu_bridge_compat.legacy.keras2 import KERAS2
 from npu_bridge_compat.legacy.tf26 import tf26_name_status
-from npu_bridge_compat.legacy.world import today_has
 from npu_bridge_compat.scan.outcomes import FINDINGS, RUN, RUN_TF1, outcome
 from npu_bridge_compat.scan.report import Severity
 
@@ -26,11 +26,13 @@ def classify_tf26_name(dotted: str) -> tuple[str, Severity, str] | None:
 
 
 def classify_keras2_name(dotted: str) -> tuple[str, Severity, str] | None:
-    """(outcome, severity, detail) of a standalone Keras 2.2 name this line's Keras lacks; None for a name it has as
-    it is, or one the Keras 2.2 world does not map."""
+    """(outcome, severity, detail) under `run --tf1` of a standalone Keras 2.2 name this line's Keras lacks; None for
+    a name it has as it is, one the Keras 2.2 world does not map, or one that `run` serves with the same status
+    from the TF 2.6 world (that world's finding says it). A name both worlds serve differently is a finding of each
+    (Keras 1's `keras.layers.merge`: TF 2.6's merging module under `run`, a stand-in under `run --tf1`)."""
     if not KERAS2.in_tree(dotted, KERAS2.roots) or today_has(dotted):
         return None
     status = KERAS2.name_status(dotted)
-    if status.status not in FINDINGS:
+    if status.status not in FINDINGS or tf26_name_status(dotted).status is status.status:
         return None
     return *outcome(status.status, RUN_TF1), status.detail

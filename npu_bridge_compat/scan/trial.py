@@ -40,9 +40,10 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import NamedTuple
 
 from npu_bridge_compat.distributed.launch import unshare_refusal
+from npu_bridge_compat.imports.world import Status
 from npu_bridge_compat.legacy import ALIASED_PACKAGES
+from npu_bridge_compat.legacy.keras2 import KERAS2
 from npu_bridge_compat.legacy.tf26.world import TF26
-from npu_bridge_compat.legacy.world import Status
 from npu_bridge_compat.scan.era import era_category, is_served_module
 from npu_bridge_compat.scan.reader import FileFacts, read_file
 from npu_bridge_compat.scan.report import Category
@@ -130,6 +131,7 @@ class TrialOutcome(enum.StrEnum):
     ADAPTER = "adapter name missing"
     TF1_NAME = "TF 1.15 name missing"
     TF2_NAME = "TF 2.6 name missing"
+    KERAS2_NAME = "Keras 2.2 name missing"  # the standalone Keras 2.2 / 2.3 world's stand-in (`run --tf1`)
     NUMPY_NAME = "NumPy < 1.24 name missing"  # NumPy's removed names (1.24's aliases, 2.0's spellings): era.py
     PYTHON_NAME = "Python 3.7 name missing"  # Python's removed names and modules (collections' ABCs, imp, ...)
     SCRIPT = "script's own error"
@@ -581,16 +583,21 @@ def _classify_error(error: dict, tf1: bool, own_modules: frozenset[str]) -> tupl
 _ERA_OUTCOMES = {Category.NUMPY: TrialOutcome.NUMPY_NAME, Category.PYTHON: TrialOutcome.PYTHON_NAME}
 
 
+# The worlds whose stand-ins' messages say the world after the name, and the outcome of each.
+_LABELLED_STAND_INS = ((TF26, TrialOutcome.TF2_NAME), (KERAS2, TrialOutcome.KERAS2_NAME))
+
+
 def _stand_in(message: str) -> tuple[TrialOutcome, str]:
     """The outcome of a world's stand-in that was used, by which world's name it stands for: the era's (NumPy's,
-    Python's), TF 2.6's (its messages say so after the name) or TF 1.15's."""
+    Python's), TF 2.6's or the standalone Keras 2.2's (their messages say so after the name), or TF 1.15's."""
     named = message.split(" ", 1)[0]
     dotted = _public(named)
     category = era_category(dotted)
     if category is not None:
         return _ERA_OUTCOMES[category], dotted
-    if message.startswith(f"{named}{TF26.label} "):
-        return TrialOutcome.TF2_NAME, dotted
+    for world, outcome in _LABELLED_STAND_INS:
+        if message.startswith(f"{named}{world.label} "):
+            return outcome, dotted
     return TrialOutcome.TF1_NAME, dotted
 
 

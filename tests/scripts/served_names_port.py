@@ -10,7 +10,7 @@ import types
 
 import tensorflow as tf
 
-from npu_bridge_compat.legacy.world import NoCounterpartError
+from npu_bridge_compat.imports.world import NoCounterpartError
 
 report = {}
 

@@ -1,7 +1,7 @@
 """The ports' NumPy and Python era: ported programs were written for NumPy < 1.24 and Python 3.7, and use names
 today's NumPy and Python removed (`np.float`, `np.int`, `collections.Iterable`, `import imp`, `distutils`,
 `time.clock`, `inspect.getargspec`, NumPy 2.0's `np.NaN`, `np.product`, ...). In this world, from one table
-(table.py) read by the one engine of the worlds (legacy/world.py), each resolves to its documented counterpart
+(table.py) read by the one engine of the worlds (imports/world.py), each resolves to its documented counterpart
 and warns once per name (`EraNameWarning`, at the program's line that used it); a name with no faithful
 counterpart raises `NoCounterpartError` naming it and what replaces it when used. One behaviour of the era's
 libraries is served too: absl-py < 2.0's `DEFINE_enum` with a str as `enum_values` (absl_flags.py).
@@ -20,9 +20,9 @@ import types
 
 from npu_bridge_compat import changes
 from npu_bridge_compat.changes import Owner
+from npu_bridge_compat.imports.world import DifferenceWarning, Found, NameStatus, Status, World, importable
 from npu_bridge_compat.legacy.era.absl_flags import STR_ENUM_VALUES, refuses_str_enum_values, str_enum_values_init
 from npu_bridge_compat.legacy.era.table import FILLED, MODULES, NO_SETUPTOOLS
-from npu_bridge_compat.legacy.world import DifferenceWarning, Found, NameStatus, Status, World, importable
 
 __all__ = ["ERA", "EraNameWarning", "era_name_status", "install_era_world"]
 

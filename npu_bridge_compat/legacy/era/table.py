@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import collections.abc
 
-from npu_bridge_compat.legacy.world import Module
+from npu_bridge_compat.imports.world import Module
 
 HERE = "npu_bridge_compat.legacy.era.counterparts"
 IMP = "npu_bridge_compat.legacy.era.imp"

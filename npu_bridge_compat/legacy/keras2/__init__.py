@@ -1,7 +1,7 @@
 """The standalone Keras 2.2 / 2.3 world: what TF 1.15 programs import from the Keras package that ran beside
 TensorFlow 1.15 and this line's Keras 2 lays out differently (`keras.engine.topology`, `keras.backend.
 tensorflow_backend`, `keras.utils.np_utils`, `keras.__version__`, ...), from one table (table.py) read by the one
-engine (legacy/world.py). Names resolve to the TF 1.15 API of the line's Keras 2 (Keras 2.15 on TensorFlow 2.15,
+engine (imports/world.py). Names resolve to the TF 1.15 API of the line's Keras 2 (Keras 2.15 on TensorFlow 2.15,
 tf_keras from 2.16); Keras 1's `Merge` / `merge`, which no Keras 2 has, resolve to stand-ins that raise
 `NoCounterpartError` naming the merge layers that replace them.
 
@@ -16,8 +16,8 @@ import importlib
 import types
 
 from npu_bridge_compat.changes import Owner
+from npu_bridge_compat.imports.world import DifferenceWarning, Module, World, WorldModule, keras_root
 from npu_bridge_compat.legacy.keras2.table import MODULES
-from npu_bridge_compat.legacy.world import DifferenceWarning, Module, World, WorldModule, keras_root
 
 __all__ = ["KERAS2", "Keras2DifferenceWarning", "keras2_module"]
 

@@ -12,7 +12,7 @@ the line's Keras 2 has as they were are not listed: the program imports them as 
 
 from __future__ import annotations
 
-from npu_bridge_compat.legacy.world import KERAS, Module
+from npu_bridge_compat.imports.world import KERAS, Module
 
 V1 = "tensorflow.compat.v1.keras"  # the TF 1.15 API of this line's Keras 2
 MERGE = (

@@ -10,8 +10,8 @@ differently from TF 1.15 say how in `differs`; that sentence is the warning, the
 
 from __future__ import annotations
 
+from npu_bridge_compat.imports.world import KERAS, Module
 from npu_bridge_compat.legacy.tf26.table import MOVED_TENSORFLOW_MODULES
-from npu_bridge_compat.legacy.world import KERAS, Module
 
 # TF 1.15's private modules that TensorFlow 2 moved, lacks names of, or removed (below `tensorflow.`)
 _PRIVATE_ROOTS = (

@@ -1,4 +1,4 @@
-"""The TF 1.15 world: its table (table.py) read by the one engine (legacy/world.py), and its view of the program's
+"""The TF 1.15 world: its table (table.py) read by the one engine (imports/world.py), and its view of the program's
 imports (`run --tf1`).
 
 A served module resolves each name on first access, from the table alone. Names with no counterpart resolve to
@@ -7,7 +7,7 @@ stand-ins that raise `NoCounterpartError` when used, so `import tensorflow.contr
 one); counterparts that behave differently warn once (`Tf1DifferenceWarning`). `tf1_name_status` answers from the
 same lookup, without running any user code.
 
-The program's view: every module whose file is the program's (legacy/program.py: the script, its folder, vendored
+The program's view: every module whose file is the program's (imports/program.py: the script, its folder, vendored
 libraries there) gets, from `import tensorflow as tf`, `tf.compat.v1` with `tf.contrib` on it and TensorFlow
 1.15's version (`tf.__version__`, `tf.VERSION`, `tf.version.VERSION`, `tf.GIT_VERSION`: code that branches on the
 version takes its TF1 branch); its `tensorflow.python.keras.*` imports get Keras 2's modules (tf.keras), and its
@@ -29,11 +29,8 @@ from npu_bridge_compat.compat.config import disable_v2_behaviour
 from npu_bridge_compat.compat.keras import repair_tf1_layers_normalization
 from npu_bridge_compat.compat.tf_slim import restore_names_tf_slim_uses
 from npu_bridge_compat.errors import NpuConfigError
-from npu_bridge_compat.legacy.keras2 import keras2_module
-from npu_bridge_compat.legacy.program import bound_by_import, with_child
-from npu_bridge_compat.legacy.tf1.table import MODULES, PUBLIC_ROOTS, ROOTS
-from npu_bridge_compat.legacy.tf26.world import TF26
-from npu_bridge_compat.legacy.world import (
+from npu_bridge_compat.imports.program import bound_by_import, with_child
+from npu_bridge_compat.imports.world import (
     DifferenceWarning,
     NameStatus,
     NoCounterpartError,
@@ -42,6 +39,9 @@ from npu_bridge_compat.legacy.world import (
     World,
     WorldModule,
 )
+from npu_bridge_compat.legacy.keras2 import keras2_module
+from npu_bridge_compat.legacy.tf1.table import MODULES, PUBLIC_ROOTS, ROOTS
+from npu_bridge_compat.legacy.tf26.world import TF26
 
 __all__ = [
     "NameStatus",

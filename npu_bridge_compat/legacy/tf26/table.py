@@ -18,7 +18,7 @@ module's entry here (the module's `__getattr__`, as PEP 562 defines it).
 
 from __future__ import annotations
 
-from npu_bridge_compat.legacy.world import KERAS, Module
+from npu_bridge_compat.imports.world import KERAS, Module
 
 HERE = "npu_bridge_compat.legacy.tf26.mixed_precision"
 KERAS_UTILS = "npu_bridge_compat.legacy.tf26.keras_utils"

@@ -1,4 +1,4 @@
-"""The TF 2.6 world: its table (table.py) read by the one engine (legacy/world.py), with Keras' one move.
+"""The TF 2.6 world: its table (table.py) read by the one engine (imports/world.py), with Keras' one move.
 
 A TF 2.6 module path resolves, from the table and Keras' move (`keras.<path>` is `{keras}.src.<path>`), to a real
 module of this line (served as itself) or to a module of its own whose names resolve on first access. TF 2.6's
@@ -22,9 +22,8 @@ from npu_bridge_compat.changes import Owner
 from npu_bridge_compat.compat import tf_keras_is_keras_3
 from npu_bridge_compat.compat.tf_slim import restore_names_tf_slim_uses
 from npu_bridge_compat.errors import warn
-from npu_bridge_compat.legacy.program import NOT_SERVED, bound_by_import, with_child
-from npu_bridge_compat.legacy.tf26.table import FILLED, KERAS, LEGACY_OPTIMIZERS, MODULES
-from npu_bridge_compat.legacy.world import (
+from npu_bridge_compat.imports.program import NOT_SERVED, bound_by_import, with_child
+from npu_bridge_compat.imports.world import (
     CURRENT,
     DifferenceWarning,
     Module,
@@ -37,6 +36,7 @@ from npu_bridge_compat.legacy.world import (
     keras_is_aliased,
     keras_root,
 )
+from npu_bridge_compat.legacy.tf26.table import FILLED, KERAS, LEGACY_OPTIMIZERS, MODULES
 
 __all__ = [
     "NameStatus",

@@ -84,7 +84,7 @@ NOT_SERVED = object()  # a view's answer for an import it leaves to the next vie
 
 
 class ProgramView(Protocol):
-    """A world's view of the program's imports (legacy/world.py's World is one)."""
+    """A world's view of the program's imports (imports/world.py's World is one)."""
 
     name: str  # its place in ProgramImports.ORDER
     program_tops: tuple[str, ...]  # the top-level packages whose imports it may answer

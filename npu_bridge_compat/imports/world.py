@@ -1,5 +1,6 @@
-"""The one engine of the worlds ported programs were written in: TF 1.15 (tf1/), TF 2.6 (tf26/) and the ports'
-NumPy and Python era (era/). A world is a table of `Module` rows read by this engine:
+"""The one engine of the worlds a ported program's imports are served from: the adapter's import paths, TF 1.15,
+TF 2.6, the standalone Keras 2.2 and the ports' NumPy and Python era (legacy/), and tensorflow-estimator 2.15 on
+TensorFlow 2.16 and later (compat/estimator_library.py). A world is a table of `Module` rows read by this engine:
 
 - A module path of the table, or one derived from it (a child module of its sources, a path the world redirects),
   is served by the world's import finder: as today's module itself where it is one (an alias), else as a
@@ -31,10 +32,12 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from npu_bridge_compat import changes, compat
+from npu_bridge_compat import changes
 from npu_bridge_compat.changes import Owner
+from npu_bridge_compat.compat.keras import TF1_KERAS_APIS, tf1_keras_api
+from npu_bridge_compat.compat.versions import ESTIMATOR_TENSORFLOW, tensorflow_version, version_tuple
 from npu_bridge_compat.errors import NpuCompatWarning, TensorFlowVersionError, warn
-from npu_bridge_compat.legacy.program import NOT_SERVED, PROGRAM_IMPORTS
+from npu_bridge_compat.imports.program import NOT_SERVED, PROGRAM_IMPORTS
 
 KERAS = "{keras}"  # in a source: the Keras 2 of this line, `keras` (TensorFlow 2.15) or `tf_keras` (2.16 and later)
 
@@ -103,7 +106,7 @@ ABSENT = object()
 @functools.cache
 def keras_root() -> str:
     """The package of the Keras 2 that tf.keras is on this line: `keras` (TensorFlow 2.15) or `tf_keras`."""
-    if compat.version_tuple(compat.tensorflow_version()) <= compat.version_tuple(compat.ESTIMATOR_TENSORFLOW):
+    if version_tuple(tensorflow_version()) <= version_tuple(ESTIMATOR_TENSORFLOW):
         return "keras"
     return "tf_keras"
 
@@ -177,10 +180,10 @@ def resolve(dotted: str) -> Any:
     there is none. TensorFlow's API paths (`tensorflow.distribute`, not `tensorflow.python...`) are walked as
     attributes, since implementation packages of the same names shadow some of them; the parts of tf.compat.v1
     that Keras 2 implements are the Keras 2 that `run` selects (tf_keras where tf.keras is Keras 3)."""
-    for api in compat.TF1_KERAS_APIS:
+    for api in TF1_KERAS_APIS:
         if dotted == f"tensorflow.compat.v1.{api}":
             try:
-                return compat.tf1_keras_api(api)
+                return tf1_keras_api(api)
             except TensorFlowVersionError as error:
                 raise ImportError(str(error)) from error
     parent, _, name = dotted.rpartition(".")
@@ -307,6 +310,9 @@ class World:
     module_class: type[WorldModule] = WorldModule
 
     program_tops: tuple[str, ...] = ()  # the packages whose imports by the program its view answers (program.py)
+    # Trees whose every module in sys.modules is the world's (none of today's): undoing the finder forgets them all,
+    # the modules a world's rule loaded its own way (`module_spec`) included.
+    own_trees: tuple[str, ...] = ()
 
     def __init__(
         self,
@@ -315,7 +321,7 @@ class World:
         owner: Owner,
         era: str,
         modules: Mapping[str, Module],
-        warning: type[DifferenceWarning],
+        warning: type[DifferenceWarning] = DifferenceWarning,
         filled: Mapping[str, Module] | None = None,
         roots: tuple[str, ...] = (),
         finder_roots: tuple[str, ...] | None = None,
@@ -367,7 +373,13 @@ class World:
             return True
         if not self.can_install():
             return False
-        changes.add_import_finder(self.finder, owner=self.owner, reason=self.serves, forget=self.finder.forget_created)
+        changes.add_import_finder(
+            self.finder,
+            owner=self.owner,
+            reason=self.serves,
+            packages=self.own_trees,
+            forget=self.finder.forget_created,
+        )
         self.fill_names()
         self.install_more()
         return True
@@ -418,7 +430,7 @@ class World:
 
     def where(self, path: str) -> str:
         """What a name of `path` runs on here, for messages: 'TensorFlow 2.15.1' unless the world says."""
-        return self._where(path) if self._where else f"TensorFlow {compat.tensorflow_version()}"
+        return self._where(path) if self._where else f"TensorFlow {tensorflow_version()}"
 
     @staticmethod
     def in_tree(path: str, roots: tuple[str, ...]) -> bool:
@@ -575,9 +587,25 @@ class World:
         """What `import fullname` gives through the world's finder."""
         return self.served_module(fullname)
 
+    def finder_serves(self, fullname: str) -> bool:
+        """Whether the world's finder takes part in importing `fullname`: a path in its `finder_roots`' trees (a
+        world's rule may add single paths, such as a library whose import the world prepares)."""
+        return self.in_tree(fullname, self.finder_roots)
+
     def replaces_todays(self, fullname: str) -> bool:
         """Whether the finder serves `fullname` even where today has a module of that name (a world's rule)."""
         return False
+
+    def module_spec(
+        self, fullname: str, todays: importlib.machinery.ModuleSpec | None, finder: WorldFinder
+    ) -> importlib.machinery.ModuleSpec | None:
+        """How the import system gets `fullname`, a path in the finder's trees; `todays` is today's spec of it
+        (None where today has none, or the world replaces it). Today's module wins; a path of the table is the
+        finder's to create (`module_for_import`); None leaves the path to the import system. A world's rule may
+        load a module of its own way (the adapter's files under their import paths) or wrap today's loader."""
+        if todays is not None or self.entry(fullname) is None:
+            return None
+        return importlib.machinery.ModuleSpec(fullname, finder, is_package=True)
 
     def filled_key(self, path: str) -> str | None:
         """The `filled` entry of today's module `path` (directly, or through the world's redirect)."""
@@ -683,8 +711,9 @@ def _no_attribute(module: types.ModuleType) -> Callable[[str], Any]:
 
 
 class WorldFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Serves a world's module paths that today lacks (or that the world replaces); remembers what it created, so
-    that undoing its registration forgets those modules."""
+    """The one import finder of the package: serves a world's module paths that today lacks (or that the world
+    replaces), as its `module_spec` says; remembers what it created, so that undoing its registration forgets
+    those modules."""
 
     def __init__(self, world: World) -> None:
         self.world = world
@@ -693,14 +722,11 @@ class WorldFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def find_spec(self, fullname, path=None, target=None):
         world = self.world
-        if not world.in_tree(fullname, world.finder_roots) or fullname in looking_up.paths:
+        if not world.finder_serves(fullname) or fullname in looking_up.paths:
             return None
         with looking_up.todays_only(fullname):
-            if not world.replaces_todays(fullname) and self._todays_spec(fullname, path) is not None:
-                return None  # today's module of that name wins
-            if world.entry(fullname) is None:
-                return None
-        return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
+            todays = None if world.replaces_todays(fullname) else self._todays_spec(fullname, path)
+            return world.module_spec(fullname, todays, self)
 
     def _todays_spec(self, fullname, path):
         for finder in sys.meta_path:

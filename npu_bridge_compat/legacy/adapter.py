@@ -1,0 +1,110 @@
+"""The adapter's import paths as a world of the one engine (imports/world.py): `npu_bridge.*`, `hccl.*` and
+`npu_device.*` are the files of this package's trees legacy/npu_bridge, legacy/hccl and legacy/npu_device, each
+loaded under the adapter's path (so that it sees its own `__name__`, and its relative imports stay in the alias);
+`npu_device.compat.v1.<module>` is `npu_bridge.<module>` without the adapter's loss-scale names, which the TF2
+adapter's build drops from its copy of npu_bridge (tf_adapter_2.x/compat_v1/).
+
+Nothing is served until the world is installed (`install_aliases()`, or a script started with
+`python -m npu_bridge_compat run`): a real npu_bridge must never be shadowed by accident, so the world refuses to
+install where one is importable.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.machinery
+import importlib.util
+
+from npu_bridge_compat.changes import Owner
+from npu_bridge_compat.compat.xla import reserve_fusion_flags
+from npu_bridge_compat.errors import NpuConfigError
+from npu_bridge_compat.imports.world import Module, World, WorldFinder
+
+TREES_PACKAGE = "npu_bridge_compat.legacy"  # the package whose subpackages are the adapter's trees
+ALIASED_PACKAGES = ("npu_bridge", "hccl", "npu_device")
+TF1_UNDER_TF2 = "npu_device.compat.v1"
+DROPPED_UNDER_TF2 = ("NPULossScaleOptimizer", "FixedLossScaleManager", "ExponentialUpdateLossScaleManager")
+
+# The world's table: each of the adapter's packages and the tree whose files it is; below TF1_UNDER_TF2 (itself a
+# file of the npu_device tree), each module is a copy of npu_bridge's module of the same name, minus some names.
+MODULES = {
+    **{package: Module(sources=(f"{TREES_PACKAGE}.{package}",)) for package in ALIASED_PACKAGES},
+    TF1_UNDER_TF2: Module(sources=("npu_bridge",), note="npu_bridge's modules without its loss-scale names"),
+}
+
+
+class _CopyLoader(importlib.abc.Loader):
+    """Loads a module as a copy of another module's names, minus some."""
+
+    def __init__(self, source: str, dropped: tuple[str, ...]) -> None:
+        self._source, self._dropped = source, dropped
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module) -> None:
+        source = importlib.import_module(self._source)
+        for name in dir(source):
+            if name not in self._dropped and not name.startswith("__"):
+                setattr(module, name, getattr(source, name))
+        module.__doc__ = source.__doc__
+
+
+def _tree_module(path: str) -> str:
+    """The module of this package whose file the adapter's module path `path` is (from its package's row)."""
+    package, _, rest = path.partition(".")
+    tree = MODULES[package].sources[0]
+    return f"{tree}.{rest}" if rest else tree
+
+
+class _AdapterWorld(World):
+    """The adapter's import paths: never today's (a real adapter is refused), each loaded from its tree's file."""
+
+    own_trees = ALIASED_PACKAGES
+
+    def can_install(self) -> bool:
+        for package in ALIASED_PACKAGES:
+            real = importlib.util.find_spec(package)
+            if real is not None:
+                raise NpuConfigError(
+                    f"a real '{package}' package is importable here ({real.origin}); npu_bridge_compat "
+                    "will not shadow it. Run the script without the aliases, or in an environment "
+                    "without the Ascend adapter."
+                )
+        return True
+
+    def replaces_todays(self, fullname: str) -> bool:
+        return True
+
+    def module_spec(
+        self, fullname: str, todays: importlib.machinery.ModuleSpec | None, finder: WorldFinder
+    ) -> importlib.machinery.ModuleSpec | None:
+        if fullname.startswith(TF1_UNDER_TF2 + "."):
+            source = MODULES[TF1_UNDER_TF2].sources[0] + fullname[len(TF1_UNDER_TF2) :]
+            real = importlib.util.find_spec(_tree_module(source))
+            if real is None:
+                return None
+            loader = _CopyLoader(source, DROPPED_UNDER_TF2)
+            return importlib.util.spec_from_loader(
+                fullname, loader, is_package=real.submodule_search_locations is not None
+            )
+        real = importlib.util.find_spec(_tree_module(fullname))
+        if real is None:
+            return None
+        return importlib.util.spec_from_file_location(
+            fullname, real.origin, submodule_search_locations=real.submodule_search_locations
+        )
+
+    def install_more(self) -> None:
+        reserve_fusion_flags()  # the adapter's scripts may ask for graph-kernel fusion before TensorFlow starts
+
+
+ADAPTER = _AdapterWorld(
+    name="adapter",
+    owner=Owner.ADAPTER_ALIASES,
+    era="Ascend's TF Adapter",
+    modules=MODULES,
+    roots=ALIASED_PACKAGES,
+    serves="npu_bridge.*, hccl.* and npu_device.* resolve to npu_bridge_compat",
+)
