@@ -4,7 +4,7 @@ worlds' views of their imports, asking the worlds in an order given as data (`Pr
 Every module whose file lies outside the Python installation and site-packages (the script, its folder, sibling
 packages on PYTHONPATH, vendored libraries in them, a launcher and what it runs with runpy) is the program;
 installed libraries and TensorFlow itself keep today's modules. npu_bridge_compat's own modules are library code,
-except the adapter's module tree, which re-exports `tf` to scripts as the adapter did.
+except the trees that count as the program (`count_as_program`: the adapter's, which re-exports `tf` to scripts).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from npu_bridge_compat import changes
 from npu_bridge_compat.changes import Owner
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # npu_bridge_compat/
-_ADAPTER_TREES = tuple(os.path.join(_PACKAGE, "legacy", tree) + os.sep for tree in ("npu_bridge", "hccl"))
+_program_trees: list[str] = []  # folders of this package whose modules count as the program (count_as_program)
 
 
 @functools.cache
@@ -39,7 +39,16 @@ def _library_roots() -> tuple[str, ...]:
 def is_program_file(filename: str) -> bool:
     """Whether the module in `filename` is the user's program rather than an installed library."""
     path = os.path.abspath(filename)
-    return path.startswith(_ADAPTER_TREES) or not path.startswith(_library_roots())
+    return path.startswith(tuple(_program_trees)) or not path.startswith(_library_roots())
+
+
+def count_as_program(folder: str) -> None:
+    """Modules in `folder`, a tree of this package, count as the program: the adapter's module tree re-exports
+    `tf` to scripts as the adapter did, so its imports get the program's view."""
+    entry = os.path.abspath(folder) + os.sep
+    if entry not in _program_trees:
+        _program_trees.append(entry)
+        is_program_file.cache_clear()
 
 
 def importer_is_program(globals: dict | None) -> bool:

@@ -15,16 +15,20 @@ import importlib
 import importlib.abc
 import importlib.machinery
 import importlib.util
+import os
 
 from npu_bridge_compat.changes import Owner
 from npu_bridge_compat.compat.xla import reserve_fusion_flags
 from npu_bridge_compat.errors import NpuConfigError
+from npu_bridge_compat.imports.program import count_as_program
 from npu_bridge_compat.imports.world import Module, World, WorldFinder
 
 TREES_PACKAGE = "npu_bridge_compat.legacy"  # the package whose subpackages are the adapter's trees
 ALIASED_PACKAGES = ("npu_bridge", "hccl", "npu_device")
 TF1_UNDER_TF2 = "npu_device.compat.v1"
 DROPPED_UNDER_TF2 = ("NPULossScaleOptimizer", "FixedLossScaleManager", "ExponentialUpdateLossScaleManager")
+for _tree in ("npu_bridge", "hccl"):  # they re-export `tf` to scripts, as the adapter did
+    count_as_program(os.path.join(os.path.dirname(os.path.abspath(__file__)), _tree))
 
 # The world's table: each of the adapter's packages and the tree whose files it is; below TF1_UNDER_TF2 (itself a
 # file of the npu_device tree), each module is a copy of npu_bridge's module of the same name, minus some names.
