@@ -635,3 +635,16 @@ def test_the_modules_of_distributed_import_each_other_without_a_loop():
 
     loops = {module: loop_from(module, (module,)) for module in imports if module != "__init__"}
     assert not any(loops.values()), {module: " -> ".join(loop) for module, loop in loops.items() if loop}
+
+
+def test_a_rank_cut_off_by_a_peer_that_left_its_step_is_told_why():
+    """A collective fetched with the step in which the input runs out: the rank whose step ends first frees its
+    buffers while the other still receives; that rank's error says what happened and what to change."""
+    cut_off = tf.errors.InternalError(
+        None, None, "Collective ops is aborted by: Delete called on non-empty BufRendezvous\nAdditional GRPC ..."
+    )
+    note = distributed.runtime._step_ended_note(type(cut_off), cut_off)
+    assert note.startswith(": that rank ended its step while this collective was still exchanging data with it")
+    assert "run it after the step (a hook's after_run)" in note
+    other = tf.errors.InternalError(None, None, "Collective ops is aborted by: something else")
+    assert distributed.runtime._step_ended_note(type(other), other) == ""

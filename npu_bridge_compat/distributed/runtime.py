@@ -58,6 +58,8 @@ from npu_bridge_compat.logs import log_line
 HEARTBEAT_TIMEOUT_S = 20
 POLL_INTERVAL_S = 1.0
 MOST_COLLECTIVES_NAMED = 6
+# TensorFlow's words when a rank's step ends (its buffers freed) while a peer still receives from its collective
+PEER_LEFT_THE_STEP = "Delete called on non-empty BufRendezvous"
 
 
 @dataclasses.dataclass
@@ -311,7 +313,7 @@ def _report_uncaught_errors(cluster: Cluster) -> None:
         sys.stderr.write(
             f"npu_bridge_compat: rank {cluster.rank} failed: {kind.__name__}{talking}"
             f"{', which was probably lost' if peers and issubclass(kind, tf.errors.UnavailableError) else ''}"
-            f"{_deadline_note(kind, value, traceback)}.\n"
+            f"{_deadline_note(kind, value, traceback)}{_step_ended_note(kind, value)}.\n"
         )
         try:
             report_error_to_cluster(f"rank {cluster.rank} failed: {kind.__name__}{talking}")
@@ -336,6 +338,18 @@ def _deadline_note(kind: type, value: BaseException, traceback) -> str:
         f": a session run waited longer than HCCL_EXEC_TIMEOUT={ranks.exec_timeout_s()} s per step, most likely "
         "for a collective that another rank never joined (every rank must run the same collectives in the same "
         f"order){f'; the collectives of its graph: {shown}' if waiting else ''}"
+    )
+
+
+def _step_ended_note(kind: type, value: BaseException) -> str:
+    if not issubclass(kind, tf.errors.InternalError) or PEER_LEFT_THE_STEP not in str(value):
+        return ""
+    return (
+        ": that rank ended its step while this collective was still exchanging data with it, most likely because "
+        "its input ran out (OutOfRangeError) while a collective that does not depend on the step's input ran in "
+        "the same step (a hook's collective fetched with every step, say). A collective cannot finish once one "
+        "rank has left its step, and TensorFlow then refuses this rank's later collectives: make it depend on the "
+        "step's batch, or run it after the step (a hook's after_run)"
     )
 
 

@@ -1,7 +1,7 @@
 """The phases of a ported 8p script on several ranks, as AlexNet-style scripts run them: train, then evaluate
 every checkpoint (one NPUEstimator.evaluate each, until the input ends), predict and export. The metrics'
 values are all-reduced (`hccl_ops.allreduce(metric[0], "sum") / rank_size`, the 8p scripts' global metric), an
-evaluation hook fetches a collective every step and the evaluation's input_fn takes the ranks' least number of
+evaluation hook runs a collective after every step and the evaluation's input_fn takes the ranks' least number of
 batches. The script imports NPUEstimator and hccl_ops only (not
 npu_init, which would send every session to the rank's server). Prints one JSON line per rank.
 
@@ -34,17 +34,16 @@ if "extra" in sys.argv[3:] and rank == 0:  # a rank-0-only op, built and never r
 
 
 class GlobalStepsHook(v1.train.SessionRunHook):
-    """Fetches the sum of the ranks' global steps with every evaluation step (a collective in a hook)."""
+    """Reads the sum of the ranks' global steps after every evaluation step (a collective in a hook). It runs after
+    the step, not with it: a collective independent of the input, fetched with the step in which the input runs
+    out, is cut off on the rank whose step ends first."""
 
     def begin(self):
         self.summed = hccl_ops.allreduce(v1.cast(v1.train.get_global_step(), v1.float32), "sum")
         self.seen = []
 
-    def before_run(self, run_context):
-        return v1.train.SessionRunArgs(self.summed)
-
     def after_run(self, run_context, run_values):
-        self.seen.append(float(run_values.results))
+        self.seen.append(float(run_context.session.run(self.summed)))
 
 
 def all_ranks_mean(metric):
