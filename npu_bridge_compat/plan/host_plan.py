@@ -23,6 +23,7 @@ from npu_bridge_compat.plan.features import (
     Feature,
     GraphKernelFusion,
     MixedPrecision,
+    PrecisionChoice,
     RewriteSetting,
     SessionSetting,
     StepLoop,
@@ -89,8 +90,13 @@ class HostPlan:
 
     def configure_function_calls(self, config) -> None:
         """Apply the settings a function call's ConfigProto carries (what Keras' traced steps and a TF2 program's
-        functions take): the grappler rewrite settings and graph-kernel fusion (XLA auto-clustering)."""
+        functions take): the grappler rewrite settings and graph-kernel fusion (XLA auto-clustering). A mixed
+        precision that each function's runs decide (MEASURED) stays off here: the timed functions' calls turn it on
+        where it pays (runtime/forms.py), so one that keeps float32 runs with these settings as they are."""
         self.rewrite_options(config.graph_options.rewrite_options)
+        mixed = self.mixed_precision
+        if mixed is not None and mixed.choice is PrecisionChoice.MEASURED:
+            mixed.rewrite_form(config.graph_options.rewrite_options, reduced=False)
         fusion = self.feature(GraphKernelFusion)
         if fusion is not None:
             fusion.apply_to_function_calls(config)

@@ -2,9 +2,10 @@
 functions (the Keras calls' functions, a TF2 program's own tf.functions) call through one `CallForms`.
 
 Per input shapes, mixed precision is decided first (bfloat16 or float32: runtime/precision.py), then graph-kernel
-fusion in its auto mode (fused or not: runtime/fusion.py), unfused until then; fusion "on" is always fused. A form
-is a set of function-call options, made once from the options around the call and entered per call: once decided,
-a call costs a lookup beyond the function's own.
+fusion in its auto mode (fused or not: runtime/fusion.py), unfused until then; fusion "on" is always fused. The
+options around the call (the plan's, `HostPlan.configure_function_calls`) are the float32, unfused form; any other
+form is a set of function-call options made once from them and entered per call. So a function that keeps float32
+runs as it would without the trials, and a decided call in another form costs a lookup beyond the function's own.
 """
 
 from __future__ import annotations
@@ -64,8 +65,8 @@ class CallForms:
             return self._fusion_trials.run(
                 key, self._where, lambda form: self._in_form(run, form, reduced, args, kwargs)
             )
-        if not fused and reduced:
-            return run(*args, **kwargs)  # the options around the call are this form
+        if not fused and (self._mixed is None or not reduced):
+            return run(*args, **kwargs)  # the options around the call are this form (plan.configure_function_calls)
         return self._in_form(run, fused, reduced, args, kwargs)
 
     def _shape_key(self, args: tuple, kwargs: dict) -> tuple:
@@ -97,8 +98,8 @@ class CallForms:
             def configure(config) -> None:
                 if self._fusion is not None:
                     self._fusion.apply_to_function_calls(config, fused)
-                if not reduced:
-                    self._mixed.rewrite_form(config.graph_options.rewrite_options, reduced=False)
+                if self._mixed is not None:
+                    self._mixed.rewrite_form(config.graph_options.rewrite_options, reduced=reduced)
 
             options = self._options[key] = function_call_options_edited(configure)
         return options
