@@ -81,14 +81,30 @@ def select_keras_2() -> None:
     )
 
 
+# The distributions that install the `tensorflow` package, most common first: asked by name before the scan of
+# every installed distribution's files (packages_distributions), which takes a tenth of a second.
+TENSORFLOW_DISTRIBUTIONS = ("tensorflow", "tensorflow-cpu", "tensorflow-intel", "tensorflow-gpu", "tensorflow-macos")
+
+
+@functools.cache
 def _installed_tensorflow() -> str | None:
     """The installed TensorFlow's version, read without importing it (TF_USE_LEGACY_KERAS is read at import)."""
-    for distribution in importlib.metadata.packages_distributions().get("tensorflow", []):
-        try:
-            return importlib.metadata.version(distribution)
-        except importlib.metadata.PackageNotFoundError:
-            continue
-    return None
+    if importlib.util.find_spec("tensorflow") is None:
+        return None
+    versions = map(_distribution_version, _tensorflow_distributions())
+    return next((version for version in versions if version is not None), None)
+
+
+def _tensorflow_distributions() -> Iterator[str]:
+    yield from TENSORFLOW_DISTRIBUTIONS
+    yield from importlib.metadata.packages_distributions().get("tensorflow", [])  # any other: the slow scan
+
+
+def _distribution_version(name: str) -> str | None:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
 
 
 def is_keras_3(model) -> bool:
