@@ -8,6 +8,7 @@ logging and warnings filters, RANK_ID & co. from a scheduler's variables) goes t
 
 from __future__ import annotations
 
+import gc
 import os
 import runpy
 import sys
@@ -62,6 +63,20 @@ def choose_world(script: str, world: str | None) -> str:
             f"{flag} says so yourself"
         )
     return decision.world
+
+
+class _StartUpObjectsFrozen:
+    """gc.freeze() while entered. A class that holds gc's functions, not a generator: the registry may keep it
+    entered to the interpreter's end, when a generator's cleanup finds the module's globals gone."""
+
+    def __init__(self) -> None:
+        self._freeze, self._unfreeze = gc.freeze, gc.unfreeze
+
+    def __enter__(self) -> None:
+        self._freeze()
+
+    def __exit__(self, *exception) -> None:
+        self._unfreeze()
 
 
 def run_program(
@@ -124,6 +139,13 @@ def run_program(
     )
     changes.add_to_sys_path(
         os.path.dirname(path), owner=Owner.RUN, reason="the script's folder comes first, as under `python SCRIPT`"
+    )
+    changes.enter(
+        _StartUpObjectsFrozen(),
+        "the garbage collector's permanent generation",
+        owner=Owner.RUN,
+        reason="the objects of TensorFlow and the worlds, loaded before the script, are left out of the "
+        "collector's full passes (gc.freeze), which would each walk them all while the script runs",
     )
     try:
         runpy.run_path(path, run_name="__main__")
