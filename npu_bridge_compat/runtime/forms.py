@@ -3,9 +3,10 @@ functions (the Keras calls' functions, a TF2 program's own tf.functions) call th
 
 Per input shapes, mixed precision is decided first (bfloat16 or float32: runtime/precision.py), then graph-kernel
 fusion in its auto mode (fused or not: runtime/fusion.py), unfused until then; fusion "on" is always fused. The
-options around the call (the plan's, `HostPlan.configure_function_calls`) are the float32, unfused form; any other
-form is a set of function-call options made once from them and entered per call. So a function that keeps float32
-runs as it would without the trials, and a decided call in another form costs a lookup beyond the function's own.
+options around the call (the plan's: `HostPlan.configure_function_calls`) are the baseline form: a measured mixed
+precision off, fusion as its mode says. Any other form is a set of function-call options made once from them and
+entered per call: a function that keeps the baseline runs as it would without the trials, and a decided call in
+another form costs a lookup beyond the function's own.
 """
 
 from __future__ import annotations
