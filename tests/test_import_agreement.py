@@ -88,22 +88,28 @@ def verdict(world: World, dotted: str) -> Status:
         return world.name_status(dotted).status
 
 
-@pytest.mark.parametrize("name", WORLDS)
-def test_scan_says_what_run_does_for_every_entry_of_the_world(name, tmp_path):
-    world, flag = WORLDS[name]
-    asked = entries(world)
-    program = tmp_path / "imports_every_entry.py"
+def imported_under_run(flag: str, asked: list, folder) -> dict:
+    """What happened to each `from M import N` of `asked` ([M, N] pairs), imported by a program under `run FLAG`:
+    dotted name -> [what, detail]."""
+    program = folder / "imports_the_names.py"
     program.write_text(PROGRAM)
     result = subprocess.run(
         [sys.executable, "-m", "npu_bridge_compat", "run", flag, str(program), json.dumps(asked)],
         capture_output=True,
         text=True,
         timeout=600,
-        cwd=tmp_path,
+        cwd=folder,
     )
     lines = [line for line in result.stdout.splitlines() if line.startswith("RESULT ")]
     assert result.returncode == 0 and lines, result.stderr[-3000:]
-    happened = json.loads(lines[-1][len("RESULT ") :])
+    return json.loads(lines[-1][len("RESULT ") :])
+
+
+@pytest.mark.parametrize("name", WORLDS)
+def test_scan_says_what_run_does_for_every_entry_of_the_world(name, tmp_path):
+    world, flag = WORLDS[name]
+    asked = entries(world)
+    happened = imported_under_run(flag, asked, tmp_path)
     disagreements = {}
     for module, entry in asked:
         dotted = f"{module}.{entry}"
@@ -121,18 +127,7 @@ SERVED_PER_RUN = [("keras.layers", "merge")]  # Keras 2.6's merging module under
 @pytest.mark.parametrize("flag, run", [("--tf1", RUN_TF1), ("--tf2", RUN)])
 @pytest.mark.parametrize("module, name", SERVED_PER_RUN)
 def test_scan_says_for_each_run_what_that_run_serves(module, name, flag, run, tmp_path):
-    program = tmp_path / "imports_the_name.py"
-    program.write_text(PROGRAM)
-    result = subprocess.run(
-        [sys.executable, "-m", "npu_bridge_compat", "run", flag, str(program), json.dumps([[module, name]])],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=tmp_path,
-    )
-    lines = [line for line in result.stdout.splitlines() if line.startswith("RESULT ")]
-    assert result.returncode == 0 and lines, result.stderr[-3000:]
-    what, detail = json.loads(lines[-1][len("RESULT ") :])[f"{module}.{name}"]
+    what, detail = imported_under_run(flag, [[module, name]], tmp_path)[f"{module}.{name}"]
 
     scanned = tmp_path / "scanned"
     scanned.mkdir()
