@@ -30,7 +30,6 @@ import functools
 import importlib
 import importlib.abc
 import importlib.machinery
-import importlib.metadata
 import os
 import sys
 import types
@@ -39,7 +38,12 @@ from typing import Any
 from npu_bridge_compat import changes
 from npu_bridge_compat.changes import Owner
 from npu_bridge_compat.compat.keras import LEGACY_KERAS_ENV
-from npu_bridge_compat.compat.versions import ESTIMATOR_TENSORFLOW, tensorflow_version, version_tuple
+from npu_bridge_compat.compat.versions import (
+    ESTIMATOR_TENSORFLOW,
+    distribution_version,
+    tensorflow_version,
+    version_tuple,
+)
 from npu_bridge_compat.errors import TensorFlowVersionError
 from npu_bridge_compat.imports.world import Module, World, WorldFinder
 
@@ -74,10 +78,7 @@ def library_is_served() -> bool:
 
 def package_version() -> str | None:
     """The installed tensorflow-estimator's version, read without importing it; None when it is not installed."""
-    try:
-        return importlib.metadata.version(PACKAGE)
-    except importlib.metadata.PackageNotFoundError:
-        return None
+    return distribution_version(PACKAGE)
 
 
 def package_is_usable() -> bool:

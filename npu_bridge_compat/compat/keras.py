@@ -18,7 +18,13 @@ from typing import Any
 
 from npu_bridge_compat import changes
 from npu_bridge_compat.changes import Owner
-from npu_bridge_compat.compat.versions import ESTIMATOR_TENSORFLOW, _stand_in, tensorflow_version, version_tuple
+from npu_bridge_compat.compat.versions import (
+    ESTIMATOR_TENSORFLOW,
+    _stand_in,
+    distribution_version,
+    tensorflow_version,
+    version_tuple,
+)
 from npu_bridge_compat.errors import NpuCompatWarning, TensorFlowVersionError, warn
 
 LEGACY_KERAS_ENV = "TF_USE_LEGACY_KERAS"
@@ -91,20 +97,13 @@ def _installed_tensorflow() -> str | None:
     """The installed TensorFlow's version, read without importing it (TF_USE_LEGACY_KERAS is read at import)."""
     if importlib.util.find_spec("tensorflow") is None:
         return None
-    versions = map(_distribution_version, _tensorflow_distributions())
+    versions = map(distribution_version, _tensorflow_distributions())
     return next((version for version in versions if version is not None), None)
 
 
 def _tensorflow_distributions() -> Iterator[str]:
     yield from TENSORFLOW_DISTRIBUTIONS
     yield from importlib.metadata.packages_distributions().get("tensorflow", [])  # any other: the slow scan
-
-
-def _distribution_version(name: str) -> str | None:
-    try:
-        return importlib.metadata.version(name)
-    except importlib.metadata.PackageNotFoundError:
-        return None
 
 
 def is_keras_3(model) -> bool:

@@ -3,6 +3,7 @@ modules share). Checked on TensorFlow 2.15 and 2.21."""
 
 from __future__ import annotations
 
+import importlib.metadata
 from collections.abc import Callable
 from typing import Any
 
@@ -15,6 +16,14 @@ def version_tuple(version: str) -> tuple[int, int]:
     """(major, minor) of a version string such as "2.21.0" or "2.16.0rc1"."""
     major, minor = (version.split(".") + ["0"])[:2]
     return int(major), int("".join(c for c in minor if c.isdigit()) or 0)
+
+
+def distribution_version(name: str) -> str | None:
+    """The installed distribution `name`'s version, read without importing it; None when it is not installed."""
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
 
 
 def tensorflow_version() -> str:
