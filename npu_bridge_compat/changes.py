@@ -609,8 +609,14 @@ class Registry:
         thing anew (a value it keeps current) undoes its change of it first: `undo(owner=..., target=...)`."""
         with self._lock:
             chosen: dict[int, list[_Part]] = {}
-            for change in self._in_force.values():
-                if change.irreversible or (changes is not None and not any(change is given for given in changes)):
+            # the given changes that are in force (a Keras call undoes its few among many), else every one
+            candidates = (
+                self._in_force.values()
+                if changes is None
+                else [given for given in changes if self._in_force.get(id(given)) is given]
+            )
+            for change in candidates:
+                if change.irreversible:
                     continue
                 if target is not None and change.target != target:
                     continue
