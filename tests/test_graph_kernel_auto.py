@@ -16,7 +16,8 @@ from npu_bridge_compat.runtime.units import FusionUnit
 from npu_bridge_compat.session import NPUSession
 from npu_bridge_compat.tf2.functions import with_units
 
-MS = 1e-3
+# The unit of the runs' times given as data: 10 ms, so that each timed run is one call (Trial.RUN_SECONDS).
+UNIT = 10e-3
 FUSED, UNFUSED = True, False
 # warm-up of each form (unfused first), then pairs in alternating order: F U, U F, F U, U F, F U, U F
 TRIAL_ORDER = [UNFUSED, FUSED] + [FUSED, UNFUSED, UNFUSED, FUSED] * 3
@@ -25,7 +26,7 @@ TRIAL_ORDER = [UNFUSED, FUSED] + [FUSED, UNFUSED, UNFUSED, FUSED] * 3
 FRESH = FusionTrial.FRESH_PAGES  # a run that faulted this many pages of memory in
 
 
-def run_trial(fused_times, unfused_times, warm_up=(50 * MS, 10 * MS), fresh=((), ())):
+def run_trial(fused_times, unfused_times, warm_up=(50 * UNIT, 10 * UNIT), fresh=((), ())):
     """Drive a trial with the given times (warm-ups first) and the indexes of each form's timed runs that faulted
     fresh memory in; the forms it asked for and its decision."""
     trial = FusionTrial("f")
@@ -44,45 +45,45 @@ def run_trial(fused_times, unfused_times, warm_up=(50 * MS, 10 * MS), fresh=((),
 
 
 def test_a_clear_winner_is_kept_after_two_timed_pairs_and_warm_ups_do_not_count():
-    forms, decision = run_trial([1 * MS, 1.1 * MS], [2 * MS, 2.1 * MS], warm_up=(900 * MS, 1 * MS))
+    forms, decision = run_trial([1 * UNIT, 1.1 * UNIT], [2 * UNIT, 2.1 * UNIT], warm_up=(900 * UNIT, 1 * UNIT))
     assert forms == TRIAL_ORDER[:6] and decision.fused
-    assert decision.fused_seconds == (1 * MS, 1.1 * MS) and decision.unfused_seconds == (2 * MS, 2.1 * MS)
-    forms, decision = run_trial([2.5 * MS, 2.5 * MS], [1 * MS, 1.2 * MS])
+    assert decision.fused_seconds == (1 * UNIT, 1.1 * UNIT) and decision.unfused_seconds == (2 * UNIT, 2.1 * UNIT)
+    forms, decision = run_trial([2.5 * UNIT, 2.5 * UNIT], [1 * UNIT, 1.2 * UNIT])
     assert forms == TRIAL_ORDER[:6] and not decision.fused
 
 
 def test_a_threefold_winner_is_kept_after_one_pair():
-    forms, decision = run_trial([1 * MS], [3.5 * MS])
-    assert forms == TRIAL_ORDER[:4] and decision.fused and decision.unfused_seconds == (3.5 * MS,)
-    forms, decision = run_trial([4 * MS], [1 * MS])
+    forms, decision = run_trial([1 * UNIT], [3.5 * UNIT])
+    assert forms == TRIAL_ORDER[:4] and decision.fused and decision.unfused_seconds == (3.5 * UNIT,)
+    forms, decision = run_trial([4 * UNIT], [1 * UNIT])
     assert forms == TRIAL_ORDER[:4] and not decision.fused
 
 
 def test_fusion_that_pays_in_every_pair_is_kept_after_three_pairs():
-    forms, decision = run_trial([1 * MS] * 3, [1.4 * MS] * 3)  # 1.4x: not clear enough to stop after two pairs
+    forms, decision = run_trial([1 * UNIT] * 3, [1.4 * UNIT] * 3)  # 1.4x: not clear enough to stop after two pairs
     assert forms == TRIAL_ORDER[:8] and decision.fused
 
 
 def test_fusion_that_never_pays_three_percent_is_dropped_after_three_pairs():
-    forms, decision = run_trial([1 * MS] * 3, [1.02 * MS, 0.9 * MS, 1.01 * MS])
+    forms, decision = run_trial([1 * UNIT] * 3, [1.02 * UNIT, 0.9 * UNIT, 1.01 * UNIT])
     assert forms == TRIAL_ORDER[:8] and not decision.fused
-    _, decision = run_trial([1 * MS] * 3, [1 * MS] * 3)  # a tie keeps the unfused form
+    _, decision = run_trial([1 * UNIT] * 3, [1 * UNIT] * 3)  # a tie keeps the unfused form
     assert not decision.fused
 
 
 def test_a_close_race_takes_six_pairs_and_the_median_ratio_decides():
     # ratios (unfused / fused) 1.1, 0.92, 1.39, 1.1, 0.95, 1.2: median 1.1
     fused, unfused = [1.0, 1.3, 0.9, 1.0, 1.0, 1.0], [1.1, 1.2, 1.25, 1.1, 0.95, 1.2]
-    forms, decision = run_trial([t * MS for t in fused], [t * MS for t in unfused])
+    forms, decision = run_trial([t * UNIT for t in fused], [t * UNIT for t in unfused])
     assert forms == TRIAL_ORDER and decision.fused and decision.speedup == pytest.approx(1.1)
     # ratios 1.1, 0.92, 1.04, 0.9, 0.95, 1.02: median 0.985, fusion does not pay
     fused, unfused = [1.0, 1.3, 1.0, 1.0, 1.0, 1.0], [1.1, 1.2, 1.04, 0.9, 0.95, 1.02]
-    forms, decision = run_trial([t * MS for t in fused], [t * MS for t in unfused])
+    forms, decision = run_trial([t * UNIT for t in fused], [t * UNIT for t in unfused])
     assert forms == TRIAL_ORDER and not decision.fused
 
 
 def test_one_slow_run_of_a_noisy_machine_does_not_decide():
-    _, decision = run_trial([1 * MS, 9 * MS, 1 * MS, 1 * MS, 1 * MS, 1 * MS], [2 * MS] * 6)
+    _, decision = run_trial([1 * UNIT, 9 * UNIT, 1 * UNIT, 1 * UNIT, 1 * UNIT, 1 * UNIT], [2 * UNIT] * 6)
     assert decision.fused and decision.speedup == pytest.approx(2.0)
 
 
@@ -90,25 +91,25 @@ def test_a_pair_with_one_run_that_faulted_fresh_memory_in_is_not_compared():
     # The allocator still maps fresh memory in a process's first runs: the unfused runs of the first pairs paid
     # 4 ms of page faults that the fused runs did not; the settled pairs after them show the two forms equal.
     fused, unfused = [1.5, 1.6, 1.0, 1.0, 1.0], [6.0, 5.9, 1.01, 0.98, 1.0]
-    forms, decision = run_trial([t * MS for t in fused], [t * MS for t in unfused], fresh=((), (0, 1)))
+    forms, decision = run_trial([t * UNIT for t in fused], [t * UNIT for t in unfused], fresh=((), (0, 1)))
     assert len(forms) == 2 + 2 * 5 and not decision.fused and decision.uncompared_pairs == 2
-    assert decision.fused_seconds == (1 * MS,) * 3 and "2 more left out as one of their runs faulted" in str(decision)
+    assert decision.fused_seconds == (1 * UNIT,) * 3 and "2 more left out as one of their runs faulted" in str(decision)
 
 
 def test_pairs_whose_runs_both_faulted_fresh_memory_in_decide_clear_margins_only():
     # both runs of each pair paid the faults: a 2x margin still shows and decides after two pairs ...
-    _, decision = run_trial([5 * MS, 5 * MS], [10.5 * MS, 11 * MS], fresh=((0, 1), (0, 1)))
+    _, decision = run_trial([5 * UNIT, 5 * UNIT], [10.5 * UNIT, 11 * UNIT], fresh=((0, 1), (0, 1)))
     assert decision.fused and decision.uncompared_pairs == 0
     # ... but a 5% one is the settled pairs' to judge: three of them follow before the unfused form is kept
     fused, unfused = [5.0, 5.0, 5.0, 1.0, 1.0, 1.0], [5.25, 5.25, 5.25, 0.99, 1.0, 1.01]
-    forms, decision = run_trial([t * MS for t in fused], [t * MS for t in unfused], fresh=((0, 1, 2), (0, 1, 2)))
+    forms, decision = run_trial([t * UNIT for t in fused], [t * UNIT for t in unfused], fresh=((0, 1, 2), (0, 1, 2)))
     assert len(forms) == 2 + 2 * 6 and not decision.fused
 
 
 def test_a_trial_whose_runs_keep_faulting_fresh_memory_in_ends_after_ten_pairs():
     # every unfused run maps fresh memory in, no fused run does: no pair is compared, the median ratio of all
     # ten decides
-    forms, decision = run_trial([1 * MS] * 10, [1.2 * MS] * 10, fresh=((), range(10)))
+    forms, decision = run_trial([1 * UNIT] * 10, [1.2 * UNIT] * 10, fresh=((), range(10)))
     assert len(forms) == 2 + 2 * FusionTrial.MOST_TIMED_PAIRS and decision.fused
     assert len(decision.fused_seconds) == 10 and decision.speedup == pytest.approx(1.2)
 
@@ -116,16 +117,16 @@ def test_a_trial_whose_runs_keep_faulting_fresh_memory_in_ends_after_ten_pairs()
 def test_after_the_decision_the_form_stays_and_runs_are_not_taken():
     trial = FusionTrial("f")
     for seconds in (5, 5, 1, 2, 2, 1):  # F U F U U F: fused 1 ms, unfused 2 ms
-        trial.ran(trial.next_form(), seconds * MS)
+        trial.ran(trial.next_form(), seconds * UNIT)
     assert trial.decision.fused
-    assert trial.ran(False, 0.1 * MS) is None and [trial.next_form() for _ in range(3)] == [FUSED] * 3
-    assert trial.decision.unfused_seconds == (2 * MS, 2 * MS)
+    assert trial.ran(False, 0.1 * UNIT) is None and [trial.next_form() for _ in range(3)] == [FUSED] * 3
+    assert trial.decision.unfused_seconds == (2 * UNIT, 2 * UNIT)
 
 
 def test_the_decision_says_the_form_and_the_times_measured():
-    _, decision = run_trial([1 * MS, 1 * MS], [2 * MS, 2 * MS])
+    _, decision = run_trial([1 * UNIT, 1 * UNIT], [2 * UNIT, 2 * UNIT])
     assert str(decision) == (
-        "graph-kernel fusion for f: fused form kept, 1 ms fused vs 2 ms unfused per run (medians of 2 timed pairs "
+        "graph-kernel fusion for f: fused form kept, 10 ms fused vs 20 ms unfused per run (medians of 2 timed pairs "
         "after a warm-up run of each form; 2.00x, the pairs' median ratio)"
     )
 
@@ -149,21 +150,24 @@ def given_times(monkeypatch):
 @pytest.fixture
 def function_forms(monkeypatch):
     """The form (fused or not) each call of a function with forms ran in, in order: read from the function-call
-    options in force when the call entered its form."""
+    options in force when the function itself was called (a form entered for it, or the options around it)."""
     forms = []
+    call = forms_module.CallForms.call
 
-    class Recorded(forms_module.function_calls_with):
-        def __enter__(self):
-            super().__enter__()
+    def recorded(self, run, args, kwargs):
+        def run_recorded(*args, **kwargs):
             config = tf.compat.v1.ConfigProto.FromString(function_call_config())
             forms.append(config.graph_options.optimizer_options.global_jit_level == OptimizerOptions.ON_1)
+            return run(*args, **kwargs)
 
-    monkeypatch.setattr(forms_module, "function_calls_with", Recorded)
+        return call(self, run_recorded, args, kwargs)
+
+    monkeypatch.setattr(forms_module.CallForms, "call", recorded)
     return forms
 
 
 def winner_times(fused_wins):
-    return (1 * MS, 2 * MS) if fused_wins else (2 * MS, 1 * MS)
+    return (1 * UNIT, 2 * UNIT) if fused_wins else (2 * UNIT, 1 * UNIT)
 
 
 @pytest.mark.parametrize("fused_wins", [True, False], ids=["fused faster", "unfused faster"])

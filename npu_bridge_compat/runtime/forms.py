@@ -6,11 +6,13 @@ fusion in its auto mode (fused or not: runtime/fusion.py), unfused until then; f
 options around the call (the plan's: `HostPlan.configure_function_calls`) are the baseline form: a measured mixed
 precision off, fusion as its mode says. Any other form is a set of function-call options made once from them and
 entered per call: a function that keeps the baseline runs as it would without the trials, and a decided call in
-another form costs a lookup beyond the function's own.
+another form costs a lookup beyond the function's own (a Keras fit's calls, one iterator for every step, look
+their form up once).
 """
 
 from __future__ import annotations
 
+import contextlib
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -40,8 +42,8 @@ class CallForms:
         self._first_fused_call = first_fused_call
         self._fusion_trials = fusion_trials()
         self._precision = precision_trials(mixed.dtype) if mixed is not None else None
-        self._options: dict[tuple[bytes, bool, bool], Any] = {}
-        self._last_iterator: tuple[weakref.ref, tuple] | None = None
+        self._options: dict[tuple[bytes, bool, bool], Any] = {}  # per options around and form: its options, or None
+        self._settled: tuple[weakref.ref, tuple[bool, Any]] | None = None  # an iterator, its form (fused, options)
 
     @property
     def changes_forms(self) -> bool:
@@ -57,44 +59,57 @@ class CallForms:
         """`run(*args, **kwargs)` in the form decided for these inputs' shapes, deciding it where it is not yet."""
         if not self.changes_forms:
             return run(*args, **kwargs)
-        key = self._shape_key(args, kwargs)
-        reduced = self._precision.kept(key) if self._precision is not None else True
-        fused = self._fusion is not None and self._fusion.mode == "on"
-        if reduced is None:
-            return self._precision.run(key, self._where, lambda kept: self._in_form(run, fused, kept, args, kwargs))
-        if self._fusion is not None and self._fusion.measured:
-            return self._fusion_trials.run(
-                key, self._where, lambda form: self._in_form(run, form, reduced, args, kwargs)
-            )
-        if not fused and (self._mixed is None or not reduced):
-            return run(*args, **kwargs)  # the options around the call are this form (plan.configure_function_calls)
-        return self._in_form(run, fused, reduced, args, kwargs)
-
-    def _shape_key(self, args: tuple, kwargs: dict) -> tuple:
-        """The inputs' shapes; a Keras function is called with one iterator for every step of a fit, whose key is
-        kept while it lives."""
         only = args[0] if len(args) == 1 and not kwargs else None
-        if only is not None and self._last_iterator is not None and self._last_iterator[0]() is only:
-            return self._last_iterator[1]
+        if only is not None and self._settled is not None and self._settled[0]() is only:
+            fused, options = self._settled[1]  # a Keras fit calls its function with one iterator for every step
+            return self._run_in(run, fused, options, args, kwargs)
         key = shape_key((args, kwargs))
+        form = self._decided(key)
+        if form is None:
+            return self._deciding(run, key, args, kwargs)
+        fused, options = form[0], self._form_options(*form)
         if hasattr(only, "element_spec"):
             try:
-                self._last_iterator = (weakref.ref(only), key)
-            except TypeError:  # not weakly referable: keyed call by call
+                self._settled = (weakref.ref(only), (fused, options))
+            except TypeError:  # not weakly referable: decided call by call
                 pass
-        return key
+        return self._run_in(run, fused, options, args, kwargs)
+
+    def _decided(self, key: tuple) -> tuple[bool, bool] | None:
+        """The form (fused, reduced precision) decided for `key`; None while a trial of it is still running."""
+        reduced = self._precision.kept(key) if self._precision is not None else False
+        if self._fusion is not None and self._fusion.measured:
+            fused = self._fusion_trials.kept(key)
+        else:
+            fused = self._fusion is not None and self._fusion.mode == "on"
+        return None if reduced is None or fused is None else (fused, reduced)
+
+    def _deciding(self, run: Callable[..., Any], key: tuple, args: tuple, kwargs: dict) -> Any:
+        """A call of the trials for `key`: mixed precision first (unfused where fusion is measured, until then),
+        then fusion."""
+        reduced = self._precision.kept(key) if self._precision is not None else False
+        if reduced is None:
+            fused = self._fusion is not None and self._fusion.mode == "on"
+            return self._precision.run(key, self._where, lambda kept: self._in_form(run, fused, kept, args, kwargs))
+        return self._fusion_trials.run(key, self._where, lambda form: self._in_form(run, form, reduced, args, kwargs))
 
     def _in_form(self, run: Callable[..., Any], fused: bool, reduced: bool, args: tuple, kwargs: dict) -> Any:
-        with function_calls_with(self._form_options(fused, reduced)):
+        return self._run_in(run, fused, self._form_options(fused, reduced), args, kwargs)
+
+    def _run_in(self, run: Callable[..., Any], fused: bool, options, args: tuple, kwargs: dict) -> Any:
+        """`run` with the function-call `options` (None: the options around the call are the form)."""
+        with function_calls_with(options) if options is not None else contextlib.nullcontext():
             if fused and self._first_fused_call is not None:
                 first, self._first_fused_call = self._first_fused_call, None
                 return first(run, args, kwargs)
             return run(*args, **kwargs)
 
     def _form_options(self, fused: bool, reduced: bool):
-        key = (function_call_config(), fused, reduced)
-        options = self._options.get(key)
-        if options is None:
+        """The function-call options of a form, made once per options around the call; None where those are the
+        form already (the same config, so the function is not instantiated anew for it)."""
+        current = function_call_config()
+        key = (current, fused, reduced)
+        if key not in self._options:
 
             def configure(config) -> None:
                 if self._fusion is not None:
@@ -102,5 +117,6 @@ class CallForms:
                 if self._mixed is not None:
                     self._mixed.rewrite_form(config.graph_options.rewrite_options, reduced=reduced)
 
-            options = self._options[key] = function_call_options_edited(configure)
-        return options
+            options = function_call_options_edited(configure)
+            self._options[key] = None if options.config_proto_serialized == current else options
+        return self._options[key]
