@@ -316,7 +316,7 @@ def test_keras_3_says_keep_dtype_scope_cannot_reach_its_nested_step():
 
 
 @pytest.fixture
-def measured_here(assume_host):
+def measured_here(assume_host, single_call_runs):
     """Doors plan as on a CPU with native bfloat16, where mixed precision is decided by each function's runs."""
     return assume_host(cpu_bfloat16=Support.NATIVE, reduced_precision="auto")
 

@@ -179,6 +179,22 @@ def test_a_trial_keeps_float32_where_reduced_precision_is_slower_and_says_how_to
     )
 
 
+def test_calls_faster_than_a_run_are_timed_together_until_they_last_one():
+    # 1 ms against 1.25 ms: five calls of a form make a timed run (Trial.RUN_SECONDS), compared per call
+    trial = PrecisionTrial("Keras train function")
+    forms = feed(trial, {True: 0.001, False: 0.00125})
+    assert forms == [True, False] + [True] * 5 + [False] * 4 + [False] * 4 + [True] * 5 + [True] * 5 + [False] * 4
+    assert trial.decision.reduced and trial.decision.reduced_seconds == pytest.approx((0.001,) * 3)
+    assert str(trial.decision) == (
+        "mixed precision for Keras train function: bfloat16 kept, bfloat16 1.25x float32 (1 ms against 1.25 ms per "
+        "call, medians of 3 timed pairs of 4.5 calls a run, after a warm-up call of each form)"
+    )
+    # a run is at most MOST_CALLS_PER_RUN calls, however fast (2x: decided after two pairs)
+    most = Trial.MOST_CALLS_PER_RUN
+    forms = feed(PrecisionTrial("step"), {True: 1e-6, False: 2e-6})
+    assert forms[2:] == [True] * most + [False] * most + [False] * most + [True] * most
+
+
 def test_pages_faulted_in_count_only_where_they_could_cost_what_the_forms_must_differ_by():
     seconds = {True: 0.1, False: 0.2}
     # 300 fresh pages (1.5 ms at most) in a 100 ms run: compared as any run, decided after two pairs

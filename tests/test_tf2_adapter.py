@@ -660,7 +660,7 @@ def opened(monkeypatch, assume_host):
         return device.open().as_default()
 
 
-def test_the_doors_keras_calls_keep_their_decisions_across_fits_and_free_them_with_the_model(opened):
+def test_the_doors_keras_calls_keep_their_decisions_across_fits_and_free_them_with_the_model(opened, single_call_runs):
     from test_keras import fit_until_decided, model, precision_trials_of
 
     net = model()
@@ -675,7 +675,7 @@ def test_the_doors_keras_calls_keep_their_decisions_across_fits_and_free_them_wi
     assert freed() is None and key not in keras_calls._kept
 
 
-def test_an_npu_callback_inside_the_door_runs_its_plan_once(opened, monkeypatch):
+def test_an_npu_callback_inside_the_door_runs_its_plan_once(opened, single_call_runs, monkeypatch):
     from test_keras import fit_until_decided, model
 
     begun = []

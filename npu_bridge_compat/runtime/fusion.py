@@ -24,7 +24,14 @@ from collections.abc import Hashable
 
 from npu_bridge_compat.compat.graph import op_type_is_stateful
 from npu_bridge_compat.logs import log_line
-from npu_bridge_compat.runtime.trial import Trial, Trials, Verdict, median_speedup
+from npu_bridge_compat.runtime.trial import (
+    Trial,
+    Trials,
+    Verdict,
+    median_speedup,
+    per_run_text,
+    timed_pairs_text,
+)
 
 CLUSTER_OPS = ("_XlaCompile", "XlaLaunch")
 # Not worth naming: what every graph has, and what only carries values in and out.
@@ -142,6 +149,7 @@ class FusionDecision:
     fused_seconds: tuple[float, ...]  # each form's runs in the pairs compared (all pairs, if none was)
     unfused_seconds: tuple[float, ...]
     uncompared_pairs: int = 0  # timed pairs left out: one of their runs faulted fresh memory in, the other not
+    calls_per_run: float = 1.0  # the seconds above are per call
 
     @classmethod
     def of(cls, verdict: Verdict) -> FusionDecision:
@@ -152,6 +160,7 @@ class FusionDecision:
             verdict.candidate_seconds,
             verdict.baseline_seconds,
             verdict.uncompared_pairs,
+            verdict.calls_per_run,
         )
 
     @property
@@ -168,8 +177,8 @@ class FusionDecision:
         )
         return (
             f"graph-kernel fusion for {self.where}: {'fused' if self.fused else 'unfused'} form kept, "
-            f"{fused * 1e3:.3g} ms fused vs {unfused * 1e3:.3g} ms unfused per run (medians of "
-            f"{len(self.fused_seconds)} timed pairs after a warm-up run of each form{left_out}; {self.speedup:.2f}x, "
+            f"{fused * 1e3:.3g} ms fused vs {unfused * 1e3:.3g} ms unfused {per_run_text(self.calls_per_run)} "
+            f"({timed_pairs_text(len(self.fused_seconds), self.calls_per_run)}{left_out}; {self.speedup:.2f}x, "
             "the pairs' median ratio)"
         )
 

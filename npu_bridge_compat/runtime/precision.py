@@ -50,7 +50,14 @@ from npu_bridge_compat.plan.platform import (
     Support,
 )
 from npu_bridge_compat.plan.precision import MEASURED_HOW, precision_key
-from npu_bridge_compat.runtime.trial import Trial, Trials, Verdict, median_speedup
+from npu_bridge_compat.runtime.trial import (
+    Trial,
+    Trials,
+    Verdict,
+    median_speedup,
+    per_run_text,
+    timed_pairs_text,
+)
 
 CACHE_DIR_ENV = "NPU_BRIDGE_COMPAT_CACHE_DIR"
 PROBE_FILE = "precision_probe.json"
@@ -227,6 +234,7 @@ class PrecisionDecision:
     reduced_seconds: tuple[float, ...]  # each form's runs in the pairs compared
     float32_seconds: tuple[float, ...]
     uncompared_pairs: int = 0
+    calls_per_run: float = 1.0  # the seconds above are per call
 
     @property
     def speedup(self) -> float:
@@ -239,8 +247,8 @@ class PrecisionDecision:
         hint = "" if self.reduced else f"; set {REDUCED_PRECISION_ENV}=on to keep {self.dtype} anyway"
         return (
             f"mixed precision for {self.where}: {kept} kept, {self.dtype} {self.speedup:.2f}x float32 "
-            f"({reduced * 1e3:.3g} ms against {float32 * 1e3:.3g} ms per run, medians of {len(self.reduced_seconds)} "
-            f"timed pairs after a warm-up run of each form){hint}"
+            f"({reduced * 1e3:.3g} ms against {float32 * 1e3:.3g} ms {per_run_text(self.calls_per_run)}, "
+            f"{timed_pairs_text(len(self.reduced_seconds), self.calls_per_run)}){hint}"
         )
 
 
@@ -277,6 +285,7 @@ def _in_words(verdict: Verdict, dtype: str) -> PrecisionDecision:
         verdict.candidate_seconds,
         verdict.baseline_seconds,
         verdict.uncompared_pairs,
+        verdict.calls_per_run,
     )
 
 

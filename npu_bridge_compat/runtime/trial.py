@@ -6,7 +6,10 @@ input shapes) run a *candidate* form (fused, reduced precision) and the *baselin
 keep the faster. The users of a trial name the forms in their own words (runtime/fusion.py, runtime/precision.py).
 
 A form's first run is a warm-up (tracing, compilation, first allocations), never timed; then timed runs in pairs
-of alternating order, so both forms see the machine in the same state. A run's time also holds what the memory
+of alternating order, so both forms see the machine in the same state. A timed run of a function faster than
+`Trial.RUN_SECONDS` is several consecutive calls of one form, timed together: a sub-millisecond call's time varies
+by tens of percent from call to call (a small Keras model's step: 0.3 to 1.4 ms in a fit's first calls), which
+no pair ratio of single calls can see through. A run's time also holds what the memory
 allocator did in it: a run that maps fresh memory pays a page fault per page, whatever the form, so a pair with
 one such run and one without compares the allocator, not the forms, and is not compared (`Trial.is_fresh`).
 
@@ -39,6 +42,19 @@ class Verdict:
     candidate_seconds: tuple[float, ...]  # each form's runs in the pairs compared (all pairs, if none was)
     baseline_seconds: tuple[float, ...]
     uncompared_pairs: int = 0  # timed pairs left out: one of their runs faulted fresh memory in, the other not
+    calls_per_run: float = 1.0  # the function's calls per timed run, on average (seconds above are per call)
+
+
+def per_run_text(calls_per_run: float) -> str:
+    """What a verdict's times are each: a run's, or a call's where a timed run was several calls."""
+    return "per run" if calls_per_run <= 1 else "per call"
+
+
+def timed_pairs_text(pairs: int, calls_per_run: float) -> str:
+    """How a verdict's times were measured, in a decision's words."""
+    if calls_per_run <= 1:
+        return f"medians of {pairs} timed pairs after a warm-up run of each form"
+    return f"medians of {pairs} timed pairs of {calls_per_run:.3g} calls a run, after a warm-up call of each form"
 
 
 def paired_ratios(candidate_seconds, baseline_seconds) -> list[float]:
@@ -65,7 +81,8 @@ class Trial:
     - Otherwise, at `MOST_PAIRS` such pairs or `MOST_TIMED_PAIRS` timed ones, their median ratio decides (of the
       compared pairs if there is none, of all if none was compared): the candidate only if it pays `PAYS`.
     A close race takes more pairs, but costs little by being close: the trial's cost is the slower form's extra
-    time, at most `MOST_TIMED_PAIRS` times the difference. Each run is a real run."""
+    time, at most `MOST_TIMED_PAIRS` times the difference. Each run is a real run: a timed one is consecutive calls
+    of one form until they last `RUN_SECONDS` (at most `MOST_CALLS_PER_RUN`), compared by their time per call."""
 
     VERY_CLEAR_MARGIN = 3.0
     CLEAR_MARGIN = 1.5
@@ -75,11 +92,15 @@ class Trial:
     MOST_TIMED_PAIRS = 10
     FRESH_PAGES = 256  # 1 MiB in 4 KiB pages: the allocator got memory from the system during the run
     CANDIDATE_WARMS_FIRST = False
+    RUN_SECONDS = 0.005
+    MOST_CALLS_PER_RUN = 64
 
     def __init__(self, where: str) -> None:
         self.where = where
         self.verdict: Verdict | None = None
         self._warmed: set[bool] = set()
+        self._gathering: tuple[bool, float, int, int] | None = None  # the timed run so far: form, seconds, pages, calls
+        self._calls_timed = 0
         self._pending: dict[bool, tuple[float, bool]] = {}  # the current pair's runs: seconds, fresh
         self._settled: list[tuple[float, float]] = []  # (candidate, baseline) seconds of pairs without fresh runs
         self._fresh: list[tuple[float, float]] = []  # of pairs whose two runs were fresh
@@ -93,6 +114,8 @@ class Trial:
         """Whether the next run is to be the candidate form (once decided, the form kept)."""
         if self.verdict is not None:
             return self.verdict.candidate_kept
+        if self._gathering is not None:
+            return self._gathering[0]
         warm_up_order = (True, False) if self.CANDIDATE_WARMS_FIRST else (False, True)
         for candidate in warm_up_order:
             if candidate not in self._warmed:
@@ -104,14 +127,24 @@ class Trial:
         return len(self._settled) + len(self._fresh) + len(self._uncompared)
 
     def ran(self, candidate: bool, seconds: float, fresh_pages: int = 0) -> Verdict | None:
-        """Take a run's time and the pages of fresh memory it faulted in (a warm-up's are not kept); the verdict,
-        when this run made it."""
+        """Take a call's time and the pages of fresh memory it faulted in (a warm-up's are not kept); the verdict,
+        when this call made it."""
         if self.verdict is not None:
             return None
         if candidate not in self._warmed:
             self._warmed.add(candidate)
             return None
-        self._pending[candidate] = (seconds, self.is_fresh(seconds, fresh_pages))
+        if self._gathering is not None and self._gathering[0] == candidate:
+            _, seconds_before, pages_before, calls_before = self._gathering
+            seconds, fresh_pages, calls = seconds_before + seconds, pages_before + fresh_pages, calls_before + 1
+        else:  # a new run (a call in the other form than asked, from another thread, starts one too)
+            calls = 1
+        if seconds < self.RUN_SECONDS and calls < self.MOST_CALLS_PER_RUN:
+            self._gathering = (candidate, seconds, fresh_pages, calls)
+            return None
+        self._gathering = None
+        self._calls_timed += calls
+        self._pending[candidate] = (seconds / calls, self.is_fresh(seconds, fresh_pages))
         if len(self._pending) < 2:
             return None
         (candidate_time, candidate_fresh), (baseline_time, baseline_fresh) = self._pending[True], self._pending[False]
@@ -125,7 +158,10 @@ class Trial:
             return None
         pairs = self._settled + self._fresh or self._uncompared
         candidate_times, baseline_times = zip(*pairs)
-        self.verdict = Verdict(self.where, keep, candidate_times, baseline_times, self._timed_pairs() - len(pairs))
+        calls_per_run = self._calls_timed / (2 * self._timed_pairs())
+        self.verdict = Verdict(
+            self.where, keep, candidate_times, baseline_times, self._timed_pairs() - len(pairs), calls_per_run
+        )
         return self.verdict
 
     def _decide(self) -> bool | None:
