@@ -16,12 +16,19 @@ everything from its call to its return; the first fit (tracing, and the trials o
 from the median of the later ones (a process's median, robust to the other loads of a shared machine), and the
 best round (the least disturbed) beside the median.
 
-    python benchmarks/fit_per_epoch.py [--rounds=5] [--models=small,mlp] [--fits=10] [--steps=50]
-    python benchmarks/fit_per_epoch.py --paired [--fits=20] [--steps=50]
+    python benchmarks/fit_per_epoch.py [--rounds=5] [--models=small,mlp] [--fits=10] [--steps=50] [--data-autotune]
+    python benchmarks/fit_per_epoch.py --paired [--fits=20] [--steps=50] [--data-autotune]
 
-`--paired` measures NPUCallback's cost per fit where a shared machine's load swamps the rounds: in one process,
-fits of a plain model and of one given a new NPUCallback alternate, and the median of the pairs' differences is
-the cost (the TF2 door is process-wide, so it has no such pairing).
+`--paired` measures NPUCallback's cost per fit where the spread between processes swamps the rounds (a fit of the
+small model takes 18 to 23 ms depending on the process, plain Keras's too): in one process, fits of a plain model
+and of one given a new NPUCallback alternate, and the median of the pairs' differences is the cost, with its ratio
+to the plain fit's median and the differences' quartiles (the TF2 door is process-wide, so it has no such
+pairing).
+
+Every setting's data is a repeated tf.data dataset with tf.data's autotuning off: with it on, the end of a fit
+(the iterator's deletion) waits for the autotuning thread's next wake-up, which pads any fit shorter than about
+300 ms on these machines to its next period (1, 3, 7, ... 255 ms after the iterator's start), plain Keras's
+too, and so hides what a door gains or costs. `--data-autotune` keeps it on, as Keras' default.
 
 The table goes to stdout, with the CPU, its precision flags and the load average before the run.
 """
@@ -62,7 +69,40 @@ MODELS = {"small": (2, 64, 64, 32, 10, 50), "mlp": (4, 1024, 1024, 256, 4, 16)}
 SETTINGS_OF = {"small": SETTINGS, "mlp": tuple(s for s in SETTINGS if s.door == "plain" or s.options == MIX)}
 
 
-def measure(model_name: str, setting: Setting, fits: int, steps: int) -> list[float]:
+def training_data(model_name: str, data_autotune: bool):
+    """The model's repeated dataset of 8 batches, with tf.data's autotuning as asked (see the module's text)."""
+    import numpy as np
+    import tensorflow as tf
+
+    _, _, inputs, batch, _, _ = MODELS[model_name]
+    random = np.random.RandomState(0)
+    features = random.rand(batch * 8, inputs).astype(np.float32)
+    labels = random.randint(0, 10, batch * 8)
+    data = tf.data.Dataset.from_tensor_slices((features, labels)).batch(batch).repeat()
+    options = tf.data.Options()
+    options.autotune.enabled = data_autotune
+    return data.with_options(options)
+
+
+def compiled_model(model_name: str):
+    import tensorflow as tf
+
+    layers, width, *_ = MODELS[model_name]
+    model = tf.keras.Sequential(
+        [tf.keras.layers.Dense(width, activation="relu") for _ in range(layers)] + [tf.keras.layers.Dense(10)]
+    )
+    model.compile(tf.keras.optimizers.SGD(0.01), tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    return model
+
+
+def timed_fit(model, data, steps: int, callbacks: list) -> float:
+    """Seconds from the fit's call to its return."""
+    start = time.perf_counter()
+    model.fit(data, steps_per_epoch=steps, epochs=1, callbacks=callbacks, verbose=0)
+    return time.perf_counter() - start
+
+
+def measure(model_name: str, setting: Setting, fits: int, steps: int, data_autotune: bool) -> list[float]:
     """Seconds of each of `fits` fits of `steps` steps in this process (the child's side)."""
     if setting.door == "tf2":
         import npu_device
@@ -70,76 +110,46 @@ def measure(model_name: str, setting: Setting, fits: int, steps: int) -> list[fl
         for name, value in setting.options.items():
             setattr(npu_device.global_options(), name, value)
         npu_device.open().as_default()
-    import numpy as np
-    import tensorflow as tf
-
     from npu_bridge_compat.keras import NPUCallback
 
-    layers, width, inputs, batch, _, _ = MODELS[model_name]
-    random = np.random.RandomState(0)
-    features = random.rand(batch * 8, inputs).astype(np.float32)
-    labels = random.randint(0, 10, batch * 8)
-    data = tf.data.Dataset.from_tensor_slices((features, labels)).batch(batch).repeat()
-    model = tf.keras.Sequential(
-        [tf.keras.layers.Dense(width, activation="relu") for _ in range(layers)] + [tf.keras.layers.Dense(10)]
-    )
-    model.compile(tf.keras.optimizers.SGD(0.01), tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-    seconds = []
-    for _ in range(fits):
-        callbacks = [NPUCallback(**setting.options)] if setting.door == "callback" else []
-        start = time.perf_counter()
-        model.fit(data, steps_per_epoch=steps, epochs=1, callbacks=callbacks, verbose=0)
-        seconds.append(time.perf_counter() - start)
-    return seconds
+    data, model = training_data(model_name, data_autotune), compiled_model(model_name)
+    return [
+        timed_fit(model, data, steps, [NPUCallback(**setting.options)] if setting.door == "callback" else [])
+        for _ in range(fits)
+    ]
 
 
-def paired(fits: int, steps: int) -> dict[str, list[float]]:
+def paired(fits: int, steps: int, data_autotune: bool) -> dict[str, list[tuple[float, float]]]:
     """NPUCallback against plain Keras in one process (the child's side): two models of the small kind, one
     fitting plain and one with a new NPUCallback per fit, fit by fit in alternating order; per option set, the
-    differences of each pair of fits after the first (a pair saw the machine in about the same state)."""
-    import numpy as np
-    import tensorflow as tf
-
+    seconds of each pair of fits after the first (plain, NPUCallback), which saw the machine in about the same
+    state."""
     from npu_bridge_compat.keras import NPUCallback
 
-    layers, width, inputs, batch, _, _ = MODELS["small"]
-    random = np.random.RandomState(0)
-    features, labels = random.rand(batch * 8, inputs).astype(np.float32), random.randint(0, 10, batch * 8)
-    data = tf.data.Dataset.from_tensor_slices((features, labels)).batch(batch).repeat()
-
-    def compiled():
-        model = tf.keras.Sequential(
-            [tf.keras.layers.Dense(width, activation="relu") for _ in range(layers)] + [tf.keras.layers.Dense(10)]
-        )
-        model.compile(tf.keras.optimizers.SGD(0.01), tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-        return model
-
-    def fit(model, callbacks) -> float:
-        start = time.perf_counter()
-        model.fit(data, steps_per_epoch=steps, epochs=1, callbacks=callbacks, verbose=0)
-        return time.perf_counter() - start
-
-    differences: dict[str, list[float]] = {}
+    data = training_data("small", data_autotune)
+    pairs: dict[str, list[tuple[float, float]]] = {}
     for setting in (s for s in SETTINGS if s.door == "callback"):
-        plain, with_callback = compiled(), compiled()
-        fit(plain, []), fit(with_callback, [NPUCallback(**setting.options)])  # tracing, trials
+        plain, with_callback = compiled_model("small"), compiled_model("small")
+        timed_fit(plain, data, steps, []), timed_fit(with_callback, data, steps, [NPUCallback(**setting.options)])
         for index in range(fits):
             order = (True, False) if index % 2 else (False, True)
             seconds = {
-                door: fit(with_callback if door else plain, [NPUCallback(**setting.options)] if door else [])
+                door: timed_fit(
+                    with_callback if door else plain, data, steps, [NPUCallback(**setting.options)] if door else []
+                )
                 for door in order
             }
-            differences.setdefault(setting.name, []).append(seconds[True] - seconds[False])
-    return differences
+            pairs.setdefault(setting.name, []).append((seconds[False], seconds[True]))
+    return pairs
 
 
-def child(model_name: str, setting: Setting, fits: int, steps: int) -> list[float]:
-    command = [sys.executable, "-m", "npu_bridge_compat", "run", __file__, "--child", model_name, setting.name]
-    command += [f"--fits={fits}", f"--steps={steps}"]
+def child(arguments: list[str], failure: str):
+    """What a child process (`run` of this file with `arguments`) printed last, read as JSON."""
+    command = [sys.executable, "-m", "npu_bridge_compat", "run", __file__, *arguments]
     environment = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
     finished = subprocess.run(command, capture_output=True, text=True, env=environment, check=False)
     if finished.returncode != 0:
-        raise SystemExit(f"{setting.name} on {model_name} failed:\n{finished.stderr[-3000:]}")
+        raise SystemExit(f"{failure} failed:\n{finished.stderr[-3000:]}")
     return json.loads(finished.stdout.strip().splitlines()[-1])
 
 
@@ -154,21 +164,24 @@ def host_line() -> str:
     )
 
 
-def benchmark(model_name: str, rounds: int, fits: int, steps: int) -> None:
+def benchmark(model_name: str, rounds: int, fits: int, steps: int, data_autotune: bool) -> None:
     settings = SETTINGS_OF[model_name]
     first: dict[str, list[float]] = {setting.name: [] for setting in settings}
     later: dict[str, list[float]] = {setting.name: [] for setting in settings}
     for round_number in range(rounds):
         order = settings[round_number % len(settings) :] + settings[: round_number % len(settings)]
         for setting in order:
-            seconds = child(model_name, setting, fits, steps)
+            arguments = ["--child", model_name, setting.name, f"--fits={fits}", f"--steps={steps}"]
+            arguments += ["--data-autotune"] if data_autotune else []
+            seconds = child(arguments, f"{setting.name} on {model_name}")
             first[setting.name].append(seconds[0])
             later[setting.name].append(statistics.median(seconds[1:]))
     plain_first, plain_later = statistics.median(first[PLAIN]), statistics.median(later[PLAIN])
     plain_best = min(later[PLAIN])
     print(
         f"\n{model_name}: {fits} fits of {steps} steps, medians of {rounds} interleaved rounds; the first fit "
-        "(tracing, trials) apart from the median of the others; 'best': the least disturbed round's"
+        "(tracing, trials) apart from the median of the others; 'best': the least disturbed round's; tf.data "
+        f"autotuning {'on' if data_autotune else 'off'}"
     )
     for setting in settings:
         first_fit, later_fit = statistics.median(first[setting.name]), statistics.median(later[setting.name])
@@ -192,31 +205,39 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=None)
     parser.add_argument("--paired", action="store_true", help="NPUCallback's cost per fit, fit by fit in one process")
     parser.add_argument("--paired-child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--data-autotune", action="store_true", help="tf.data's autotuning on, as Keras' default")
     arguments = parser.parse_args()
     if arguments.paired_child:
-        print(json.dumps(paired(arguments.fits, arguments.steps)))
+        print(json.dumps(paired(arguments.fits, arguments.steps, arguments.data_autotune)))
         return
     if arguments.child:
         model_name, name = arguments.child
         setting = next(setting for setting in SETTINGS if setting.name == name)
-        print(json.dumps(measure(model_name, setting, arguments.fits, arguments.steps)))
+        print(json.dumps(measure(model_name, setting, arguments.fits, arguments.steps, arguments.data_autotune)))
         return
     print(host_line(), flush=True)
     if arguments.paired:
-        command = [sys.executable, "-m", "npu_bridge_compat", "run", __file__, "--paired-child"]
-        command += [f"--fits={arguments.fits or 20}", f"--steps={arguments.steps or 50}"]
-        environment = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
-        finished = subprocess.run(command, capture_output=True, text=True, env=environment, check=True)
-        differences = json.loads(finished.stdout.strip().splitlines()[-1])
-        print(f"\nsmall, in one process: fits of {arguments.steps or 50} steps, plain and NPUCallback alternating")
-        for name, values in differences.items():
-            print(f"  {name:<38} {statistics.median(values) * 1e3:+6.1f} ms per fit (median of {len(values)} pairs)")
+        fits, steps = arguments.fits or 20, arguments.steps or 50
+        pairs = child(
+            ["--paired-child", f"--fits={fits}", f"--steps={steps}"] + (["--data-autotune"] * arguments.data_autotune),
+            "the paired fits",
+        )
+        print(f"\nsmall, in one process: fits of {steps} steps, plain and NPUCallback alternating, medians of pairs")
+        for name, seconds in pairs.items():
+            plain = statistics.median(pair[0] for pair in seconds)
+            cost = statistics.median(pair[1] - pair[0] for pair in seconds)
+            quartiles = statistics.quantiles([pair[1] - pair[0] for pair in seconds], n=4)
+            print(
+                f"  {name:<38} plain {plain * 1e3:5.1f} ms per fit, {cost * 1e3:+5.2f} ms per fit "
+                f"({plain / (plain + cost):.3f}x plain; the differences' quartiles {quartiles[0] * 1e3:+.2f} / "
+                f"{quartiles[2] * 1e3:+.2f} ms; {len(seconds)} pairs)"
+            )
         return
     for model_name in arguments.models.split(","):
         *_, fits, steps = MODELS[model_name]
         if model_name == "small":
             fits, steps = arguments.fits or fits, arguments.steps or steps
-        benchmark(model_name, arguments.rounds, fits, steps)
+        benchmark(model_name, arguments.rounds, fits, steps, arguments.data_autotune)
 
 
 if __name__ == "__main__":
