@@ -26,9 +26,10 @@ to the plain fit's median and the differences' quartiles (the TF2 door is proces
 pairing).
 
 Every setting's data is a repeated tf.data dataset with tf.data's autotuning off: with it on, the end of a fit
-(the iterator's deletion) waits for the autotuning thread's next wake-up, which pads any fit shorter than about
-300 ms on these machines to its next period (1, 3, 7, ... 255 ms after the iterator's start), plain Keras's
-too, and so hides what a door gains or costs. `--data-autotune` keeps it on, as Keras' default.
+(the deletion of its iterator) often waits for the autotuning thread's next wake-up, whose period doubles as the
+iterator lives, so a fit shorter than about 300 ms is often padded to it (here: fits of 75 ms to about 140 ms,
+of 150 or 165 ms to about 305 ms), plain Keras's too, which hides what a door gains or costs.
+`--data-autotune` keeps it on, as Keras' default.
 
 The table goes to stdout, with the CPU, its precision flags and the load average before the run.
 """
