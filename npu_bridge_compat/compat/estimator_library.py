@@ -229,14 +229,7 @@ class _EstimatorLibraryWorld(World):
         return super().module_for_import(fullname)
 
     def install_more(self) -> None:
-        import tensorflow as tf
-
-        for label, module, api in (
-            ("tensorflow", tf, "v2"),
-            ("tensorflow.compat.v1", tf.compat.v1, "v1"),
-            ("tensorflow.compat.v2", tf.compat.v2, "v2"),
-        ):
-            _give_estimator_api(module, label, api)
+        _give_api_parents()
 
 
 ESTIMATOR_LIBRARY = _EstimatorLibraryWorld(
@@ -286,6 +279,21 @@ class _WithEstimatorApi(importlib.abc.Loader):
     def exec_module(self, module) -> None:
         self._loader.exec_module(module)
         _give_estimator_api(module, module.__name__, self._api)
+
+
+def _give_api_parents() -> None:
+    """tf, tf.compat.v1 and tf.compat.v2 get their tf.estimator where they lack it: when the world is installed,
+    and again when the API is asked for, as a copy of an API module loaded after the world's install (`import
+    tensorflow.compat.v1`) holds its tf.estimator only while the change made at its loading is in force."""
+    import tensorflow as tf
+
+    for label, module, api in (
+        ("tensorflow", tf, "v2"),
+        ("tensorflow.compat.v1", tf.compat.v1, "v1"),
+        ("tensorflow.compat.v2", tf.compat.v2, "v2"),
+    ):
+        if not hasattr(module, "estimator"):
+            _give_estimator_api(module, label, api)
 
 
 def _give_estimator_api(module: types.ModuleType, label: str, api: str) -> None:
@@ -340,6 +348,7 @@ def load_estimator_api(api: str = "v2") -> types.ModuleType:
             f'npu_bridge_compat, and {found}: pip install "{PACKAGE}=={PACKAGE_VERSION}.0".'
         )
     serve_estimator_imports()
+    _give_api_parents()
     register_estimator_api()
     constructors = _tensorflow_constructors()
     module = importlib.import_module(API_MODULES[api])
