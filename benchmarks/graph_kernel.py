@@ -1,9 +1,9 @@
 """Graph-kernel fusion (enable_graph_kernel=True, mode auto) against no fusion (False), side by side in one run,
 interleaved rounds, medians reported. In mode auto each function's first runs try both forms and keep the faster
-(runtime/fusion.py): those first runs (warm-ups with tracing and XLA compilation, then the timed trial) are timed
-apart, and the steady runs after them are compared. For each workload the table gives the decision, the trial's
-own figures (the forced-fused vs unfused speed-up it measured) and what the trial cost: the time its timed runs
-took beyond the kept form's, as a share of 100 runs.
+(runtime/fusion.py): those first runs (warm-ups with tracing and XLA compilation, then the timed trial, until it
+decides) are timed apart, and the steady runs after them are compared. For each workload the table gives the
+decision, the trial's own figures (the forced-fused vs unfused speed-up it measured) and what the trial cost: the
+time its timed runs took beyond the kept form's, as a share of 100 runs.
 
 - session, 1M float32 elements read from variables and written to one: MindSpore's two examples (mul then add;
   a custom op of sub and mul between a mul and a pow), a GELU followed by a normalisation, and all three in one
@@ -45,7 +45,8 @@ from npu_bridge_compat.runtime.fusion import FusionDecision, fusion_decisions  #
 from npu_bridge_compat.session import NPUSession, npu_config_proto  # noqa: E402
 
 ELEMENTS = (1024, 1024)  # 1M floats
-FIRST_RUNS = 24  # a trial takes at most 22 runs (the warm-ups included); the first runs are timed apart
+FIRST_RUNS = 24  # the first runs, timed apart: at least these, and until the trial decided
+MOST_FIRST_RUNS = 1300  # a trial of steps under 5 ms times runs of up to 64 calls: at most 2 + 20 * 64 calls
 
 
 def session_config(fused: bool, threads: int):
@@ -89,7 +90,7 @@ def element_wise_session(build, fused: bool, threads: int, runs: int = 100):
         init = tf.compat.v1.global_variables_initializer()
     with NPUSession(graph=graph, config=session_config(fused, threads)) as session:
         session.run(init)
-        first, median = timed_runs(lambda: session.run(out.op), runs)
+        first, median = timed_runs(lambda: session.run(out.op), runs, fused)
         return first, median, session.run(checksum)
 
 
@@ -110,15 +111,25 @@ def matmul_step_session(fused: bool, threads: int, runs: int = 30):
         init = tf.compat.v1.global_variables_initializer()
     with NPUSession(graph=graph, config=session_config(fused, threads)) as session:
         session.run(init)
-        first, median = timed_runs(lambda: session.run(train), runs)
+        first, median = timed_runs(lambda: session.run(train), runs, fused)
         return first, median, session.run(loss)
 
 
-def timed_runs(run, runs: int) -> tuple[float, float]:
-    """(the first runs' time, the median of `runs` runs after them)."""
+def trial_running(fused: bool, decided_before: int, done: int) -> bool:
+    """Whether the first runs go on: fewer than FIRST_RUNS so far, or, with fusion in mode auto, until its trial
+    of the step decided."""
+    if done < FIRST_RUNS:
+        return True
+    return fused and done < MOST_FIRST_RUNS and len(fusion_decisions()) == decided_before
+
+
+def timed_runs(run, runs: int, fused: bool) -> tuple[float, float]:
+    """(the first runs' time, until the trial decided; the median of `runs` runs after them)."""
+    before, done = len(fusion_decisions()), 0
     start = time.perf_counter()
-    for _ in range(FIRST_RUNS):
+    while trial_running(fused, before, done):
         run()
+        done += 1
     first = time.perf_counter() - start
     times = []
     for _ in range(runs):
@@ -142,7 +153,8 @@ class FeatureScale(tf.keras.layers.Layer):
 def element_wise_keras(fused: bool, layers: bool = False, steps: int = 100):
     """(first fit s, mean step s) of Keras fit with NPUCallback(iterations_per_loop=10): a 4096-wide batch of
     64 through three GELUs and a normalisation in one Lambda (or, with `layers`, through per-feature scales and
-    Keras' LayerNormalization layer), then Dense(1). The first fit's FIRST_RUNS calls of 10 steps hold the trial."""
+    Keras' LayerNormalization layer), then Dense(1). The first fits (FIRST_RUNS calls of 10 steps each) hold the
+    trial."""
     tf.keras.utils.set_random_seed(0)
     inputs = tf.keras.Input([4096])
     if layers:
@@ -158,7 +170,7 @@ def element_wise_keras(fused: bool, layers: bool = False, steps: int = 100):
 
 def held_out_keras(fused: bool, steps: int = 100):
     """(first fit s, mean step s) of Keras fit, one step per call: 4096 features through a learned scale, then
-    GELU and LayerNormalization three times, then Dense(10); batch 256. The first fit's FIRST_RUNS steps hold the
+    GELU and LayerNormalization three times, then Dense(10); batch 256. The first fits (FIRST_RUNS steps each) hold the
     trial."""
     tf.keras.utils.set_random_seed(0)
     inputs = tf.keras.Input([4096])
@@ -175,8 +187,11 @@ def keras_fit_times(model, batch_size: int, outputs: int, fused: bool, steps: in
     batch = (random.randn(batch_size, 4096).astype(np.float32), random.randn(batch_size, outputs).astype(np.float32))
     dataset = tf.data.Dataset.from_tensors(batch).repeat()  # the input pipeline costs the same either way
     callback = NPUCallback(enable_graph_kernel=fused, iterations_per_loop=iterations)
+    before, done = len(fusion_decisions()), 0
     start = time.perf_counter()
-    model.fit(dataset, steps_per_epoch=FIRST_RUNS * iterations, epochs=1, verbose=0, callbacks=[callback])
+    while trial_running(fused, before, done):
+        model.fit(dataset, steps_per_epoch=FIRST_RUNS * iterations, epochs=1, verbose=0, callbacks=[callback])
+        done += FIRST_RUNS
     first = time.perf_counter() - start
     start = time.perf_counter()
     model.fit(dataset, steps_per_epoch=steps, epochs=1, verbose=0, callbacks=[callback])
@@ -274,7 +289,7 @@ def main(argv: list[str]) -> None:
     print(f"TensorFlow {tf.__version__}, {threads or 'default'} thread(s), {rounds} rounds; medians")
     print(
         f"{'workload':<66} {'off ms':>8} {'auto ms':>8} {'auto/off':>8}  {'kept (rounds)':<16} {'trial F/U':>9} "
-        f"{'cost %':>6}"
+        f"{'cost %':>6} {'cost ms':>7}"
     )
     for name, by_mode in results.items():
         auto = statistics.median(r[1] for r in by_mode[True])
@@ -283,15 +298,18 @@ def main(argv: list[str]) -> None:
         forms = f"fused {sum(kept)}/{len(kept)}" if kept else "none"
         measured = statistics.median(d.speedup for d in decisions[name] if d) if kept else float("nan")
         cost = statistics.median(_trial_cost(d) for d in decisions[name] if d) if kept else float("nan")
+        decided = [d for d in decisions[name] if d]
+        cost_ms = statistics.median(map(_trial_cost_seconds, decided)) * 1e3 if decided else float("nan")
         print(
             f"{name:<66} {plain * 1e3:8.2f} {auto * 1e3:8.2f} {plain / auto:7.2f}x  {forms:<16} {measured:8.2f}x "
-            f"{cost:6.1f}"
+            f"{cost:6.1f} {cost_ms:7.1f}"
         )
         if len(by_mode[True][0]) > 2:
             np.testing.assert_allclose(by_mode[True][0][2], by_mode[False][0][2], rtol=1e-4, err_msg=name)
     print("targets: every workload >= 0.97x, the chain >= 2.5x, Keras element-wise >= 1.3x")
     print("kept: the form each round's trial kept; trial F/U: the fused form's speed-up the trials measured (median)")
     print("cost %: the trial's timed runs of the other form beyond the kept form's time, per 100 runs of the kept form")
+    print("cost ms: that time itself (a step under 5 ms is timed in runs of several calls: more calls, little time)")
 
 
 def _main_decision(decided):
@@ -300,10 +318,16 @@ def _main_decision(decided):
     return max(steps, key=lambda d: sum(d.fused_seconds) + sum(d.unfused_seconds), default=None)
 
 
-def _trial_cost(decision) -> float:
-    """The timed trial runs of the form not kept, beyond the kept form's time, per 100 runs of the kept form."""
+def _trial_cost_seconds(decision) -> float:
+    """The time of the trial's timed calls of the form not kept, beyond what the kept form would have taken."""
     kept, other = (decision.fused_seconds, decision.unfused_seconds)[:: 1 if decision.fused else -1]
-    return len(other) * max(0.0, statistics.median(other) - statistics.median(kept)) / statistics.median(kept)
+    return len(other) * decision.calls_per_run * max(0.0, statistics.median(other) - statistics.median(kept))
+
+
+def _trial_cost(decision) -> float:
+    """The trial's cost (`_trial_cost_seconds`) per 100 runs of the kept form."""
+    kept = decision.fused_seconds if decision.fused else decision.unfused_seconds
+    return _trial_cost_seconds(decision) / statistics.median(kept)  # kept runs' worth: per 100 runs, in %
 
 
 if __name__ == "__main__":
