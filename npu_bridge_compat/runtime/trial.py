@@ -9,9 +9,9 @@ A form's first run is a warm-up (tracing, compilation, first allocations), never
 of alternating order, so both forms see the machine in the same state. A timed run of a function faster than
 `Trial.RUN_SECONDS` is several consecutive calls of one form, timed together: a sub-millisecond call's time varies
 by tens of percent from call to call (a small Keras model's step: 0.3 to 1.4 ms in a fit's first calls), which
-no pair ratio of single calls can see through. A run's time also holds what the memory
-allocator did in it: a run that maps fresh memory pays a page fault per page, whatever the form, so a pair with
-one such run and one without compares the allocator, not the forms, and is not compared (`Trial.is_fresh`).
+no pair ratio of single calls can see through. A run's time also holds what the memory allocator did in it: a
+run that maps fresh memory pays a page fault per page, whatever the form, so a pair with one such run and one
+without compares the allocator, not the forms, and is not compared (`Trial.is_fresh`).
 
 Once decided, a trial is settled: `Trials.run` calls the kept form with nothing timed.
 """
