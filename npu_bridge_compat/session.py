@@ -65,7 +65,6 @@ class NPUSession(tf.compat.v1.Session):
         self.npu_plan = _plan_for(config, "Session config", SESSION_DOOR)
         self.npu_options = self.npu_plan.options
         self._graph_version_checked = -1
-        self._serves_loops = False
         self._ops_checked = 0
         self._begun = False
         host_config = self.npu_plan.host_config(config)
@@ -86,7 +85,6 @@ class NPUSession(tf.compat.v1.Session):
         operations = self.graph.get_operations()
         new_ops, self._ops_checked = operations[self._ops_checked :], len(operations)
         self._graph_version_checked = self.graph.version
-        self._serves_loops = self._loops.serves_any  # known per graph version, read here rather than every run
         if self.npu_plan.feature(BatchNormWorkaround):
             v3 = [op.name for op in new_ops if op.type in V3_BATCH_NORM_OPS]
             if v3:
@@ -106,13 +104,13 @@ class NPUSession(tf.compat.v1.Session):
         if self.graph.version != self._graph_version_checked:
             self._prepare_new_ops()
         if self._hooked is not None:
-            targets = self._settled(fetches, feed_dict) if self._settling and not self._serves_loops else None
+            targets = self._settled(fetches, feed_dict) if self._settling and not self._loops.serves_any else None
             if targets is None:
                 return self._hooked.run(fetches, feed_dict, options, run_metadata)
             if not targets:
                 return super().run(fetches, feed_dict, options, run_metadata)
             return super().run((fetches, *targets), feed_dict, options, run_metadata)[0]
-        if not self._serves_loops:  # the common case, kept short: a plain run
+        if not self._loops.serves_any:  # the common case, kept short: a plain run
             return super().run(fetches, feed_dict, options, run_metadata)
         return self._plain_run(fetches, feed_dict, options, run_metadata)
 
