@@ -64,10 +64,10 @@ class CallForms:
             fused, options = self._settled[1]  # a Keras fit calls its function with one iterator for every step
             return self._run_in(run, fused, options, args, kwargs)
         key = shape_key((args, kwargs))
-        form = self._decided(key)
-        if form is None:
-            return self._deciding(run, key, args, kwargs)
-        fused, options = form[0], self._form_options(*form)
+        reduced, fused = self._kept(key)
+        if reduced is None or fused is None:
+            return self._deciding(run, key, reduced, args, kwargs)
+        options = self._form_options(fused, reduced)
         if hasattr(only, "element_spec"):
             try:
                 self._settled = (weakref.ref(only), (fused, options))
@@ -75,21 +75,23 @@ class CallForms:
                 pass
         return self._run_in(run, fused, options, args, kwargs)
 
-    def _decided(self, key: tuple) -> tuple[bool, bool] | None:
-        """The form (fused, reduced precision) decided for `key`; None while a trial of it is still running."""
+    @property
+    def _fused_without_trial(self) -> bool:
+        """The fusion of a call that no fusion trial decides: fused only where fusion is "on"."""
+        return self._fusion is not None and self._fusion.mode == "on"
+
+    def _kept(self, key: tuple) -> tuple[bool | None, bool | None]:
+        """The forms kept for `key`: (reduced precision, fused), None for one whose trial is still running."""
         reduced = self._precision.kept(key) if self._precision is not None else False
         if self._fusion is not None and self._fusion.measured:
-            fused = self._fusion_trials.kept(key)
-        else:
-            fused = self._fusion is not None and self._fusion.mode == "on"
-        return None if reduced is None or fused is None else (fused, reduced)
+            return reduced, self._fusion_trials.kept(key)
+        return reduced, self._fused_without_trial
 
-    def _deciding(self, run: Callable[..., Any], key: tuple, args: tuple, kwargs: dict) -> Any:
+    def _deciding(self, run: Callable[..., Any], key: tuple, reduced: bool | None, args: tuple, kwargs: dict) -> Any:
         """A call of the trials for `key`: mixed precision first (unfused where fusion is measured, until then),
         then fusion."""
-        reduced = self._precision.kept(key) if self._precision is not None else False
         if reduced is None:
-            fused = self._fusion is not None and self._fusion.mode == "on"
+            fused = self._fused_without_trial
             return self._precision.run(key, self._where, lambda kept: self._in_form(run, fused, kept, args, kwargs))
         return self._fusion_trials.run(key, self._where, lambda form: self._in_form(run, form, reduced, args, kwargs))
 
