@@ -182,15 +182,17 @@ def _name_of(target: Any) -> str:
     return f"<{type(target).__name__} object at {id(target):#x}>"
 
 
-def _attribute_undo(target: Any, name: str, held: Any) -> Callable[[], None]:
-    """What puts `target.name` back to `held` (deleting it where `held` is NOTHING)."""
+def _attribute_undo(target: Any, name: str, held: Any, untracked: bool = False) -> Callable[[], None]:
+    """What puts `target.name` back to `held` (deleting it where `held` is NOTHING), past the class's own
+    __setattr__ / __delattr__ where `untracked`."""
+    set_attribute, delete_attribute = (object.__setattr__, object.__delattr__) if untracked else (setattr, delattr)
 
     def undo() -> None:
         if held is NOTHING:
             with contextlib.suppress(AttributeError):
-                delattr(target, name)
+                delete_attribute(target, name)
         else:
-            setattr(target, name, held)
+            set_attribute(target, name, held)
 
     return undo
 
@@ -294,10 +296,20 @@ class Registry:
     # --- the kinds of change -----------------------------------------------------------------------------------
 
     def replace_attribute(
-        self, target: Any, name: str, value: Any, *, owner: Owner, reason: str, label: str | None = None
+        self,
+        target: Any,
+        name: str,
+        value: Any,
+        *,
+        owner: Owner,
+        reason: str,
+        label: str | None = None,
+        untracked: bool = False,
     ) -> Change:
         """Set `target.name = value`, remembering what was there (or that nothing was) so that undoing restores
-        it."""
+        it. `untracked`: set and put back past the class's own __setattr__ / __delattr__ (a Keras model tracks
+        what it holds, at some 20 us an assignment; a function it holds for the length of one call needs none of
+        that, and the model's own tracking stays as it was)."""
 
         def apply() -> Callable[[], None]:
             # Undo gives back what the object itself held; an attribute it only inherited (from its class, a base
@@ -309,9 +321,9 @@ class Registry:
                 held = getattr(target, name, NOTHING)
             else:
                 held = own.get(name, NOTHING)
-            setattr(target, name, value)
+            (object.__setattr__ if untracked else setattr)(target, name, value)
             # The target is kept alive by the undo closure, so id(target) stays unique while the change is in force.
-            return _attribute_undo(target, name, held)
+            return _attribute_undo(target, name, held, untracked)
 
         return self._request(
             (Kind.ATTRIBUTE, id(target), name),

@@ -109,6 +109,36 @@ def test_a_property_and_an_objects_class_are_set_back():
     assert model.jit_compile is True and type(model) is Model
 
 
+def test_an_untracked_change_passes_the_classs_own_setattr_both_ways():
+    class Tracking:  # as a Keras model tracks what it holds
+        def __init__(self):
+            object.__setattr__(self, "seen", [])
+            self.function = "own"
+
+        def __setattr__(self, name, value):
+            self.seen.append(("set", name))
+            object.__setattr__(self, name, value)
+
+        def __delattr__(self, name):
+            self.seen.append(("delete", name))
+            object.__delattr__(self, name)
+
+        def step(self):
+            return "own step"
+
+    model = Tracking()
+    model.seen.clear()
+    with changes.undone_after():
+        for name, value in (("function", "ours"), ("step", lambda: "our step")):
+            changes.replace_attribute(model, name, value, owner=Owner.KERAS_CALL, reason="why", untracked=True)
+        assert (model.function, model.step()) == ("ours", "our step")
+    assert (model.function, model.step(), "step" in vars(model)) == ("own", "own step", False)
+    assert model.seen == []
+    with changes.undone_after():
+        changes.replace_attribute(model, "function", "ours", owner=Owner.KERAS_CALL, reason="why")
+    assert model.seen == [("set", "function"), ("set", "function")]
+
+
 def test_environment_finders_and_contexts_are_undone_newest_first(monkeypatch):
     monkeypatch.setenv("NPU_BRIDGE_COMPAT_TEST_SET", "user's")
     monkeypatch.delenv("NPU_BRIDGE_COMPAT_TEST_NEW", raising=False)

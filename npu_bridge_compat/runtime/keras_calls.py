@@ -244,6 +244,7 @@ class KeptFunction:
                 owner=OWNER,
                 reason="the step traced with the plan's dumps, numeric checks and keep-dtype",
                 label=label,
+                untracked=True,
             )
         ]
         own = getattr(model, function_attribute, None)
@@ -260,6 +261,7 @@ class KeptFunction:
             owner=OWNER,
             reason="the function traced under the plan's settings, guarded by its numeric checks",
             label=label,
+            untracked=True,
         )
         made.append(replace(self._guarded))
         if remake:
