@@ -17,13 +17,14 @@ from the median of the later ones (a process's median, robust to the other loads
 best round (the least disturbed) beside the median.
 
     python benchmarks/fit_per_epoch.py [--rounds=5] [--models=small,mlp] [--fits=10] [--steps=50] [--data-autotune]
-    python benchmarks/fit_per_epoch.py --paired [--fits=20] [--steps=50] [--data-autotune]
+    python benchmarks/fit_per_epoch.py --paired [--rounds=5] [--fits=20] [--steps=50] [--data-autotune]
 
 `--paired` measures NPUCallback's cost per fit where the spread between processes swamps the rounds (a fit of the
-small model takes 18 to 23 ms depending on the process, plain Keras's too): in one process, fits of a plain model
-and of one given a new NPUCallback alternate, and the median of the pairs' differences is the cost, with its ratio
-to the plain fit's median and the differences' quartiles (the TF2 door is process-wide, so it has no such
-pairing).
+small model takes 18 to 23 ms depending on the process, plain Keras's too): in each of `--rounds` processes, one
+model fits plain and with a new NPUCallback alternately, and the median of the pairs' differences is that
+process's cost; the figure is the median over the processes, with its ratio to the plain fit's median (the TF2
+door is process-wide, so it has no such pairing). Each process's function instances run a few per cent faster
+or slower than another's, Keras' own and the callback's alike, so one process's cost is one draw of that.
 
 Every setting's data is a repeated tf.data dataset with tf.data's autotuning off: with it on, the end of a fit
 (the deletion of its iterator) often waits for the autotuning thread's next wake-up, whose period doubles as the
@@ -121,27 +122,50 @@ def measure(model_name: str, setting: Setting, fits: int, steps: int, data_autot
 
 
 def paired(fits: int, steps: int, data_autotune: bool) -> dict[str, list[tuple[float, float]]]:
-    """NPUCallback against plain Keras in one process (the child's side): two models of the small kind, one
-    fitting plain and one with a new NPUCallback per fit, fit by fit in alternating order; per option set, the
-    seconds of each pair of fits after the first (plain, NPUCallback), which saw the machine in about the same
-    state."""
+    """NPUCallback against plain Keras in one process (the child's side): per option set, one model of the small
+    kind fits plain and with a new NPUCallback in alternating order (both read the same variables: what differs is
+    the callback and the function it runs); the seconds of each pair of fits after the first (plain,
+    NPUCallback), which saw the machine in about the same state."""
     from npu_bridge_compat.keras import NPUCallback
 
     data = training_data("small", data_autotune)
     pairs: dict[str, list[tuple[float, float]]] = {}
     for setting in (s for s in SETTINGS if s.door == "callback"):
-        plain, with_callback = compiled_model("small"), compiled_model("small")
-        timed_fit(plain, data, steps, []), timed_fit(with_callback, data, steps, [NPUCallback(**setting.options)])
+        model = compiled_model("small")
+        timed_fit(model, data, steps, []), timed_fit(model, data, steps, [NPUCallback(**setting.options)])
         for index in range(fits):
             order = (True, False) if index % 2 else (False, True)
             seconds = {
-                door: timed_fit(
-                    with_callback if door else plain, data, steps, [NPUCallback(**setting.options)] if door else []
-                )
-                for door in order
+                door: timed_fit(model, data, steps, [NPUCallback(**setting.options)] if door else []) for door in order
             }
             pairs.setdefault(setting.name, []).append((seconds[False], seconds[True]))
     return pairs
+
+
+def paired_benchmark(rounds: int, fits: int, steps: int, data_autotune: bool) -> None:
+    """The paired fits in `rounds` processes: each process's median cost, and the median over processes (each
+    process's function instances run a little faster or slower than another's, both Keras' own and the
+    callback's: a process's cost is one draw of that)."""
+    costs: dict[str, list[float]] = {}
+    plains: dict[str, list[float]] = {}
+    for _ in range(rounds):
+        arguments = ["--paired-child", f"--fits={fits}", f"--steps={steps}"]
+        pairs = child(arguments + (["--data-autotune"] * data_autotune), "the paired fits")
+        for name, seconds in pairs.items():
+            plains.setdefault(name, []).append(statistics.median(pair[0] for pair in seconds))
+            costs.setdefault(name, []).append(statistics.median(pair[1] - pair[0] for pair in seconds))
+    print(
+        f"\nsmall, paired: in each of {rounds} processes, one model per option set fitting {fits} times plain and "
+        f"with a new NPUCallback alternately ({steps} steps a fit); the median of each process's differences, and "
+        "their median over the processes"
+    )
+    for name, process_costs in costs.items():
+        plain, cost = statistics.median(plains[name]), statistics.median(process_costs)
+        per_process = " ".join(f"{each * 1e3:+.2f}" for each in process_costs)
+        print(
+            f"  {name:<38} plain {plain * 1e3:5.1f} ms per fit, {cost * 1e3:+5.2f} ms per fit "
+            f"({plain / (plain + cost):.3f}x plain; per process: {per_process} ms)"
+        )
 
 
 def child(arguments: list[str], failure: str):
@@ -204,7 +228,7 @@ def main() -> None:
     parser.add_argument("--models", default=",".join(MODELS))
     parser.add_argument("--fits", type=int, default=None)
     parser.add_argument("--steps", type=int, default=None)
-    parser.add_argument("--paired", action="store_true", help="NPUCallback's cost per fit, fit by fit in one process")
+    parser.add_argument("--paired", action="store_true", help="NPUCallback's cost per fit, fit by fit in each process")
     parser.add_argument("--paired-child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--data-autotune", action="store_true", help="tf.data's autotuning on, as Keras' default")
     arguments = parser.parse_args()
@@ -218,21 +242,7 @@ def main() -> None:
         return
     print(host_line(), flush=True)
     if arguments.paired:
-        fits, steps = arguments.fits or 20, arguments.steps or 50
-        pairs = child(
-            ["--paired-child", f"--fits={fits}", f"--steps={steps}"] + (["--data-autotune"] * arguments.data_autotune),
-            "the paired fits",
-        )
-        print(f"\nsmall, in one process: fits of {steps} steps, plain and NPUCallback alternating, medians of pairs")
-        for name, seconds in pairs.items():
-            plain = statistics.median(pair[0] for pair in seconds)
-            cost = statistics.median(pair[1] - pair[0] for pair in seconds)
-            quartiles = statistics.quantiles([pair[1] - pair[0] for pair in seconds], n=4)
-            print(
-                f"  {name:<38} plain {plain * 1e3:5.1f} ms per fit, {cost * 1e3:+5.2f} ms per fit "
-                f"({plain / (plain + cost):.3f}x plain; the differences' quartiles {quartiles[0] * 1e3:+.2f} / "
-                f"{quartiles[2] * 1e3:+.2f} ms; {len(seconds)} pairs)"
-            )
+        paired_benchmark(arguments.rounds, arguments.fits or 20, arguments.steps or 50, arguments.data_autotune)
         return
     for model_name in arguments.models.split(","):
         *_, fits, steps = MODELS[model_name]
