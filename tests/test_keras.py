@@ -89,6 +89,30 @@ def test_n_steps_per_call_trains_like_single_steps():
         np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
 
 
+def test_checkpoints_written_during_the_fit_hold_its_weights_and_the_model_gets_its_own_function_back(tmp_path):
+    net = model()
+    fit(net, steps=5)  # Keras makes its own train function
+    own = net.train_function
+    every_epoch = [
+        tf.keras.callbacks.ModelCheckpoint(str(tmp_path / "weights-{epoch}.weights.h5"), save_weights_only=True),
+        tf.keras.callbacks.ModelCheckpoint(str(tmp_path / "model-{epoch}.keras")),
+    ]
+    recorder = fit(net, NPUCallback(iterations_per_loop=5), *every_epoch, steps=10, epochs=2)
+    assert recorder.calls == 2 and net.train_function is own
+    assert sorted(path.name for path in tmp_path.iterdir()) == [
+        "model-1.keras",
+        "model-2.keras",
+        "weights-1.weights.h5",
+        "weights-2.weights.h5",
+    ]
+    from_weights = model()
+    from_weights(FEATURES[:1])  # built, as loading h5 weights needs
+    from_weights.load_weights(str(tmp_path / "weights-2.weights.h5"))
+    for loaded in (from_weights, tf.keras.models.load_model(str(tmp_path / "model-2.keras"))):
+        for saved, trained in zip(loaded.get_weights(), net.get_weights()):
+            np.testing.assert_array_equal(saved, trained)
+
+
 def test_conflicting_steps_per_execution_is_an_error_naming_both():
     with pytest.raises(
         NpuOptionValueError, match="compiled with steps_per_execution=4 but the NPU options set iterations_per_loop=10"
