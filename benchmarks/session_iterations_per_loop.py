@@ -75,7 +75,7 @@ def run_overhead(runs: int = 500, rounds: int = 60) -> tuple[float, float]:
             session.run(value)
         for round_number in range(rounds):
             order = list(range(len(sessions)))
-            order = order[round_number % 3 :] + order[: round_number % 3]
+            order = order[round_number % len(order) :] + order[: round_number % len(order)]
             for index in order:
                 start = time.perf_counter()
                 for _ in range(runs):
