@@ -16,6 +16,10 @@ of a block, nested over a lasting one and giving its value back at the end; `add
 variable several owners add items to, one change that names them all and undoes each one's part. Undoing a key
 puts back what was there before its first change.
 
+The registry also keeps the package's process-wide state (`ProcessState`: what it has warned about, decided,
+met, the groups it created): `state(key)` gives the one value of a key, made on first use, and `forget_state`
+drops it, so that no module keeps a mutable global and a test starts a part afresh without touching its module.
+
 The process's registry is one `Registry`, `process_registry`, which the module-level functions use; a test makes a
 registry of its own. The registry only records and restores; what each change does and why lives with the code
 that asks for it.
@@ -212,10 +216,22 @@ def _list_value(before: str, parts: list[_Part], separator: str) -> str:
     return separator.join(items)
 
 
+@dataclass(frozen=True, eq=False)
+class ProcessState:
+    """A key to a piece of process-wide state a part of the package keeps (a set, a dict, a list, an object):
+    `state(key)` gives its value, made by `make` on first use. Compared by identity: each key is one constant."""
+
+    name: str
+    owner: Owner
+    make: Callable[[], Any]
+
+
 class Registry:
-    """The changes made in one process, in the order they were made, with what undoes each."""
+    """The changes made in one process, in the order they were made, with what undoes each, and the package's
+    process-wide state (ProcessState)."""
 
     def __init__(self) -> None:
+        self._states: dict[ProcessState, Any] = {}
         self._lock = threading.RLock()
         self._in_force: dict[int, Change] = {}  # by id, in the order they were made
         self._lasting: dict[tuple, Change] = {}  # key -> the lasting change of it
@@ -308,8 +324,8 @@ class Registry:
     ) -> Change:
         """Set `target.name = value`, remembering what was there (or that nothing was) so that undoing restores
         it. `untracked`: set and put back past the class's own __setattr__ / __delattr__ (a Keras model tracks
-        what it holds, at some 20 us an assignment; a function it holds for the length of one call needs none of
-        that, and the model's own tracking stays as it was)."""
+        what it holds, which makes each assignment costly; a function it holds for the length of one call needs
+        none of that, and the model's own tracking stays as it was)."""
 
         def apply() -> Callable[[], None]:
             # Undo gives back what the object itself held; an attribute it only inherited (from its class, a base
@@ -579,6 +595,28 @@ class Registry:
             return getattr(target, name)
         return change._before
 
+    # --- process-wide state ------------------------------------------------------------------------------------
+
+    def state(self, key: ProcessState) -> Any:
+        """The value `key` holds in this process, made on first use."""
+        try:
+            return self._states[key]
+        except KeyError:
+            with self._lock:
+                return self._states.setdefault(key, key.make())
+
+    def forget_state(self, *keys: ProcessState, owner: Owner | None = None) -> None:
+        """Drop the values of `keys` (of every key of `owner`, or of all, when none are given): the next
+        `state(key)` makes a new one, as in a process that has not used that part yet."""
+        with self._lock:
+            for key in list(keys or self._states):
+                if keys or owner in (None, key.owner):
+                    self._states.pop(key, None)
+
+    def kept_state(self) -> list[ProcessState]:
+        """The keys whose values are kept now, oldest first."""
+        return list(self._states)
+
     def in_force(self, owner: Owner | None = None) -> list[Change]:
         """The changes in force, oldest first (those `owner` has a part in, when given)."""
         with self._lock:
@@ -587,8 +625,10 @@ class Registry:
     def describe(self) -> str:
         """The changes in force, for people: one line each, grouped by the parts of the package that made them."""
         current = self.in_force()
+        kept = [f"  {key.name} ({key.owner})" for key in self._states]
+        state = ["npu_bridge_compat keeps this state in the process:", *kept] if kept else []
         if not current:
-            return "npu_bridge_compat changes nothing in this process."
+            return "\n".join(["npu_bridge_compat changes nothing in this process.", *state])
         reversible = sum(not change.irreversible for change in current)
         undone = f"{reversible} of them, the rest are irreversible" if reversible < len(current) else "them"
         lines = [
@@ -600,7 +640,7 @@ class Registry:
             lines += [
                 f"    {change.target} ({change.kind}): {change.reason}" for change in current if change.owners == owners
             ]
-        return "\n".join(lines)
+        return "\n".join(lines + state)
 
     def mark(self) -> int:
         """A point to undo back to: `undo(since=mark())` undoes the changes made after it."""
@@ -700,3 +740,6 @@ describe = process_registry.describe
 mark = process_registry.mark
 undo = process_registry.undo
 undone_after = process_registry.undone_after
+state = process_registry.state
+forget_state = process_registry.forget_state
+kept_state = process_registry.kept_state

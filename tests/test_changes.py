@@ -458,11 +458,11 @@ def test_owners_are_the_enum_not_free_text():
     assert "NPU_BRIDGE_COMPAT_TEST_OWNER" not in os.environ
 
 
-def test_the_tf2_doors_device_and_loop_size_last_while_their_changes_do(monkeypatch):
+def test_the_tf2_doors_device_and_loop_size_last_while_their_changes_do(monkeypatch, fresh_state):
     from npu_bridge_compat.tf2 import device
 
     monkeypatch.delenv(device.LOOP_SIZE_VARIABLE, raising=False)
-    monkeypatch.setattr(device, "_tree", None)  # a program that has not set global_options() yet
+    fresh_state(device.PROGRAM_OPTIONS)  # a program that has not set global_options() yet
     start = changes.mark()
     handle = device.open()
     assert device.open() is handle and device.global_npu_ctx() is None
@@ -493,12 +493,11 @@ def test_graph_kernel_fusion_and_a_plan_add_their_xla_flags_to_one_change(monkey
     for name in ("add_to_environment_list", "set_environment", "undo"):
         monkeypatch.setattr(changes, name, getattr(registry, name))
     monkeypatch.setenv("TF_XLA_FLAGS", "--user_flag")
-    monkeypatch.setattr(xla, "_tensorflow_read_flags", lambda: False)
     cache = "--tf_xla_persistent_cache_directory=/nonexistent/cache"
     plan = types.SimpleNamespace(
         environment={"TF_XLA_FLAGS": cache}, options=types.SimpleNamespace(source="a test"), mixed_precision=None
     )
-    xla.reserve_fusion_flags()
+    xla.reserve_fusion_flags(tensorflow_read_flags=False)
     process.apply_environment(plan)
     process.apply_environment(plan)
     assert os.environ["TF_XLA_FLAGS"].split() == ["--user_flag", *xla.FUSION_FLAGS, cache]
