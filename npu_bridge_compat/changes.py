@@ -3,7 +3,7 @@
 An attribute of TensorFlow, Keras, Estimator or a user's object replaced, an import finder on `sys.meta_path`, an
 entry of `sys.path`, an exit handler, a logging or warnings filter, a TensorFlow process setting, an environment
 variable: each is made here, by the door or command that needs it, and recorded as a `Change` (what, of which
-`Kind`, why, which part of the package asked: an `Owner`). `in_force()` lists what holds now (`python -m
+`ChangeKind`, why, which part of the package asked: an `Owner`). `in_force()` lists what holds now (`python -m
 npu_bridge_compat explain --changes` prints it) and `undo()` puts the process back, newest first, as pytest's
 monkeypatch does. What cannot be put back (a device setting once TensorFlow's context started) is recorded as
 irreversible: listed, and left in force by `undo()`. Importing npu_bridge_compat changes nothing: a user who uses
@@ -81,8 +81,8 @@ class Owner(str, enum.Enum):
         return self.value
 
 
-class Kind(str, enum.Enum):
-    """What a change changes; its value is its name in words (`Kind.IMPORT_FINDER` is "import finder")."""
+class ChangeKind(str, enum.Enum):
+    """What a change changes; its value is its name in words (`ChangeKind.IMPORT_FINDER` is "import finder")."""
 
     def _generate_next_value_(name: str, start: int, count: int, last_values: list) -> str:
         return name.lower().replace("_", " ")
@@ -125,7 +125,7 @@ class Change:
     """One change in force: `target` is what was changed, as a user would name it (`tensorflow.function`,
     `sys.meta_path`, `$TF_XLA_FLAGS`, `<user's Adam>.apply_gradients`)."""
 
-    def __init__(self, target: str, kind: Kind, key: tuple, *, before: Any, nested: bool) -> None:
+    def __init__(self, target: str, kind: ChangeKind, key: tuple, *, before: Any, nested: bool) -> None:
         self.target = target
         self.kind = kind
         self.nested = nested  # made for the length of a call (`for_the_call`)
@@ -244,7 +244,7 @@ class Registry:
     def _request(
         self,
         key: tuple,
-        kind: Kind,
+        kind: ChangeKind,
         target: str,
         owner: Owner,
         reason: str,
@@ -342,8 +342,8 @@ class Registry:
             return _attribute_undo(target, name, held, untracked)
 
         return self._request(
-            (Kind.ATTRIBUTE, id(target), name),
-            Kind.ATTRIBUTE,
+            (ChangeKind.ATTRIBUTE, id(target), name),
+            ChangeKind.ATTRIBUTE,
             f"{label or _name_of(target)}.{name}",
             owner,
             reason,
@@ -368,8 +368,8 @@ class Registry:
                     continue
                 made.append(
                     self._request(
-                        (Kind.ATTRIBUTE, id(target), name),
-                        Kind.ATTRIBUTE,
+                        (ChangeKind.ATTRIBUTE, id(target), name),
+                        ChangeKind.ATTRIBUTE,
                         f"{_name_of(target)}.{name}",
                         owner,
                         reason,
@@ -388,7 +388,9 @@ class Registry:
             os.environ[name] = value
             return lambda: _environment_restore(name, before)
 
-        return self._request((Kind.ENVIRONMENT, name), Kind.ENVIRONMENT, f"${name}", owner, reason, value, apply)
+        return self._request(
+            (ChangeKind.ENVIRONMENT, name), ChangeKind.ENVIRONMENT, f"${name}", owner, reason, value, apply
+        )
 
     def add_to_environment_list(
         self, name: str, items: Sequence[str], *, owner: Owner, reason: str, separator: str = " "
@@ -397,11 +399,11 @@ class Registry:
         several owners may add to it, as one change that names them all; the items already there stay where
         they are. Undoing an owner's part takes its items off again; undoing the last part puts back what the
         variable held before. An owner adds one part: other items again are a ChangeConflict."""
-        key = (Kind.ENVIRONMENT, name)
+        key = (ChangeKind.ENVIRONMENT, name)
         items = tuple(items)
         with self._lock:
             held = self._holder(key)
-            joining = held is not None and held.kind is Kind.ENVIRONMENT_LIST and not held.nested
+            joining = held is not None and held.kind is ChangeKind.ENVIRONMENT_LIST and not held.nested
             if joining and _checked(owner) not in held.owners and not getattr(self._nesting, "on", False):
                 self._add_part(held, owner, items, reason)
                 held._reapply(held._parts)
@@ -412,7 +414,7 @@ class Registry:
                 os.environ[name] = _list_value(before, [_Part(owner, items, reason, 0)], separator)
                 return lambda: _environment_restore(name, before)
 
-            change = self._request(key, Kind.ENVIRONMENT_LIST, f"${name}", owner, reason, items, apply)
+            change = self._request(key, ChangeKind.ENVIRONMENT_LIST, f"${name}", owner, reason, items, apply)
             if change._reapply is None:  # made now
                 change._reapply = lambda parts: os.environ.__setitem__(name, _list_value(before, parts, separator))
             return change
@@ -446,7 +448,9 @@ class Registry:
             return undo
 
         target = f"sys.meta_path[{type(finder).__name__}]"
-        return self._request((Kind.IMPORT_FINDER, id(finder)), Kind.IMPORT_FINDER, target, owner, reason, finder, apply)
+        return self._request(
+            (ChangeKind.IMPORT_FINDER, id(finder)), ChangeKind.IMPORT_FINDER, target, owner, reason, finder, apply
+        )
 
     def enter(
         self,
@@ -464,7 +468,7 @@ class Registry:
             context.__enter__()
             return lambda: context.__exit__(None, None, None)
 
-        return self._request((Kind.CONTEXT, target), Kind.CONTEXT, target, owner, reason, value, apply)
+        return self._request((ChangeKind.CONTEXT, target), ChangeKind.CONTEXT, target, owner, reason, value, apply)
 
     def change_setting(
         self,
@@ -484,7 +488,7 @@ class Registry:
             write(value)
             return lambda: write(before)
 
-        return self._request((Kind.SETTING, target), Kind.SETTING, target, owner, reason, value, apply)
+        return self._request((ChangeKind.SETTING, target), ChangeKind.SETTING, target, owner, reason, value, apply)
 
     def change_irreversibly(
         self, target: str, value: Any, apply: Callable[[], None], *, owner: Owner, reason: str
@@ -495,7 +499,9 @@ class Registry:
         def applied() -> None:
             apply()
 
-        return self._request((Kind.IRREVERSIBLE, target), Kind.IRREVERSIBLE, target, owner, reason, value, applied)
+        return self._request(
+            (ChangeKind.IRREVERSIBLE, target), ChangeKind.IRREVERSIBLE, target, owner, reason, value, applied
+        )
 
     def add_exit_handler(self, function: Callable[[], Any], *, owner: Owner, reason: str, label: str) -> Change:
         """Register `function` to run at interpreter exit (atexit); undoing unregisters it."""
@@ -504,8 +510,8 @@ class Registry:
             atexit.register(function)
             return lambda: atexit.unregister(function)
 
-        key = (Kind.EXIT_HANDLER, id(function))
-        return self._request(key, Kind.EXIT_HANDLER, f"atexit[{label}]", owner, reason, function, apply)
+        key = (ChangeKind.EXIT_HANDLER, id(function))
+        return self._request(key, ChangeKind.EXIT_HANDLER, f"atexit[{label}]", owner, reason, function, apply)
 
     def add_to_sys_path(self, path: str, *, owner: Owner, reason: str) -> Change:
         """Put `path` first on `sys.path`; undoing takes that entry off again."""
@@ -519,7 +525,9 @@ class Registry:
 
             return undo
 
-        return self._request((Kind.SYS_PATH, path), Kind.SYS_PATH, f"sys.path[{path}]", owner, reason, path, apply)
+        return self._request(
+            (ChangeKind.SYS_PATH, path), ChangeKind.SYS_PATH, f"sys.path[{path}]", owner, reason, path, apply
+        )
 
     def add_logging_filter(
         self,
@@ -537,8 +545,8 @@ class Registry:
             return lambda: target.removeFilter(log_filter)
 
         return self._request(
-            (Kind.LOGGING_FILTER, id(target), id(log_filter)),
-            Kind.LOGGING_FILTER,
+            (ChangeKind.LOGGING_FILTER, id(target), id(log_filter)),
+            ChangeKind.LOGGING_FILTER,
             f"{label} filter {type(log_filter).__name__}",
             owner,
             reason,
@@ -571,7 +579,9 @@ class Registry:
         asked = (action, tuple(sorted((name, repr(value)) for name, value in criteria.items())))
         described = ", ".join(f"{name}={value!r}" for name, value in criteria.items())
         target = f"warnings filter {action}({described})"
-        return self._request((Kind.WARNINGS_FILTER, *asked), Kind.WARNINGS_FILTER, target, owner, reason, asked, apply)
+        return self._request(
+            (ChangeKind.WARNINGS_FILTER, *asked), ChangeKind.WARNINGS_FILTER, target, owner, reason, asked, apply
+        )
 
     # --- what is in force, and undoing it ----------------------------------------------------------------------
 
@@ -581,7 +591,7 @@ class Registry:
 
     def attribute_change(self, target: Any, name: str) -> Change | None:
         """The change in force that replaced `target.name`, or None."""
-        return self._holder((Kind.ATTRIBUTE, id(target), name))
+        return self._holder((ChangeKind.ATTRIBUTE, id(target), name))
 
     def is_replaced(self, target: Any, name: str) -> bool:
         """Whether this registry replaced `target.name` and the replacement is in force."""
@@ -590,7 +600,7 @@ class Registry:
     def original(self, target: Any, name: str) -> Any:
         """What `target.name` was before this registry replaced it (the attribute itself when it was not
         replaced)."""
-        change = self._holder((Kind.ATTRIBUTE, id(target), name))
+        change = self._holder((ChangeKind.ATTRIBUTE, id(target), name))
         if change is None or change._before is NOTHING:
             return getattr(target, name)
         return change._before
