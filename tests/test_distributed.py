@@ -416,6 +416,7 @@ def test_each_rank_gets_the_gpu_of_its_device_id(monkeypatch):
     assert chosen == [["gpu1"], ["gpu0"], []]
 
 
+@pytest.mark.starts_processes
 def test_eager_collectives_set_up_too_late_are_refused_clearly():
     code = "import tensorflow as tf; from npu_bridge_compat import distributed; tf.constant(1.0); distributed.start()"
     result = subprocess.run(
@@ -479,6 +480,7 @@ def run_launch(*arguments, timeout=240, **kwargs):
     )
 
 
+@pytest.mark.starts_processes
 def test_launch_gives_each_rank_its_environment_and_prefixes_its_output(tmp_path):
     script = tmp_path / "show.py"
     script.write_text(
@@ -515,6 +517,7 @@ def test_launch_gives_each_rank_its_environment_and_prefixes_its_output(tmp_path
     assert seen["[rank 0"]["NPU_BRIDGE_COMPAT_PORT"] == seen["[rank 1"]["NPU_BRIDGE_COMPAT_PORT"]
 
 
+@pytest.mark.starts_processes
 def test_launch_stops_every_rank_when_one_fails(tmp_path):
     script = tmp_path / "fail.py"
     script.write_text(
@@ -536,6 +539,7 @@ def test_launch_stops_every_rank_when_one_fails(tmp_path):
     assert len(pids) == 3 and not [pid for pid in pids if Path(f"/proc/{pid}").exists()]
 
 
+@pytest.mark.starts_processes
 def test_launch_refuses_bad_arguments(tmp_path):
     assert "no such script" in run_launch("-n", "2", str(tmp_path / "absent.py")).stderr
     script = tmp_path / "ok.py"
@@ -599,6 +603,7 @@ USER_NAMESPACES = (
 )
 
 
+@pytest.mark.starts_processes
 @pytest.mark.skipif(not USER_NAMESPACES, reason="this system refuses user network namespaces (launch then says so)")
 def test_a_single_host_job_is_reachable_over_loopback_only():
     """TensorFlow's servers listen on every interface of their network (grpc_server_lib.cc binds 0.0.0.0): launch

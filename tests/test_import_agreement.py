@@ -23,6 +23,8 @@ from npu_bridge_compat.plan import HostFacts
 from npu_bridge_compat.scan import scan
 from npu_bridge_compat.scan.outcomes import FINDINGS, RUN, RUN_TF1, outcome
 
+pytestmark = pytest.mark.starts_processes
+
 # The world, its name status as `scan` reads it, and the `run` flag that serves it.
 WORLDS = {"tf1": (TF1, "--tf1"), "tf26": (TF26, "--tf2"), "era": (ERA, "--tf2"), "keras2": (KERAS2, "--tf1")}
 
