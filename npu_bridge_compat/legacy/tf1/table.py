@@ -45,10 +45,6 @@ ADAPTER = "npu_bridge_compat.legacy.npu_bridge"  # the adapter's module tree (it
 
 TPU_ONLY = "it runs only on a TPU"
 FEATURE_COLUMNS = "contrib's feature columns were removed; tf.compat.v1.feature_column has a different API"
-KERAS_ONLY_SEQ2SEQ = (
-    "contrib.seq2seq's decoders and attention exist on TensorFlow 2 only as Keras classes "
-    "(tensorflow-addons' tfa.seq2seq), not as TF1 graph-mode objects"
-)
 CUDNN_KERAS = "tf.keras.layers.LSTM / GRU run cuDNN's kernels on a GPU by themselves"
 FUSED_RNN = "contrib's fused RNN kernels were removed; tf.compat.v1.nn.rnn_cell.LSTMCell / GRUCell compute the same"
 QUANTIZE = (
@@ -205,18 +201,22 @@ _TPU_MISSING = {
         "tpu_ops",
     )
 }
-_SEQ2SEQ_MODULES = ("attention_wrapper", "helper", "decoder", "basic_decoder", "beam_search_decoder", "beam_search_ops")
-_SEQ2SEQ_NAMES = {"sequence_loss": f"{LOCAL}.seq2seq.sequence_loss", "tile_batch": f"{LOCAL}.seq2seq.tile_batch"}
-_SEQ2SEQ_MISSING = {
-    name: KERAS_ONLY_SEQ2SEQ
+_SEQ2SEQ = f"{LOCAL}.seq2seq"
+# contrib.seq2seq.python.ops' modules that this package's seq2seq modules of the same name serve
+_SEQ2SEQ_MODULES = ("attention_wrapper", "helper", "basic_decoder", "beam_search_decoder", "loss")
+_SEQ2SEQ_NAMES = {
+    name: f"{_SEQ2SEQ}.{name}"
     for name in (
+        "sequence_loss",
+        "tile_batch",
         "dynamic_decode",
+        "Decoder",
         "BasicDecoder",
         "BasicDecoderOutput",
         "BeamSearchDecoder",
         "BeamSearchDecoderOutput",
+        "BeamSearchDecoderState",
         "FinalBeamSearchDecoderOutput",
-        "Decoder",
         "AttentionWrapper",
         "AttentionWrapperState",
         "AttentionMechanism",
@@ -287,7 +287,6 @@ GRAPH_TRANSFORMS = (
     "the Graph Transform Tool was removed from TensorFlow's pip package; tf.compat.v1.graph_util "
     "(extract_sub_graph, remove_training_nodes, convert_variables_to_constants) and grappler do its rewrites"
 )
-TFA_SEQ2SEQ = "contrib.seq2seq's {} module was removed; tensorflow-addons' tfa.seq2seq has its Keras classes"
 MULTI_GPU = "removed in TensorFlow 2.4; tf.distribute.MirroredStrategy replaces it"
 _GRAPH_UTIL = Module(
     sources=("tensorflow.compat.v1.graph_util", "tensorflow.python.framework.graph_util"),
@@ -591,11 +590,16 @@ MODULES: dict[str, Module] = {
         },
     ),
     "contrib.quantize": Module(gone=QUANTIZE),
-    "contrib.seq2seq": Module(names=_SEQ2SEQ_NAMES, missing=_SEQ2SEQ_MISSING),
+    "contrib.seq2seq": Module(names=_SEQ2SEQ_NAMES, note="this package's contrib.seq2seq, on TensorFlow's own ops"),
     "contrib.seq2seq.python": Module(),
-    "contrib.seq2seq.python.ops": Module(names=_SEQ2SEQ_NAMES, missing=_SEQ2SEQ_MISSING),
-    **{f"contrib.seq2seq.python.ops.{name}": Module(gone=TFA_SEQ2SEQ.format(name)) for name in _SEQ2SEQ_MODULES},
-    "contrib.seq2seq.python.ops.loss": Module(names={"sequence_loss": _SEQ2SEQ_NAMES["sequence_loss"]}),
+    "contrib.seq2seq.python.ops": Module(names=_SEQ2SEQ_NAMES),
+    **{f"contrib.seq2seq.python.ops.{name}": Module(sources=(f"{_SEQ2SEQ}.{name}",)) for name in _SEQ2SEQ_MODULES},
+    # private, but ModelZoo's own decoders build on it
+    "contrib.seq2seq.python.ops.decoder": Module(
+        sources=(f"{_SEQ2SEQ}.decoder",),
+        names={"_transpose_batch_time": f"{_SEQ2SEQ}.decoder._transpose_batch_time"},
+    ),
+    "contrib.seq2seq.python.ops.beam_search_ops": Module(names={"gather_tree": f"{_SEQ2SEQ}.gather_tree"}),
     "contrib.hccl": Module(note="the adapter's hccl_ops (pre-npu_bridge path)"),
     "contrib.hccl.python": Module(),
     "contrib.hccl.python.ops": Module(sources=(f"{ADAPTER}.hccl",)),
@@ -771,8 +775,12 @@ MODULES: dict[str, Module] = {
     ),
     "python.framework.ops": Module(
         sources=("tensorflow.python.framework.ops",),
-        names={"Tensor": "tensorflow.Tensor"},
-        note="TensorFlow's ops module, with the names TF 1.15 had there (ops.Tensor)",
+        names={
+            "Tensor": "tensorflow.Tensor",
+            "register_tensor_conversion_function": "tensorflow.register_tensor_conversion_function",
+        },
+        note="TensorFlow's ops module, with the names TF 1.15 had there (ops.Tensor, "
+        "ops.register_tensor_conversion_function)",
     ),
     "python.data.experimental.ops.threadpool": Module(
         names={
