@@ -363,3 +363,78 @@ def test_a_checkpoint_holds_tf115_names(tmp_path):
         "decoder/attention_wrapper/lstm_cell/kernel",
         "decoder/attention_wrapper/lstm_cell/bias",
     } <= names
+
+
+# --- a stand-in for ModelZoo's NMT scripts: train, checkpoint, restore, beam search ------------------------------
+
+VOCABULARY, START, END = 8, 1, 2  # ids 3..7 are words
+
+
+def translation_model(source, source_lengths, target_input=None, target_lengths=None, beam_width=None):
+    """An NMT-style attention model as ModelZoo's NMT builds it (encoder, AttentionWrapper over an LSTM, output
+    projection); returns the training logits, or the beam search's predicted ids."""
+    with v1.variable_scope("nmt", reuse=v1.AUTO_REUSE):
+        embedding = v1.get_variable("embedding", [VOCABULARY, 8])
+        memory, encoder_state = v1.nn.dynamic_rnn(
+            rnn_cell.LSTMCell(8, name="encoder_cell"),
+            tf.nn.embedding_lookup(embedding, source),
+            sequence_length=source_lengths,
+            dtype=tf.float32,
+            scope="encoder",
+        )
+        batch_size = tf.shape(source)[0]
+        if beam_width:
+            memory, source_lengths, encoder_state = seq2seq.tile_batch(
+                (memory, source_lengths, encoder_state), beam_width
+            )
+            batch_size *= beam_width
+        with v1.variable_scope("decoder") as scope:
+            mechanism = seq2seq.LuongAttention(8, memory, memory_sequence_length=source_lengths, scale=True)
+            cell = seq2seq.AttentionWrapper(rnn_cell.LSTMCell(8), mechanism, attention_layer_size=8, name="attention")
+            initial_state = cell.zero_state(batch_size, tf.float32).clone(cell_state=encoder_state)
+            projection = layers.Dense(VOCABULARY, use_bias=False, name="output_projection")
+            if beam_width is None:
+                helper = seq2seq.TrainingHelper(tf.nn.embedding_lookup(embedding, target_input), target_lengths)
+                decoder = seq2seq.BasicDecoder(cell, helper, initial_state, output_layer=projection)
+                outputs, _, _ = seq2seq.dynamic_decode(decoder, scope=scope)
+                return outputs.rnn_output
+            decoder = seq2seq.BeamSearchDecoder(
+                cell,
+                embedding,
+                tf.fill([tf.shape(source)[0]], START),
+                END,
+                initial_state,
+                beam_width,
+                output_layer=projection,
+                length_penalty_weight=0.2,
+            )
+            outputs, _, _ = seq2seq.dynamic_decode(decoder, maximum_iterations=8, scope=scope)
+            return outputs.predicted_ids
+
+
+def test_a_trained_attention_model_restores_for_beam_search(tmp_path):
+    """The copy task: the target is the source; 60 Adam steps, a checkpoint, then beam search restores it."""
+    words = np.random.RandomState(3).randint(3, VOCABULARY, (16, 4)).astype(np.int32)
+    lengths = np.full([16], 4, np.int32)
+    target_input = np.concatenate([np.full([16, 1], START), words], 1).astype(np.int32)
+    target_output = np.concatenate([words, np.full([16, 1], END)], 1).astype(np.int32)
+    with tf.Graph().as_default():
+        v1.set_random_seed(1)
+        logits = translation_model(words, lengths, target_input, lengths + 1)
+        loss = seq2seq.sequence_loss(logits, target_output, tf.ones([16, 5]))
+        train = v1.train.AdamOptimizer(0.05).minimize(loss)
+        with v1.Session() as session:
+            session.run(v1.global_variables_initializer())
+            losses = [session.run([train, loss])[1] for _ in range(60)]
+            path = v1.train.Saver().save(session, str(tmp_path / "nmt.ckpt"))
+    assert all(np.isfinite(losses)) and losses[-1] < 0.2 * losses[0]
+    names = {name for name, _ in tf.train.list_variables(path)}
+    assert {"nmt/decoder/memory_layer/kernel", "nmt/decoder/attention/luong_attention/attention_g"} <= names
+    assert "nmt/decoder/attention/attention_layer/kernel" in names
+    with tf.Graph().as_default():
+        predicted = translation_model(words[:4], lengths[:4], beam_width=3)
+        with v1.Session() as session:
+            v1.train.Saver().restore(session, path)
+            best = session.run(predicted)[:, :, 0]  # [batch, time], the best beam
+    np.testing.assert_array_equal(best[:, :4], words[:4])  # the copy, then the end token
+    assert (best[:, 4] == END).all()

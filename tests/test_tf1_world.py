@@ -158,13 +158,13 @@ def test_names_without_counterpart_import_and_raise_when_used():
         rf"counterpart on TensorFlow {version}: .*quantization-aware",
     ):
         create_training_graph(quant_delay=100)
-    with pytest.raises(NoCounterpartError, match="LayerNormBasicLSTMCell has no counterpart"):
+    with pytest.raises(NoCounterpartError, match="NASCell has no counterpart"):
 
-        class Cell(v1.contrib.rnn.LayerNormBasicLSTMCell):  # subclassing is using it
+        class Cell(v1.contrib.rnn.NASCell):  # subclassing is using it
             pass
 
     try:  # an AttributeError as well, so TF2 fallbacks written around tf.contrib keep working
-        cell = v1.contrib.rnn.LayerNormBasicLSTMCell(8)
+        cell = v1.contrib.rnn.NASCell(8)
     except AttributeError:
         cell = v1.contrib.rnn.LSTMCell(8)
     assert isinstance(cell, v1.nn.rnn_cell.LSTMCell)

@@ -45,7 +45,11 @@ ADAPTER = "npu_bridge_compat.legacy.npu_bridge"  # the adapter's module tree (it
 
 TPU_ONLY = "it runs only on a TPU"
 FEATURE_COLUMNS = "contrib's feature columns were removed; tf.compat.v1.feature_column has a different API"
-CUDNN_KERAS = "tf.keras.layers.LSTM / GRU run cuDNN's kernels on a GPU by themselves"
+CUDNN_CANONICAL = (
+    "the layers run tf.compat.v1.nn's dynamic RNN with the CudnnCompatible cells on the canonical weights (the "
+    "variables, named as TF 1.15's checkpoints name them), on the CPU or GPU, not cuDNN's fused kernel; "
+    "input_mode='skip_input' is not supported"
+)
 FUSED_RNN = "contrib's fused RNN kernels were removed; tf.compat.v1.nn.rnn_cell.LSTMCell / GRUCell compute the same"
 QUANTIZE = (
     "the graph rewrite for quantization-aware training was removed; tensorflow-model-optimization does it "
@@ -123,6 +127,9 @@ _RNN_NAMES = {
     "static_state_saving_rnn": "tensorflow.compat.v1.nn.static_state_saving_rnn",
     "stack_bidirectional_dynamic_rnn": f"{LOCAL}.rnn.stack_bidirectional_dynamic_rnn",
     "stack_bidirectional_rnn": f"{LOCAL}.rnn.stack_bidirectional_rnn",
+    "LayerNormBasicLSTMCell": f"{LOCAL}.rnn_cells.LayerNormBasicLSTMCell",
+    "CudnnCompatibleLSTMCell": f"{LOCAL}.cudnn_rnn.CudnnCompatibleLSTMCell",
+    "CudnnCompatibleGRUCell": f"{LOCAL}.cudnn_rnn.CudnnCompatibleGRUCell",
 }
 _RNN_MISSING = {
     name: FUSED_RNN
@@ -132,13 +139,10 @@ _RNN_MISSING = {
         "LSTMBlockWrapper",
         "GRUBlockCell",
         "GRUBlockCellV2",
-        "CudnnCompatibleLSTMCell",
-        "CudnnCompatibleGRUCell",
     )
 } | {
     name: "removed with contrib"
     for name in (
-        "LayerNormBasicLSTMCell",
         "AttentionCellWrapper",
         "CoupledInputForgetGateLSTMCell",
         "HighwayWrapper",
@@ -287,7 +291,6 @@ GRAPH_TRANSFORMS = (
     "the Graph Transform Tool was removed from TensorFlow's pip package; tf.compat.v1.graph_util "
     "(extract_sub_graph, remove_training_nodes, convert_variables_to_constants) and grappler do its rewrites"
 )
-MULTI_GPU = "removed in TensorFlow 2.4; tf.distribute.MirroredStrategy replaces it"
 _GRAPH_UTIL = Module(
     sources=("tensorflow.compat.v1.graph_util", "tensorflow.python.framework.graph_util"),
     note="tf.compat.v1.graph_util",
@@ -312,7 +315,8 @@ _KERAS_MOVED = {
     "python.keras.testing_utils": Module(sources=(f"{KERAS}.src.testing_infra.test_utils",)),
     "python.keras.keras_parameterized": Module(sources=(f"{KERAS}.src.testing_infra.test_combinations",)),
     "python.keras.utils": Module(
-        sources=("tensorflow.compat.v1.keras.utils", f"{KERAS}.src.utils"), missing={"multi_gpu_model": MULTI_GPU}
+        sources=("tensorflow.compat.v1.keras.utils", f"{KERAS}.src.utils"),
+        names={"multi_gpu_model": "npu_bridge_compat.legacy.tf1.keras_utils.multi_gpu_model"},
     ),
     # Keras 2.13 moved the serialization functions and the custom object registry out of generic_utils
     "python.keras.utils.generic_utils": Module(
@@ -560,7 +564,9 @@ MODULES: dict[str, Module] = {
     "contrib.learn.datasets": Module(),
     "contrib.learn.datasets.mnist": _MNIST,
     "contrib.learn.datasets.base": _DATASETS_BASE,
-    "contrib.metrics": Module(sources=("tf_slim.metrics",)),
+    "contrib.metrics": Module(
+        sources=("tf_slim.metrics",), names={"confusion_matrix": "tensorflow.compat.v1.confusion_matrix"}
+    ),
     "contrib.summary": Module(
         sources=("tensorflow.python.ops.summary_ops_v2",),
         names={"all_summary_ops": "tensorflow.compat.v1.summary.all_v2_summary_ops"},
@@ -695,23 +701,25 @@ MODULES: dict[str, Module] = {
     "contrib.legacy_seq2seq.python.ops": Module(),
     "contrib.legacy_seq2seq.python.ops.seq2seq": Module(sources=(f"{LOCAL}.legacy_seq2seq",)),
     "contrib.cudnn_rnn": Module(
+        sources=(f"{LOCAL}.cudnn_rnn",),
+        differs={name: CUDNN_CANONICAL for name in ("CudnnLSTM", "CudnnGRU", "CudnnRNNTanh", "CudnnRNNRelu")},
         missing={
-            name: "cuDNN RNN layers were removed; tf.keras.layers.LSTM / GRU use cuDNN on a GPU by themselves"
-            for name in (
-                "CudnnLSTM",
-                "CudnnGRU",
-                "CudnnRNNTanh",
-                "CudnnRNNRelu",
-                "CudnnLSTMSaveable",
-                "CudnnGRUSaveable",
-            )
-        }
-        | {name: FUSED_RNN for name in ("CudnnCompatibleLSTMCell", "CudnnCompatibleGRUCell")}
+            name: "its opaque cuDNN parameter buffer is gone: the layers here keep the canonical weights as "
+            "variables, which a Saver saves and restores by TF 1.15's canonical names"
+            for name in ("CudnnLSTMSaveable", "CudnnGRUSaveable", "CudnnRNNTanhSaveable", "CudnnRNNReluSaveable")
+        },
     ),
     "contrib.cudnn_rnn.python": Module(),
     "contrib.cudnn_rnn.python.ops": Module(),
-    "contrib.cudnn_rnn.python.ops.cudnn_rnn_ops": Module(gone=f"cuDNN RNN ops were removed; {CUDNN_KERAS}"),
-    "contrib.cudnn_rnn.python.layers": Module(gone=f"cuDNN RNN layers were removed; {CUDNN_KERAS}"),
+    "contrib.cudnn_rnn.python.ops.cudnn_rnn_ops": Module(
+        gone="the cuDNN RNN ops' opaque parameter API was removed; contrib.cudnn_rnn's layers compute on the "
+        "canonical weights"
+    ),
+    "contrib.cudnn_rnn.python.layers": Module(),
+    "contrib.cudnn_rnn.python.layers.cudnn_rnn": Module(
+        sources=(f"{LOCAL}.cudnn_rnn",),
+        differs={name: CUDNN_CANONICAL for name in ("CudnnLSTM", "CudnnGRU", "CudnnRNNTanh", "CudnnRNNRelu")},
+    ),
     "contrib.util": Module(
         names={
             "constant_value": "tensorflow.get_static_value",
