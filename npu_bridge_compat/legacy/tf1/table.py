@@ -242,6 +242,26 @@ _SEQ2SEQ_NAMES = {
         "monotonic_attention",
     )
 }
+_CUDNN_CONSTANTS = (
+    "CUDNN_RNN_UNIDIRECTION",
+    "CUDNN_RNN_BIDIRECTION",
+    "CUDNN_LSTM",
+    "CUDNN_GRU",
+    "CUDNN_RNN_RELU",
+    "CUDNN_RNN_TANH",
+    "CUDNN_INPUT_LINEAR_MODE",
+    "CUDNN_INPUT_SKIP_MODE",
+    "CUDNN_INPUT_AUTO_MODE",
+)
+_CUDNN_LAYERS = Module(
+    sources=(f"{LOCAL}.cudnn_rnn",),
+    differs={name: CUDNN_CANONICAL for name in ("CudnnLSTM", "CudnnGRU", "CudnnRNNTanh", "CudnnRNNRelu")},
+    missing={
+        name: "its opaque cuDNN parameter buffer is gone: the layers here keep the canonical weights as variables, "
+        "which a Saver saves and restores by TF 1.15's canonical names"
+        for name in ("CudnnLSTMSaveable", "CudnnGRUSaveable", "CudnnRNNTanhSaveable", "CudnnRNNReluSaveable")
+    },
+)
 _IMAGE_NAMES = {
     name: f"{LOCAL}.image.{name}"
     for name in (
@@ -700,26 +720,32 @@ MODULES: dict[str, Module] = {
     "contrib.legacy_seq2seq.python": Module(),
     "contrib.legacy_seq2seq.python.ops": Module(),
     "contrib.legacy_seq2seq.python.ops.seq2seq": Module(sources=(f"{LOCAL}.legacy_seq2seq",)),
-    "contrib.cudnn_rnn": Module(
-        sources=(f"{LOCAL}.cudnn_rnn",),
-        differs={name: CUDNN_CANONICAL for name in ("CudnnLSTM", "CudnnGRU", "CudnnRNNTanh", "CudnnRNNRelu")},
-        missing={
-            name: "its opaque cuDNN parameter buffer is gone: the layers here keep the canonical weights as "
-            "variables, which a Saver saves and restores by TF 1.15's canonical names"
-            for name in ("CudnnLSTMSaveable", "CudnnGRUSaveable", "CudnnRNNTanhSaveable", "CudnnRNNReluSaveable")
-        },
-    ),
+    "contrib.cudnn_rnn": _CUDNN_LAYERS,
     "contrib.cudnn_rnn.python": Module(),
     "contrib.cudnn_rnn.python.ops": Module(),
     "contrib.cudnn_rnn.python.ops.cudnn_rnn_ops": Module(
-        gone="the cuDNN RNN ops' opaque parameter API was removed; contrib.cudnn_rnn's layers compute on the "
-        "canonical weights"
+        names={name: f"{LOCAL}.cudnn_rnn.{name}" for name in _CUDNN_CONSTANTS},
+        missing={
+            name: "the cuDNN RNN ops' opaque parameter API was removed; contrib.cudnn_rnn's layers compute on the "
+            "canonical weights"
+            for name in (
+                "CudnnLSTM",
+                "CudnnGRU",
+                "CudnnRNNTanh",
+                "CudnnRNNRelu",
+                "CudnnLSTMSaveable",
+                "CudnnGRUSaveable",
+                "CudnnRNNTanhSaveable",
+                "CudnnRNNReluSaveable",
+                "CudnnOpaqueParamsSaveable",
+                "cudnn_rnn_opaque_params_to_canonical",
+                "cudnn_rnn_canonical_to_opaque_params",
+                "cudnn_rnn_opaque_params_size",
+            )
+        },
     ),
-    "contrib.cudnn_rnn.python.layers": Module(),
-    "contrib.cudnn_rnn.python.layers.cudnn_rnn": Module(
-        sources=(f"{LOCAL}.cudnn_rnn",),
-        differs={name: CUDNN_CANONICAL for name in ("CudnnLSTM", "CudnnGRU", "CudnnRNNTanh", "CudnnRNNRelu")},
-    ),
+    "contrib.cudnn_rnn.python.layers": _CUDNN_LAYERS,
+    "contrib.cudnn_rnn.python.layers.cudnn_rnn": _CUDNN_LAYERS,
     "contrib.util": Module(
         names={
             "constant_value": "tensorflow.get_static_value",
