@@ -71,7 +71,10 @@ def test_contrib_tensor_util_checks_shapes(tf1):
 
 def test_removed_tf1_names_raise_naming_their_replacement(tf1):
     names = tf1["tf1"]
-    assert "tf.distribute.MirroredStrategy replaces it" in names["multi_gpu_model"]
+    one_gpu, too_many = names["multi_gpu_model"]  # TF 1.15's own errors
+    assert one_gpu == "For multi-gpu usage to be effective, call `multi_gpu_model` with `gpus >= 2`. Received: `gpus=1`"
+    assert too_many.startswith("To call `multi_gpu_model` with `gpus=64`, we expect the following devices to be ")
+    assert "'/gpu:63']. However this machine only has: ['/cpu:0'" in too_many
     assert names["graph_transforms"].startswith("tensorflow.tools.graph_transforms.TransformGraph has no counterpart")
     assert "tf.compat.v1.graph_util" in names["graph_transforms"]
 

@@ -45,11 +45,11 @@ ADAPTER = "npu_bridge_compat.legacy.npu_bridge"  # the adapter's module tree (it
 
 TPU_ONLY = "it runs only on a TPU"
 FEATURE_COLUMNS = "contrib's feature columns were removed; tf.compat.v1.feature_column has a different API"
-KERAS_ONLY_SEQ2SEQ = (
-    "contrib.seq2seq's decoders and attention exist on TensorFlow 2 only as Keras classes "
-    "(tensorflow-addons' tfa.seq2seq), not as TF1 graph-mode objects"
+CUDNN_CANONICAL = (
+    "the layers run tf.compat.v1.nn's dynamic RNN with the CudnnCompatible cells on the canonical weights (the "
+    "variables, named as TF 1.15's checkpoints name them), on the CPU or GPU, not cuDNN's fused kernel; "
+    "input_mode='skip_input' is not supported"
 )
-CUDNN_KERAS = "tf.keras.layers.LSTM / GRU run cuDNN's kernels on a GPU by themselves"
 FUSED_RNN = "contrib's fused RNN kernels were removed; tf.compat.v1.nn.rnn_cell.LSTMCell / GRUCell compute the same"
 QUANTIZE = (
     "the graph rewrite for quantization-aware training was removed; tensorflow-model-optimization does it "
@@ -127,6 +127,9 @@ _RNN_NAMES = {
     "static_state_saving_rnn": "tensorflow.compat.v1.nn.static_state_saving_rnn",
     "stack_bidirectional_dynamic_rnn": f"{LOCAL}.rnn.stack_bidirectional_dynamic_rnn",
     "stack_bidirectional_rnn": f"{LOCAL}.rnn.stack_bidirectional_rnn",
+    "LayerNormBasicLSTMCell": f"{LOCAL}.rnn_cells.LayerNormBasicLSTMCell",
+    "CudnnCompatibleLSTMCell": f"{LOCAL}.cudnn_rnn.CudnnCompatibleLSTMCell",
+    "CudnnCompatibleGRUCell": f"{LOCAL}.cudnn_rnn.CudnnCompatibleGRUCell",
 }
 _RNN_MISSING = {
     name: FUSED_RNN
@@ -136,13 +139,10 @@ _RNN_MISSING = {
         "LSTMBlockWrapper",
         "GRUBlockCell",
         "GRUBlockCellV2",
-        "CudnnCompatibleLSTMCell",
-        "CudnnCompatibleGRUCell",
     )
 } | {
     name: "removed with contrib"
     for name in (
-        "LayerNormBasicLSTMCell",
         "AttentionCellWrapper",
         "CoupledInputForgetGateLSTMCell",
         "HighwayWrapper",
@@ -205,18 +205,22 @@ _TPU_MISSING = {
         "tpu_ops",
     )
 }
-_SEQ2SEQ_MODULES = ("attention_wrapper", "helper", "decoder", "basic_decoder", "beam_search_decoder", "beam_search_ops")
-_SEQ2SEQ_NAMES = {"sequence_loss": f"{LOCAL}.seq2seq.sequence_loss", "tile_batch": f"{LOCAL}.seq2seq.tile_batch"}
-_SEQ2SEQ_MISSING = {
-    name: KERAS_ONLY_SEQ2SEQ
+_SEQ2SEQ = f"{LOCAL}.seq2seq"
+# contrib.seq2seq.python.ops' modules that this package's seq2seq modules of the same name serve
+_SEQ2SEQ_MODULES = ("attention_wrapper", "helper", "basic_decoder", "beam_search_decoder", "loss")
+_SEQ2SEQ_NAMES = {
+    name: f"{_SEQ2SEQ}.{name}"
     for name in (
+        "sequence_loss",
+        "tile_batch",
         "dynamic_decode",
+        "Decoder",
         "BasicDecoder",
         "BasicDecoderOutput",
         "BeamSearchDecoder",
         "BeamSearchDecoderOutput",
+        "BeamSearchDecoderState",
         "FinalBeamSearchDecoderOutput",
-        "Decoder",
         "AttentionWrapper",
         "AttentionWrapperState",
         "AttentionMechanism",
@@ -238,6 +242,26 @@ _SEQ2SEQ_MISSING = {
         "monotonic_attention",
     )
 }
+_CUDNN_CONSTANTS = (
+    "CUDNN_RNN_UNIDIRECTION",
+    "CUDNN_RNN_BIDIRECTION",
+    "CUDNN_LSTM",
+    "CUDNN_GRU",
+    "CUDNN_RNN_RELU",
+    "CUDNN_RNN_TANH",
+    "CUDNN_INPUT_LINEAR_MODE",
+    "CUDNN_INPUT_SKIP_MODE",
+    "CUDNN_INPUT_AUTO_MODE",
+)
+_CUDNN_LAYERS = Module(
+    sources=(f"{LOCAL}.cudnn_rnn",),
+    differs={name: CUDNN_CANONICAL for name in ("CudnnLSTM", "CudnnGRU", "CudnnRNNTanh", "CudnnRNNRelu")},
+    missing={
+        name: "its opaque cuDNN parameter buffer is gone: the layers here keep the canonical weights as variables, "
+        "which a Saver saves and restores by TF 1.15's canonical names"
+        for name in ("CudnnLSTMSaveable", "CudnnGRUSaveable", "CudnnRNNTanhSaveable", "CudnnRNNReluSaveable")
+    },
+)
 _IMAGE_NAMES = {
     name: f"{LOCAL}.image.{name}"
     for name in (
@@ -287,8 +311,6 @@ GRAPH_TRANSFORMS = (
     "the Graph Transform Tool was removed from TensorFlow's pip package; tf.compat.v1.graph_util "
     "(extract_sub_graph, remove_training_nodes, convert_variables_to_constants) and grappler do its rewrites"
 )
-TFA_SEQ2SEQ = "contrib.seq2seq's {} module was removed; tensorflow-addons' tfa.seq2seq has its Keras classes"
-MULTI_GPU = "removed in TensorFlow 2.4; tf.distribute.MirroredStrategy replaces it"
 _GRAPH_UTIL = Module(
     sources=("tensorflow.compat.v1.graph_util", "tensorflow.python.framework.graph_util"),
     note="tf.compat.v1.graph_util",
@@ -313,7 +335,8 @@ _KERAS_MOVED = {
     "python.keras.testing_utils": Module(sources=(f"{KERAS}.src.testing_infra.test_utils",)),
     "python.keras.keras_parameterized": Module(sources=(f"{KERAS}.src.testing_infra.test_combinations",)),
     "python.keras.utils": Module(
-        sources=("tensorflow.compat.v1.keras.utils", f"{KERAS}.src.utils"), missing={"multi_gpu_model": MULTI_GPU}
+        sources=("tensorflow.compat.v1.keras.utils", f"{KERAS}.src.utils"),
+        names={"multi_gpu_model": "npu_bridge_compat.legacy.tf1.keras_utils.multi_gpu_model"},
     ),
     # Keras 2.13 moved the serialization functions and the custom object registry out of generic_utils
     "python.keras.utils.generic_utils": Module(
@@ -561,7 +584,9 @@ MODULES: dict[str, Module] = {
     "contrib.learn.datasets": Module(),
     "contrib.learn.datasets.mnist": _MNIST,
     "contrib.learn.datasets.base": _DATASETS_BASE,
-    "contrib.metrics": Module(sources=("tf_slim.metrics",)),
+    "contrib.metrics": Module(
+        sources=("tf_slim.metrics",), names={"confusion_matrix": "tensorflow.compat.v1.confusion_matrix"}
+    ),
     "contrib.summary": Module(
         sources=("tensorflow.python.ops.summary_ops_v2",),
         names={"all_summary_ops": "tensorflow.compat.v1.summary.all_v2_summary_ops"},
@@ -591,11 +616,16 @@ MODULES: dict[str, Module] = {
         },
     ),
     "contrib.quantize": Module(gone=QUANTIZE),
-    "contrib.seq2seq": Module(names=_SEQ2SEQ_NAMES, missing=_SEQ2SEQ_MISSING),
+    "contrib.seq2seq": Module(names=_SEQ2SEQ_NAMES, note="this package's contrib.seq2seq, on TensorFlow's own ops"),
     "contrib.seq2seq.python": Module(),
-    "contrib.seq2seq.python.ops": Module(names=_SEQ2SEQ_NAMES, missing=_SEQ2SEQ_MISSING),
-    **{f"contrib.seq2seq.python.ops.{name}": Module(gone=TFA_SEQ2SEQ.format(name)) for name in _SEQ2SEQ_MODULES},
-    "contrib.seq2seq.python.ops.loss": Module(names={"sequence_loss": _SEQ2SEQ_NAMES["sequence_loss"]}),
+    "contrib.seq2seq.python.ops": Module(names=_SEQ2SEQ_NAMES),
+    **{f"contrib.seq2seq.python.ops.{name}": Module(sources=(f"{_SEQ2SEQ}.{name}",)) for name in _SEQ2SEQ_MODULES},
+    # private, but ModelZoo's own decoders build on it
+    "contrib.seq2seq.python.ops.decoder": Module(
+        sources=(f"{_SEQ2SEQ}.decoder",),
+        names={"_transpose_batch_time": f"{_SEQ2SEQ}.decoder._transpose_batch_time"},
+    ),
+    "contrib.seq2seq.python.ops.beam_search_ops": Module(names={"gather_tree": f"{_SEQ2SEQ}.gather_tree"}),
     "contrib.hccl": Module(note="the adapter's hccl_ops (pre-npu_bridge path)"),
     "contrib.hccl.python": Module(),
     "contrib.hccl.python.ops": Module(sources=(f"{ADAPTER}.hccl",)),
@@ -690,9 +720,14 @@ MODULES: dict[str, Module] = {
     "contrib.legacy_seq2seq.python": Module(),
     "contrib.legacy_seq2seq.python.ops": Module(),
     "contrib.legacy_seq2seq.python.ops.seq2seq": Module(sources=(f"{LOCAL}.legacy_seq2seq",)),
-    "contrib.cudnn_rnn": Module(
+    "contrib.cudnn_rnn": _CUDNN_LAYERS,
+    "contrib.cudnn_rnn.python": Module(),
+    "contrib.cudnn_rnn.python.ops": Module(),
+    "contrib.cudnn_rnn.python.ops.cudnn_rnn_ops": Module(
+        names={name: f"{LOCAL}.cudnn_rnn.{name}" for name in _CUDNN_CONSTANTS},
         missing={
-            name: "cuDNN RNN layers were removed; tf.keras.layers.LSTM / GRU use cuDNN on a GPU by themselves"
+            name: "the cuDNN RNN ops' opaque parameter API was removed; contrib.cudnn_rnn's layers compute on the "
+            "canonical weights"
             for name in (
                 "CudnnLSTM",
                 "CudnnGRU",
@@ -700,14 +735,17 @@ MODULES: dict[str, Module] = {
                 "CudnnRNNRelu",
                 "CudnnLSTMSaveable",
                 "CudnnGRUSaveable",
+                "CudnnRNNTanhSaveable",
+                "CudnnRNNReluSaveable",
+                "CudnnOpaqueParamsSaveable",
+                "cudnn_rnn_opaque_params_to_canonical",
+                "cudnn_rnn_canonical_to_opaque_params",
+                "cudnn_rnn_opaque_params_size",
             )
-        }
-        | {name: FUSED_RNN for name in ("CudnnCompatibleLSTMCell", "CudnnCompatibleGRUCell")}
+        },
     ),
-    "contrib.cudnn_rnn.python": Module(),
-    "contrib.cudnn_rnn.python.ops": Module(),
-    "contrib.cudnn_rnn.python.ops.cudnn_rnn_ops": Module(gone=f"cuDNN RNN ops were removed; {CUDNN_KERAS}"),
-    "contrib.cudnn_rnn.python.layers": Module(gone=f"cuDNN RNN layers were removed; {CUDNN_KERAS}"),
+    "contrib.cudnn_rnn.python.layers": _CUDNN_LAYERS,
+    "contrib.cudnn_rnn.python.layers.cudnn_rnn": _CUDNN_LAYERS,
     "contrib.util": Module(
         names={
             "constant_value": "tensorflow.get_static_value",
@@ -771,8 +809,12 @@ MODULES: dict[str, Module] = {
     ),
     "python.framework.ops": Module(
         sources=("tensorflow.python.framework.ops",),
-        names={"Tensor": "tensorflow.Tensor"},
-        note="TensorFlow's ops module, with the names TF 1.15 had there (ops.Tensor)",
+        names={
+            "Tensor": "tensorflow.Tensor",
+            "register_tensor_conversion_function": "tensorflow.register_tensor_conversion_function",
+        },
+        note="TensorFlow's ops module, with the names TF 1.15 had there (ops.Tensor, "
+        "ops.register_tensor_conversion_function)",
     ),
     "python.data.experimental.ops.threadpool": Module(
         names={

@@ -8,7 +8,12 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-__all__ = ["Linear", "like_rnncell", "stack_bidirectional_dynamic_rnn", "stack_bidirectional_rnn"]
+__all__ = [
+    "Linear",
+    "like_rnncell",
+    "stack_bidirectional_dynamic_rnn",
+    "stack_bidirectional_rnn",
+]
 
 v1 = tf.compat.v1
 

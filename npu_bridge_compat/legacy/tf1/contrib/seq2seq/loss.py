@@ -1,4 +1,4 @@
-"""`tf.contrib.seq2seq`'s loss and beam-search batch tiling (its decoders and attention have no TF1 counterpart)."""
+"""`tf.contrib.seq2seq.sequence_loss`: the weighted cross-entropy of a sequence of logits."""
 
 from __future__ import annotations
 
@@ -50,9 +50,3 @@ def sequence_loss(
         if average_across_timesteps or average_across_batch:
             return tf.math.divide_no_nan(total, tf.reduce_sum(weights, axis=axes))
         return tf.math.divide_no_nan(total, tf.cast(tf.math.count_nonzero(weights, axis=axes), losses.dtype))
-
-
-def tile_batch(t, multiplier: int, name=None):
-    """Every batch entry of each tensor in `t` repeated `multiplier` times in place: [b0, b0, b1, b1, ...]."""
-    with tf.name_scope(name or "tile_batch"):
-        return tf.nest.map_structure(lambda tensor: tf.repeat(tensor, multiplier, axis=0), t)
