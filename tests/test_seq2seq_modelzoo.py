@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.starts_processes
+
 HERE = Path(__file__).parent
 MODELZOO = Path(os.environ.get("NPU_BRIDGE_COMPAT_MODELZOO", "/nonexistent"))
 NMT = MODELZOO / "TensorFlow/built-in/nlp/NMT_ID0512_for_TensorFlow/nmt/nmt"
