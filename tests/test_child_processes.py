@@ -128,7 +128,9 @@ def test_python_children_of_a_command_get_the_worlds_each_its_own(tmp_path):
     assert re.search(
         r"run as a tf2 program \(decided from its signs\), exit status 0: python tf2_child\.py subp", summary
     )
-    assert re.search(r"the adapter's imports only \(not a script\): \S+python -c 'import npu_bridge", summary)
+    assert re.search(
+        r"the adapter's imports only \(not a script of the project\): \S+python -c 'import npu_bridge", summary
+    )
     failing_pid = re.search(r"pid (\d+), run as a tf1 program .*, exit status 3: python failing_child\.py", summary)[1]
     assert f"the command exited with status 0, but pid {failing_pid}" in done.stderr
     # A Python process started outside the command, with the same environment, is not served.
@@ -149,7 +151,13 @@ def test_nothing_of_the_hook_is_left_in_the_environment_or_on_disk(tmp_path, mon
     (tmp_path / "tmp").mkdir()
     environment, path = dict(os.environ), list(sys.path)
     child = CHILD_FACTS + "print('child', *facts, os.environ['NPU_BRIDGE_COMPAT_HOOK'])"
-    status = processes.run_command(["bash", "-c", f'python3 -c "{child}"; echo "shell PYTHONPATH=$PYTHONPATH"'])
+    tool = tmp_path / "environment" / "bin" / "tool"  # an installed program (a console script): not a port's script
+    tool.parent.mkdir(parents=True)
+    (tmp_path / "environment" / "pyvenv.cfg").write_text("")
+    tool.write_text("import sys\n")
+    status = processes.run_command(
+        ["bash", "-c", f'python3 -c "{child}"; echo "shell PYTHONPATH=$PYTHONPATH"; python3 {tool} --version']
+    )
     captured = capfd.readouterr()
     assert status == 0, captured.err
     child_line, shell_line = captured.out.splitlines()
@@ -158,9 +166,9 @@ def test_nothing_of_the_hook_is_left_in_the_environment_or_on_disk(tmp_path, mon
     assert shell_line == f"shell PYTHONPATH={hook}{os.pathsep}{user_site}"
     assert Path(hook).parent == tmp_path / "tmp" and os.listdir(tmp_path / "tmp") == []
     assert dict(os.environ) == environment and sys.path == path
-    assert re.search(
-        r"pid \d+, the adapter's imports only \(not a script\): \S+python -c 'import builtins", captured.err
-    )
+    served = r"pid \d+, the adapter's imports only \(not a script of the project\): "
+    assert re.search(served + r"\S+python -c 'import builtins", captured.err)
+    assert re.search(served + r"\S+python \S+/environment/bin/", captured.err)
     outside = subprocess.run([sys.executable, "-c", "import sitecustomize, npu_bridge"], capture_output=True, text=True)
     assert "No module named 'npu_bridge'" in outside.stderr
 

@@ -1,8 +1,9 @@
 """Real ModelZoo models started as their READMEs say, from their own unmodified test/train_*.sh, under `run`, on
-small synthetic data written here: Multi-Layer_Perceptron_ID0628 (TF1 session, iris), LSTM_ID0111 (TF1 session
-with the adapter's DynamicRNN, 1p and its train_full_8p.sh with 2 ranks) and mnist_convnet_ID2524 (TF2 Keras,
-npu_device). Each model folder is copied from the checkout NPU_BRIDGE_COMPAT_MODELZOO names (a folder holding
-TensorFlow/ and TensorFlow2/ as the repository does); without it the tests skip.
+small synthetic data written here: Multi-Layer_Perceptron_ID0628 (TF1 session, iris), mnist_convnet_ID2524 (TF2
+Keras, npu_device), knowledge_disti_ID2517 (TF2, a subclassed Keras model distilling a teacher) from their
+train_full_1p.sh, and LSTM_ID0111 (TF1 session with the adapter's DynamicRNN and hccl broadcasts) from its
+train_full_8p.sh with 2 ranks. Each model folder is copied from the checkout NPU_BRIDGE_COMPAT_MODELZOO names (a
+folder holding TensorFlow/ and TensorFlow2/ as the repository does); without it the tests skip.
 
 The 8p ranks' final weights are read by the user's own sitecustomize (which `run`'s hook chains to): it saves the
 trainable variables of each session as it closes, so that the ranks' weights can be compared without touching the
@@ -25,6 +26,7 @@ MODELZOO = os.environ.get("NPU_BRIDGE_COMPAT_MODELZOO", "")
 MLP = "TensorFlow/built-in/cv/image_classification/Multi-Layer_Perceptron_ID0628_for_TensorFlow"
 LSTM = "TensorFlow/built-in/nlp/LSTM_ID0111_for_TensorFlow"
 CONVNET = "TensorFlow2/built-in/keras_sample/cv/mnist_convnet_ID2524_for_TensorFlow2.X"
+DISTILLATION = "TensorFlow2/built-in/keras_sample/cv/knowledge_disti_ID2517_for_TensorFlow2.X"
 TIMEOUT_S = 1800
 
 pytestmark = pytest.mark.skipif(not MODELZOO, reason="NPU_BRIDGE_COMPAT_MODELZOO names no ModelZoo-TensorFlow checkout")
@@ -175,10 +177,30 @@ def test_mnist_convnet_tf2_trains_from_its_own_train_full_1p_sh(tmp_path):
     log = (model / "test" / "output" / "0" / "train_0.log").read_text()
     assert done.returncode == 0, log[-3000:]
     assert re.findall(r"Epoch (\d+)/50", log) == [str(epoch) for epoch in range(1, 51)], log[-3000:]
-    losses = [float(value) for value in re.findall(r" - loss: ([\d.]+)", log)]
+    losses = [float(value) for value in re.findall(r" - loss: ([\d.]+(?:e-?\d+)?)", log)]
     assert len(losses) == 50 and losses[-1] < losses[0] / 2, losses
     assert float(re.search(r"Test accuracy: ([\d.]+)", log)[1]) > 0.5
     assert (model / "mnist_convnet.index").exists()  # its weights, saved where the script saves them
     assert re.search(
         r"run as a tf2 program \(decided from its signs\), exit status 0: python mnist_convnet\.py", done.stderr
+    )
+
+
+def test_knowledge_distillation_tf2_trains_from_its_own_train_full_1p_sh(tmp_path):
+    model, data = model_folder(tmp_path, DISTILLATION), tmp_path / "data"
+    data.mkdir()
+    mnist(data)
+    done = started(model, "train_full_1p.sh", f"--data_path={data}")
+    log = (model / "test" / "output" / "0" / "train_0.log").read_text()
+    assert done.returncode == 0, log[-3000:]
+    # The teacher's 5 epochs, then the distiller's 3 (the student learning from the teacher), then the student's
+    # own 3 from scratch, each fit followed by its evaluation.
+    assert re.findall(r"Epoch (\d+/\d+)", log) == [f"{e}/5" for e in range(1, 6)] + [f"{e}/3" for e in (1, 2, 3)] * 2
+    student = [float(value) for value in re.findall(r"student_loss: ([\d.]+)", log)]
+    assert len(student) == 4 and student[2] < student[0], student  # 3 epochs, then the evaluation
+    accuracies = [float(value) for value in re.findall(r"2/2 - .* sparse_categorical_accuracy: ([\d.]+)", log)]
+    assert len(accuracies) == 3 and min(accuracies) > 0.5, accuracies
+    assert re.search(
+        r"run as a tf2 program \(decided from its signs\), exit status 0: python knowledge_distillation\.py",
+        done.stderr,
     )

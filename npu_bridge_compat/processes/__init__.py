@@ -62,7 +62,7 @@ class ChildProcess:
         if self.served in ("tf1", "tf2"):
             served = f"run as a {self.served} program ({self.decided})"
         elif self.served == "adapter":
-            served = "the adapter's imports only (not a script)"
+            served = "the adapter's imports only (not a script of the project)"
         else:
             served = self.served
         ended = "" if self.status is None else f", exit status {self.status}"
@@ -185,12 +185,12 @@ def read_children(folder: str) -> list[ChildProcess]:
     for line in lines:
         record = json.loads(line)
         pid = record["pid"]
-        if "status" in record and pid in found:
-            found[pid].status = record["status"]
-        elif "command" in record:
+        if "command" in record:
             found[pid] = ChildProcess(
                 pid, record["parent"], record["command"], record["served"], record.get("decided", "")
             )
+        if "status" in record and pid in found:
+            found[pid].status = record["status"]
     return list(found.values())
 
 

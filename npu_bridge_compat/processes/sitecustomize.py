@@ -8,8 +8,8 @@ a shell script) pays nothing but this file's import:
 - A script (`python [options] SCRIPT ARGS`) is started again, in the same process (exec), as
   `python [options] -m npu_bridge_compat.processes SCRIPT ARGS`: `run`'s own start of one script, with the flags
   given to `run` (processes/child.py).
-- Another program (`-c`, `-m`, standard input) gets the adapter's import paths (npu_bridge, hccl, npu_device),
-  served from its first import of one of them.
+- Another program (`-c`, `-m`, standard input, an installed program such as pip) gets the adapter's import
+  paths (npu_bridge, hccl, npu_device), served from its first import of one of them.
 - The user's own sitecustomize, found further along sys.path, runs after this hook, in the process that runs the
   program (once, after the exec for a script).
 """
@@ -59,10 +59,19 @@ def _module_run(orig_argv, argv):
     return orig_argv[len(orig_argv) - len(argv)] if len(orig_argv) > len(argv) else ""
 
 
+def _installed(path):
+    """Whether a script is an installed program (pip, a library's console script): below this Python's prefixes,
+    or in the bin folder of a virtual environment."""
+    real = os.path.realpath(path)
+    roots = {os.path.realpath(root) for root in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
+    in_environment = os.path.isfile(os.path.join(os.path.dirname(os.path.dirname(real)), "pyvenv.cfg"))
+    return in_environment or any(real.startswith(root + os.sep) for root in roots)
+
+
 def _start(folder):
     argv, orig_argv = sys.argv, getattr(sys, "orig_argv", [sys.executable, *sys.argv])
     first = argv[0] if argv else ""
-    if first not in ("", "-", "-c", "-m") and os.path.isfile(first):
+    if first not in ("", "-", "-c", "-m") and os.path.isfile(first) and not _installed(first):
         import importlib.util
 
         if importlib.util.find_spec("npu_bridge_compat") is None:
