@@ -18,8 +18,9 @@ this host on loopback, as `launch` does (child.py); `--ranks N` (NPU_BRIDGE_COMP
 
 from __future__ import annotations
 
-import json
+import ast
 import os
+import py_compile
 import shlex
 import shutil
 import subprocess
@@ -34,7 +35,7 @@ from npu_bridge_compat.errors import NpuConfigError
 HOOK_VARIABLE = "NPU_BRIDGE_COMPAT_HOOK"  # the hook's folder: the hook acts only where it names the hook's own
 FLAGS_VARIABLE = "NPU_BRIDGE_COMPAT_RUN_FLAGS"  # `run`'s flags, passed down to every script of the command
 RANKS_VARIABLE = "NPU_BRIDGE_COMPAT_RANKS"  # the ranks of a script's loop that run on this host
-RECORDS = "processes.jsonl"
+RECORDS = "processes.txt"  # a line per record: a dict's repr
 _HOOK_SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sitecustomize.py")
 _INTERPRETER_NAMES = ("python", "python3", *(f"python3.{minor}" for minor in range(5, 15)))
 _SUMMARY_WIDTH = 110
@@ -117,7 +118,9 @@ def _check_command(command: Sequence[str]) -> None:
 def hooked_environment(folder: str, run_flags: Sequence[str] = (), ranks: int | None = None) -> dict[str, str]:
     """The command's environment: this process's, with the hook in `folder` first on PYTHONPATH, `run`'s flags,
     and the interpreter names of ported scripts (python3.7 & co.) starting this Python. Writes the hook there."""
-    shutil.copyfile(_HOOK_SOURCE, os.path.join(folder, "sitecustomize.py"))
+    hook = os.path.join(folder, "sitecustomize.py")
+    shutil.copyfile(_HOOK_SOURCE, hook)
+    py_compile.compile(hook, doraise=True)  # its bytecode beside it: processes that write none still read it
     interpreters = os.path.join(folder, "bin")
     os.mkdir(interpreters)
     for name in _INTERPRETER_NAMES:
@@ -183,7 +186,7 @@ def read_children(folder: str) -> list[ChildProcess]:
     except FileNotFoundError:
         return []
     for line in lines:
-        record = json.loads(line)
+        record = ast.literal_eval(line)
         pid = record["pid"]
         if "command" in record:
             found[pid] = ChildProcess(
@@ -210,6 +213,6 @@ def record(**fields) -> None:
     fields.update(pid=os.getpid(), parent=os.getppid())
     descriptor = os.open(os.path.join(folder, RECORDS), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     try:
-        os.write(descriptor, (json.dumps(fields) + "\n").encode())
+        os.write(descriptor, (repr(fields) + "\n").encode())  # as the hook writes them
     finally:
         os.close(descriptor)

@@ -18,16 +18,15 @@ import os
 import sys
 
 _FOLDER_VARIABLE = "NPU_BRIDGE_COMPAT_HOOK"
-_RECORDS = "processes.jsonl"
+_RECORDS = "processes.txt"
 _ADAPTER_PACKAGES = ("npu_bridge", "hccl", "npu_device")
 
 
 def _record(folder, **fields):
-    """One JSON line in the command's list of Python processes, read by `run` when the command ends."""
-    import json
-
+    """One line (a dict's repr: no module to import) in the command's list of Python processes, read by `run` when
+    the command ends."""
     fields.update(pid=os.getpid(), parent=os.getppid())
-    line = (json.dumps(fields) + "\n").encode()
+    line = (repr(fields) + "\n").encode()
     descriptor = os.open(os.path.join(folder, _RECORDS), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     try:
         os.write(descriptor, line)  # one write of an O_APPEND file: lines of several processes do not interleave
@@ -89,13 +88,14 @@ def _start(folder):
 
 def _chain_user_sitecustomize(folder):
     """Run the sitecustomize this hook hides, found where Python would have found it without the hook."""
-    import importlib.machinery
-    import importlib.util
+    import importlib.machinery  # importlib.util would cost every process of the command its imports
 
     spec = importlib.machinery.PathFinder.find_spec("sitecustomize", sys.path)
     if spec is None or spec.origin is None or os.path.dirname(os.path.abspath(spec.origin)) == folder:
         return
-    module = importlib.util.module_from_spec(spec)
+    module = type(sys)(spec.name)
+    module.__spec__, module.__loader__, module.__file__ = spec, spec.loader, spec.origin
+    module.__cached__ = spec.cached
     sys.modules["sitecustomize"] = module
     spec.loader.exec_module(module)
 
