@@ -131,7 +131,9 @@ def test_python_children_of_a_command_get_the_worlds_each_its_own(tmp_path):
     assert re.search(
         r"the adapter's imports only \(not a script of the project\): \S+python -c 'import npu_bridge", summary
     )
-    failing_pid = re.search(r"pid (\d+), run as a tf1 program .*, exit status 3: python failing_child\.py", summary)[1]
+    failing_pid = re.search(
+        r"pid (\d+) \(of \d+\), run as a tf1 program .*, exit status 3: python failing_child\.py", summary
+    )[1]
     assert f"the command exited with status 0, but pid {failing_pid}" in done.stderr
     # A Python process started outside the command, with the same environment, is not served.
     outside = subprocess.run(
@@ -166,7 +168,7 @@ def test_nothing_of_the_hook_is_left_in_the_environment_or_on_disk(tmp_path, mon
     assert shell_line == f"shell PYTHONPATH={hook}{os.pathsep}{user_site}"
     assert Path(hook).parent == tmp_path / "tmp" and os.listdir(tmp_path / "tmp") == []
     assert dict(os.environ) == environment and sys.path == path
-    served = r"pid \d+, the adapter's imports only \(not a script of the project\): "
+    served = r"pid \d+ \(of \d+\), the adapter's imports only \(not a script of the project\): "
     assert re.search(served + r"\S+python -c 'import builtins", captured.err)
     assert re.search(served + r"\S+python \S+/environment/bin/", captured.err)
     outside = subprocess.run([sys.executable, "-c", "import sitecustomize, npu_bridge"], capture_output=True, text=True)

@@ -67,7 +67,7 @@ class ChildProcess:
         else:
             served = self.served
         ended = "" if self.status is None else f", exit status {self.status}"
-        return f"  pid {self.pid}, {served}{ended}: {line}"
+        return f"  pid {self.pid} (of {self.parent}), {served}{ended}: {line}"
 
 
 def command_of(script: str, arguments: Sequence[str], explicit: bool) -> list[str] | None:
@@ -91,7 +91,10 @@ def run_command(command: Sequence[str], run_flags: Sequence[str] = (), ranks: in
     try:
         environment = hooked_environment(folder, run_flags, ranks)
         status = _wait(subprocess.Popen(list(command), env=environment))
-        _wait_for_stragglers(folder)
+        try:
+            _wait_for_stragglers(folder)
+        except KeyboardInterrupt:  # a second Ctrl-C: stop waiting, list what ran
+            status = status or 130
         children = read_children(folder)
     finally:
         shutil.rmtree(folder, ignore_errors=True)

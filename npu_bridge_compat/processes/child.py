@@ -93,7 +93,7 @@ def run_child(argv: Sequence[str]) -> int:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_INVALID
     decided = "given to run" if parsed.world else "decided from its signs"
-    record(command=command, served=world or "none", decided=decided)
+    record(command=command, served=str(world) if world else "none", decided=decided)
     status = 1  # an exception out of the script ends the process with 1
     try:
         flags = [flag for flag in flags if flag not in ("--tf1", "--tf2")]
