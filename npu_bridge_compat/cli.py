@@ -3,7 +3,8 @@
 explain   validate an NPU configuration and print what each option does on this host (exit 2 when invalid);
           --changes lists what the package changed in this process; --ranks what the rank environment says
 options   print the option table (the source of docs/options.md)
-run       run a ported script unmodified: `npu_bridge` / `hccl` imports resolve to npu_bridge_compat
+run       run a ported script unmodified: `npu_bridge` / `hccl` imports resolve to npu_bridge_compat; or a
+          command (`run -- bash test/train_full_1p.sh`), every Python script it starts run so
 launch    run N ranks of a ported script (`launch -n 2 train.py`), like torchrun
 scan      a porting report for files and folders, read without running them
           (exit 0; 1 when --fail-on is given and a script reaches that status; 2 for a path that does not exist)
@@ -28,6 +29,7 @@ from npu_bridge_compat.options.readers import config_proto_values
 from npu_bridge_compat.plan import HostPlan, build_plan, detect_host
 from npu_bridge_compat.plan.features import GraphKernelFusion
 from npu_bridge_compat.plan.platform import GRAPH_KERNEL_ENV, HOST_KINDS
+from npu_bridge_compat.processes import RANKS_VARIABLE
 
 EXIT_INVALID = 2
 EXIT_FAILED_CHECK = 1  # scan --fail-on: a script reached the given status
@@ -215,9 +217,17 @@ def markdown_table() -> str:
 
 def run_script(arguments: argparse.Namespace) -> int:
     """Run SCRIPT as `python SCRIPT ARGS` would, with the adapter's import paths aliased (runner.py)."""
+    from npu_bridge_compat.processes import command_of, run_command
     from npu_bridge_compat.runner import graph_kernel_request, run_program
 
+    line = arguments.command_line
+    explicit = "--" in line and line[line.index("--") + 1 : line.index("--") + 2] == [arguments.script]
+    command = command_of(arguments.script, arguments.script_arguments, explicit)
     try:
+        if command is not None:
+            return run_command(command, _run_flags(arguments), arguments.ranks)
+        if arguments.ranks is not None:
+            raise NpuConfigError("--ranks is for a command that starts ranks (`run --ranks N -- bash ..._8p.sh`)")
         return run_program(
             arguments.script,
             arguments.script_arguments,
@@ -229,6 +239,15 @@ def run_script(arguments: argparse.Namespace) -> int:
     except NpuConfigError as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_INVALID
+
+
+def _run_flags(arguments: argparse.Namespace) -> list[str]:
+    """`run`'s flags, as each script of a command is given them."""
+    flags = [f"--{arguments.world}"] if arguments.world else []
+    for flag in ("graph_kernel", "show_deprecations", "changes"):
+        if getattr(arguments, flag):
+            flags.append("--" + flag.replace("_", "-"))
+    return flags
 
 
 def launch_ranks(arguments: argparse.Namespace) -> int:
@@ -396,7 +415,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="when the script ends, list what npu_bridge_compat changed in TensorFlow, Keras, the script's objects "
         "and the process (as `explain --changes`)",
     )
-    run_parser.add_argument("script", help="the Python script to run")
+    run_parser.add_argument(
+        "--ranks",
+        type=int,
+        metavar="N",
+        help="a command whose shell loop starts the ranks of a job (RANK_SIZE, RANK_ID): run only ranks 0 to N-1, "
+        f"on this host, with RANK_SIZE N ({RANKS_VARIABLE}=N does the same)",
+    )
+    run_parser.add_argument(
+        "script",
+        help="the Python script to run; or a command after `--` (`run -- bash test/train_full_1p.sh ...`), or a "
+        ".sh script, started with every Python script it starts run as `run` runs one",
+    )
     run_parser.add_argument("script_arguments", nargs=argparse.REMAINDER, help="its arguments")
     run_parser.set_defaults(run=run_script)
     launch_parser = commands.add_parser("launch", help="run N ranks of a ported script, each as `run` does")

@@ -695,6 +695,15 @@ ALLOWED = {
         "the folders searched last are the script's, as `python SCRIPT` started there has them",
         "sys.path.extend": "(as above)",
     },
+    "processes/sitecustomize.py": {
+        "sys.meta_path.insert": "the process-start hook of `run`'s commands runs in every Python process of the "
+        "command before any package is imported (importing the registry would cost each of them the package's "
+        "import): a finder that installs the adapter's imports through the registry at their first import, and "
+        "takes itself off then",
+        "sys.meta_path.remove": "(as above)",
+        "sys.path": "the hook takes its own temporary folder off sys.path: the program sees the sys.path it would "
+        "see without the hook",
+    },
     "compat/config.py": {
         "config.disable_op_determinism": "the undo the plan hands the registry with op determinism (TensorFlow has "
         "no public call for it)",

@@ -8,8 +8,9 @@ own __init__, which exports options and plan); runtime/; the doors (estimator/, 
 adapter's helper modules beside them: scope.py, util.py, ops.py, loss_scale.py, onnx_graph.py); legacy/ (the
 adapter's import paths and the TF 1.15 / TF 2.6 worlds, over the doors); scan/ (the static report, which answers
 a script's names from legacy's tables, as `run` would serve them); runner.py (`run`); scan's trials (the child that
-runs a script through the runner); the CLI. A layer may import its own and those below; the doors also stand side
-by side (test_compat_boundary.py: no door imports another).
+runs a script through the runner); a command's processes (`run` of a command and its process-start hook); the CLI;
+a script of a command (started by the hook through the CLI's `run`). A layer may import its own and those below;
+the doors also stand side by side (test_compat_boundary.py: no door imports another).
 """
 
 import ast
@@ -31,7 +32,9 @@ LAYERS = (
     ("scan/", ("scan",)),
     ("runner.py", ("runner",)),
     ("scan's trials", ("scan.trial_child",)),
+    ("a command's processes", ("processes",)),
     ("the CLI", ("cli", "__main__")),
+    ("a script of a command", ("processes.child", "processes.__main__")),
 )
 
 
