@@ -225,6 +225,7 @@ def run_script(arguments: argparse.Namespace) -> int:
             graph_kernel=graph_kernel_request(arguments.graph_kernel),
             show_deprecations=arguments.show_deprecations,
             list_changes=arguments.changes,
+            obs_root=arguments.obs_root,
         )
     except NpuConfigError as error:
         print(f"error: {error}", file=sys.stderr)
@@ -395,6 +396,13 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="when the script ends, list what npu_bridge_compat changed in TensorFlow, Keras, the script's objects "
         "and the process (as `explain --changes`)",
+    )
+    run_parser.add_argument(
+        "--obs-root",
+        metavar="DIR",
+        help="the program's obs:// and s3:// URLs (moxing's mox.file) are files under DIR: obs://bucket/key is "
+        "DIR/bucket/key (without it they are objects of the S3-compatible endpoint AWS_ENDPOINT_URL or S3_ENDPOINT "
+        "names, see docs/modelarts.md)",
     )
     run_parser.add_argument("script", help="the Python script to run")
     run_parser.add_argument("script_arguments", nargs=argparse.REMAINDER, help="its arguments")
