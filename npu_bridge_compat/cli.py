@@ -102,6 +102,16 @@ def explain(arguments: argparse.Namespace) -> int:
         print(changes.describe())
         if not arguments.assignments and not arguments.config:
             return 0
+    if arguments.storage:
+        from npu_bridge_compat.legacy.modelarts import STORAGE, use_obs_root
+
+        try:
+            print(use_obs_root(arguments.obs_root) if arguments.obs_root else STORAGE.describe())
+        except NpuConfigError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return EXIT_INVALID
+        if not arguments.assignments and not arguments.config:
+            return 0
     host = detect_host()
     if arguments.host:
         host = host.with_device(arguments.host)
@@ -372,6 +382,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="print which rank this process is, its device and every rank's address, as Ascend's variables or the "
         "scheduler's (Slurm, MPI, torchrun-style, TF_CONFIG) say, and which variables said so",
     )
+    explain_parser.add_argument(
+        "--storage",
+        action="store_true",
+        help="say where a ModelArts program's obs:// and s3:// URLs go under `run` on this host (its endpoint and "
+        "credentials, from the environment; with --obs-root DIR, the folder they map to)",
+    )
+    explain_parser.add_argument("--obs-root", metavar="DIR", help="with --storage: as `run --obs-root DIR`")
     explain_parser.set_defaults(run=explain)
     options_parser = commands.add_parser("options", help="print the table of NPU options as Markdown")
     options_parser.set_defaults(run=options_table)

@@ -551,3 +551,94 @@ def test_an_obs_root_that_is_no_folder_is_refused_before_the_program_starts(tmp_
     assert result.stderr.strip().splitlines()[-1] == (
         f"error: --obs-root {tmp_path / 'none'}: no such folder: make it, or name the folder the buckets are in"
     )
+
+
+# --- a real ModelZoo program: a ModelZoo-TensorFlow checkout named by NPU_BRIDGE_COMPAT_MODELZOO (none in CI) -------
+
+MODELZOO_ALEXNET = (
+    Path(os.environ.get("NPU_BRIDGE_COMPAT_MODELZOO", "/nonexistent"))
+    / "TensorFlow/built-in/cv/image_classification/AlexNet_ID0072_for_TensorFlow"
+)
+ALEXNET_CACHE = ("/cache/data_dir_alexnet", "/cache/ckpt_alexnet")  # the start script's own literal folders
+
+
+def write_imagenet_records(put) -> None:
+    """ImageNet-format TFRecords as AlexNet's data loader reads them: ten classes, each a colour of its own."""
+    import numpy as np
+    import tensorflow as tf
+
+    random = np.random.RandomState(0)
+    for split, shards, per_shard in (("train", 2, 160), ("validation", 1, 40)):
+        for shard in range(shards):
+            records = []
+            for index in range(per_shard):
+                label = index % 10
+                colour = np.array([25 * label, 255 - 25 * label, (80 * label) % 255], np.float32)
+                pixels = np.clip(colour + random.normal(0, 20, (64, 64, 3)), 0, 255).astype(np.uint8)
+                feature = {
+                    "image/encoded": tf.train.Feature(
+                        bytes_list=tf.train.BytesList(value=[tf.io.encode_jpeg(pixels).numpy()])
+                    ),
+                    "image/class/label": tf.train.Feature(int64_list=tf.train.Int64List(value=[label + 1])),
+                }
+                records.append(tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString())
+            path = Path(os.environ.get("TMPDIR", "/tmp")) / f"alexnet-{uuid.uuid4().hex}"
+            with tf.io.TFRecordWriter(str(path)) as writer:
+                for record in records:
+                    writer.write(record)
+            put(f"imagenet/{split}-{shard:05d}-of-{shards:05d}", path.read_bytes())
+            path.unlink()
+
+
+@pytest.mark.skipif(not MODELZOO_ALEXNET.is_dir(), reason="needs a ModelZoo-TensorFlow checkout")
+@pytest.mark.parametrize("storage", ["s3", "obs_root"])
+def test_modelzoo_alexnet_copies_its_data_and_checkpoints_through_moxing(storage, tmp_path, request):
+    """AlexNet's ModelArts start script, unmodified: copy_parallel of --data_url to /cache, NPUEstimator training,
+    copy_parallel of its checkpoints to --train_url."""
+    for folder in ALEXNET_CACHE:
+        shutil.rmtree(folder, ignore_errors=True)
+    environment = {"RANK_ID": "0", "RANK_SIZE": "1", "PYTHONPATH": str(MODELZOO_ALEXNET)}
+    arguments = ["--tf1"]
+    if storage == "s3":
+        endpoint = request.getfixturevalue("s3_endpoint")
+        bucket = new_bucket(endpoint)
+        client = s3_client(endpoint)
+        write_imagenet_records(lambda key, data: client.put_object(Bucket=bucket, Key=key, Body=data))
+        environment.update(s3_environment(endpoint))
+
+        def outputs() -> set[str]:
+            listed = client.list_objects_v2(Bucket=bucket, Prefix="alexnet/")["Contents"]
+            return {entry["Key"].removeprefix("alexnet/") for entry in listed}
+    else:
+        bucket = "mzbucket"
+        root = tmp_path / "buckets"
+
+        def put(key: str, data: bytes) -> None:
+            (root / bucket / key).parent.mkdir(parents=True, exist_ok=True)
+            (root / bucket / key).write_bytes(data)
+
+        write_imagenet_records(put)
+        arguments += ["--obs-root", str(root)]
+
+        def outputs() -> set[str]:
+            return {path.name for path in (root / bucket / "alexnet").iterdir()}
+
+    result = run(
+        *arguments,
+        "modelarts/start.py",
+        f"--data_url=obs://{bucket}/imagenet",
+        f"--train_url=obs://{bucket}/alexnet/",
+        "--batch_size=8",
+        "--max_train_steps=20",
+        "--iterations_per_loop=10",
+        "--num_classes=10",
+        "--max_epochs=1",
+        "--warmup_epochs=1",
+        "--lr=0.001",
+        "--freeze_pb=False",
+        env=environment,
+        cwd=str(MODELZOO_ALEXNET),
+    )
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert "training steps: 20" in result.stdout
+    assert {"checkpoint", "model.ckpt-20.index", "model.ckpt-20.data-00000-of-00001"} <= outputs()

@@ -9,14 +9,11 @@ import errno
 import io
 import os
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from npu_bridge_compat import changes
 from npu_bridge_compat.changes import Owner
 from npu_bridge_compat.legacy.modelarts.storage import is_url
-
-if TYPE_CHECKING:
-    from npu_bridge_compat.legacy.modelarts.file_api import MoxFile
 
 
 def _with_urls(original: Callable[..., Any], on_url: Callable[..., Any]) -> Callable[..., Any]:
@@ -28,8 +25,8 @@ def _with_urls(original: Callable[..., Any], on_url: Callable[..., Any]) -> Call
     return shifted
 
 
-def _shifted(api: MoxFile) -> dict[tuple[Any, str], Callable[..., Any]]:
-    """What each function of os, os.path and builtins does with a URL."""
+def _shifted(api: Any) -> dict[tuple[Any, str], Callable[..., Any]]:
+    """What each function of os, os.path and builtins does with a URL, `api` being the world's mox.file (a MoxFile)."""
 
     def open_url(path, mode="r", buffering=-1, encoding=None, *args, **kwargs):
         return api.File(path, mode, encoding=encoding)
@@ -77,7 +74,7 @@ def _shifted(api: MoxFile) -> dict[tuple[Any, str], Callable[..., Any]]:
     }
 
 
-def shift_to_mox(api: MoxFile, owner: Owner) -> None:
+def shift_to_mox(api: Any, owner: Owner) -> None:
     """os, os.path and open take URLs too, until `shift_to_os` or undoing `owner`."""
     for (target, name), on_url in _shifted(api).items():
         if changes.attribute_change(target, name) is not None:

@@ -17,6 +17,7 @@ import dataclasses
 import os
 import re
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -126,7 +127,7 @@ class ObjectStorage:
             return os.path.join(self.settings.obs_root, location.bucket, *location.key.split("/"))
         return location
 
-    def describe(self, environment: dict[str, str] | None = None) -> str:
+    def describe(self, environment: Mapping[str, str] | None = None) -> str:
         """Where obs:// and s3:// URLs go, in one sentence (what `run` says at the first one, and `explain`)."""
         if self.settings.obs_root is not None:
             return f"obs:// and s3:// URLs are files under {self.settings.obs_root} (run --obs-root): obs://b/k is " + (
@@ -158,7 +159,7 @@ class ObjectStorage:
 
     # --- the client ------------------------------------------------------------------------------------------
 
-    def _endpoint(self, environment: dict[str, str] | os._Environ) -> tuple[str | None, str]:
+    def _endpoint(self, environment: Mapping[str, str]) -> tuple[str | None, str]:
         settings = self.settings
         if settings.server:
             server = settings.server
@@ -178,7 +179,7 @@ class ObjectStorage:
                 return environment[name], name
         return None, ""
 
-    def _credential_source(self, environment: dict[str, str] | os._Environ) -> str:
+    def _credential_source(self, environment: Mapping[str, str]) -> str:
         if self.settings.access_key:
             return "mox.file.set_auth(ak=..., sk=...)"
         if environment.get("OBS_ACCESS_KEY_ID"):
