@@ -343,7 +343,6 @@ def test_missing_credentials_name_the_variables_and_the_options(monkeypatch, tmp
 
 
 def test_no_endpoint_for_obs_urls_names_the_variable():
-    os.environ.pop("AWS_ENDPOINT_URL", None)
     with pytest.raises(ObjectStorageError, match=r"^obs://bucket/k: no object-storage endpoint for obs:// URLs: set "):
         FILE_API.exists("obs://bucket/k")
 
@@ -642,3 +641,61 @@ def test_modelzoo_alexnet_copies_its_data_and_checkpoints_through_moxing(storage
     assert result.returncode == 0, result.stderr[-4000:]
     assert "training steps: 20" in result.stdout
     assert {"checkpoint", "model.ckpt-20.index", "model.ckpt-20.data-00000-of-00001"} <= outputs()
+
+
+# --- what scan and explain say -------------------------------------------------------------------------------------
+
+
+def test_scan_lists_moxing_names_and_where_each_object_url_goes(tmp_path, monkeypatch):
+    from npu_bridge_compat.plan import HostFacts
+    from npu_bridge_compat.scan import Category, Severity, scan
+
+    monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://{LOOPBACK}:9000")
+    monkeypatch.setenv("OBS_ACCESS_KEY_ID", AK)
+    (tmp_path / "train.py").write_text(
+        "import moxing as mox\n"
+        "mox.file.copy_parallel('obs://bucket/data', '/cache/data')\n"
+        "mox.file.copy_paralel('/cache/out', 's3://bucket/out')\n"
+        "mox.run()\n"
+    )
+    findings = scan([str(tmp_path)], host=HostFacts(tf_version="2.15.1", gpu_count=0)).scripts[0].findings
+    shown = [(f.line, f.category, f.name, f.outcome, f.severity) for f in findings]
+    assert shown == [
+        (1, Category.MODELARTS, "moxing", "works under run", Severity.READY),
+        (2, Category.MODELARTS, "moxing.file.copy_parallel", "works under run", Severity.READY),
+        (2, Category.OBJECT_URL, "obs://bucket/data", "checked at run time", Severity.READY),
+        (3, Category.MODELARTS, "moxing.file.copy_paralel", "missing under run", Severity.BLOCKED),
+        (3, Category.OBJECT_URL, "s3://bucket/out", "checked at run time", Severity.READY),
+        (4, Category.MODELARTS, "moxing.run", "missing under run", Severity.BLOCKED),
+    ]
+    details = {f.name: f.detail for f in findings}
+    assert details["obs://bucket/data"] == (
+        f"obs:// and s3:// URLs are objects of the S3-compatible endpoint http://{LOOPBACK}:9000 (AWS_ENDPOINT_URL), "
+        "through boto3; credentials: OBS_ACCESS_KEY_ID / OBS_SECRET_ACCESS_KEY; `run --obs-root DIR` makes it "
+        "DIR/bucket/data"
+    )
+    assert details["moxing.file.copy_paralel"].endswith("did you mean moxing.file.copy_parallel?")
+
+
+def test_explain_says_where_object_urls_go(tmp_path):
+    environment = {**os.environ, "S3_ENDPOINT": f"{LOOPBACK}:9000", "S3_USE_HTTPS": "0"}
+    explained = subprocess.run(
+        [sys.executable, "-m", "npu_bridge_compat", "explain", "--storage"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=environment,
+    )
+    assert explained.returncode == 0, explained.stderr
+    assert explained.stdout.startswith(
+        f"obs:// and s3:// URLs are objects of the S3-compatible endpoint http://{LOOPBACK}:9000 (S3_ENDPOINT), "
+        "through boto3; credentials: "
+    )
+    mapped = subprocess.run(
+        [sys.executable, "-m", "npu_bridge_compat", "explain", "--storage", "--obs-root", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    said = f"obs:// and s3:// URLs are files under {tmp_path} (run --obs-root): obs://b/k is {tmp_path}/b/k\n"
+    assert mapped.stdout == said
