@@ -3,7 +3,7 @@
 An attribute of TensorFlow, Keras, Estimator or a user's object replaced, an import finder on `sys.meta_path`, an
 entry of `sys.path`, an exit handler, a logging or warnings filter, a TensorFlow process setting, an environment
 variable: each is made here, by the door or command that needs it, and recorded as a `Change` (what, of which
-`Kind`, why, which part of the package asked: an `Owner`). `in_force()` lists what holds now (`python -m
+`ChangeKind`, why, which part of the package asked: an `Owner`). `in_force()` lists what holds now (`python -m
 npu_bridge_compat explain --changes` prints it) and `undo()` puts the process back, newest first, as pytest's
 monkeypatch does. What cannot be put back (a device setting once TensorFlow's context started) is recorded as
 irreversible: listed, and left in force by `undo()`. Importing npu_bridge_compat changes nothing: a user who uses
@@ -15,6 +15,10 @@ both. Two requests are shaped for what the package needs beyond it: `for_the_cal
 of a block, nested over a lasting one and giving its value back at the end; `add_to_environment_list` is a
 variable several owners add items to, one change that names them all and undoes each one's part. Undoing a key
 puts back what was there before its first change.
+
+The registry also keeps the package's process-wide state (`ProcessState`: what it has warned about, decided,
+met, the groups it created): `state(key)` gives the one value of a key, made on first use, and `forget_state`
+drops it, so that no module keeps a mutable global and a test starts a part afresh without touching its module.
 
 The process's registry is one `Registry`, `process_registry`, which the module-level functions use; a test makes a
 registry of its own. The registry only records and restores; what each change does and why lives with the code
@@ -78,8 +82,8 @@ class Owner(str, enum.Enum):
         return self.value
 
 
-class Kind(str, enum.Enum):
-    """What a change changes; its value is its name in words (`Kind.IMPORT_FINDER` is "import finder")."""
+class ChangeKind(str, enum.Enum):
+    """What a change changes; its value is its name in words (`ChangeKind.IMPORT_FINDER` is "import finder")."""
 
     def _generate_next_value_(name: str, start: int, count: int, last_values: list) -> str:
         return name.lower().replace("_", " ")
@@ -122,7 +126,7 @@ class Change:
     """One change in force: `target` is what was changed, as a user would name it (`tensorflow.function`,
     `sys.meta_path`, `$TF_XLA_FLAGS`, `<user's Adam>.apply_gradients`)."""
 
-    def __init__(self, target: str, kind: Kind, key: tuple, *, before: Any, nested: bool) -> None:
+    def __init__(self, target: str, kind: ChangeKind, key: tuple, *, before: Any, nested: bool) -> None:
         self.target = target
         self.kind = kind
         self.nested = nested  # made for the length of a call (`for_the_call`)
@@ -213,10 +217,22 @@ def _list_value(before: str, parts: list[_Part], separator: str) -> str:
     return separator.join(items)
 
 
+@dataclass(frozen=True, eq=False)
+class ProcessState:
+    """A key to a piece of process-wide state a part of the package keeps (a set, a dict, a list, an object):
+    `state(key)` gives its value, made by `make` on first use. Compared by identity: each key is one constant."""
+
+    name: str
+    owner: Owner
+    make: Callable[[], Any]
+
+
 class Registry:
-    """The changes made in one process, in the order they were made, with what undoes each."""
+    """The changes made in one process, in the order they were made, with what undoes each, and the package's
+    process-wide state (ProcessState)."""
 
     def __init__(self) -> None:
+        self._states: dict[ProcessState, Any] = {}
         self._lock = threading.RLock()
         self._in_force: dict[int, Change] = {}  # by id, in the order they were made
         self._lasting: dict[tuple, Change] = {}  # key -> the lasting change of it
@@ -229,7 +245,7 @@ class Registry:
     def _request(
         self,
         key: tuple,
-        kind: Kind,
+        kind: ChangeKind,
         target: str,
         owner: Owner,
         reason: str,
@@ -309,8 +325,8 @@ class Registry:
     ) -> Change:
         """Set `target.name = value`, remembering what was there (or that nothing was) so that undoing restores
         it. `untracked`: set and put back past the class's own __setattr__ / __delattr__ (a Keras model tracks
-        what it holds, at some 20 us an assignment; a function it holds for the length of one call needs none of
-        that, and the model's own tracking stays as it was)."""
+        what it holds, which makes each assignment costly; a function it holds for the length of one call needs
+        none of that, and the model's own tracking stays as it was)."""
 
         def apply() -> Callable[[], None]:
             # Undo gives back what the object itself held; an attribute it only inherited (from its class, a base
@@ -327,8 +343,8 @@ class Registry:
             return _attribute_undo(target, name, held, untracked)
 
         return self._request(
-            (Kind.ATTRIBUTE, id(target), name),
-            Kind.ATTRIBUTE,
+            (ChangeKind.ATTRIBUTE, id(target), name),
+            ChangeKind.ATTRIBUTE,
             f"{label or _name_of(target)}.{name}",
             owner,
             reason,
@@ -353,8 +369,8 @@ class Registry:
                     continue
                 made.append(
                     self._request(
-                        (Kind.ATTRIBUTE, id(target), name),
-                        Kind.ATTRIBUTE,
+                        (ChangeKind.ATTRIBUTE, id(target), name),
+                        ChangeKind.ATTRIBUTE,
                         f"{_name_of(target)}.{name}",
                         owner,
                         reason,
@@ -373,7 +389,9 @@ class Registry:
             os.environ[name] = value
             return lambda: _environment_restore(name, before)
 
-        return self._request((Kind.ENVIRONMENT, name), Kind.ENVIRONMENT, f"${name}", owner, reason, value, apply)
+        return self._request(
+            (ChangeKind.ENVIRONMENT, name), ChangeKind.ENVIRONMENT, f"${name}", owner, reason, value, apply
+        )
 
     def add_to_environment_list(
         self, name: str, items: Sequence[str], *, owner: Owner, reason: str, separator: str = " "
@@ -382,11 +400,11 @@ class Registry:
         several owners may add to it, as one change that names them all; the items already there stay where
         they are. Undoing an owner's part takes its items off again; undoing the last part puts back what the
         variable held before. An owner adds one part: other items again are a ChangeConflict."""
-        key = (Kind.ENVIRONMENT, name)
+        key = (ChangeKind.ENVIRONMENT, name)
         items = tuple(items)
         with self._lock:
             held = self._holder(key)
-            joining = held is not None and held.kind is Kind.ENVIRONMENT_LIST and not held.nested
+            joining = held is not None and held.kind is ChangeKind.ENVIRONMENT_LIST and not held.nested
             if joining and _checked(owner) not in held.owners and not getattr(self._nesting, "on", False):
                 self._add_part(held, owner, items, reason)
                 held._reapply(held._parts)
@@ -397,7 +415,7 @@ class Registry:
                 os.environ[name] = _list_value(before, [_Part(owner, items, reason, 0)], separator)
                 return lambda: _environment_restore(name, before)
 
-            change = self._request(key, Kind.ENVIRONMENT_LIST, f"${name}", owner, reason, items, apply)
+            change = self._request(key, ChangeKind.ENVIRONMENT_LIST, f"${name}", owner, reason, items, apply)
             if change._reapply is None:  # made now
                 change._reapply = lambda parts: os.environ.__setitem__(name, _list_value(before, parts, separator))
             return change
@@ -431,7 +449,9 @@ class Registry:
             return undo
 
         target = f"sys.meta_path[{type(finder).__name__}]"
-        return self._request((Kind.IMPORT_FINDER, id(finder)), Kind.IMPORT_FINDER, target, owner, reason, finder, apply)
+        return self._request(
+            (ChangeKind.IMPORT_FINDER, id(finder)), ChangeKind.IMPORT_FINDER, target, owner, reason, finder, apply
+        )
 
     def enter(
         self,
@@ -449,7 +469,7 @@ class Registry:
             context.__enter__()
             return lambda: context.__exit__(None, None, None)
 
-        return self._request((Kind.CONTEXT, target), Kind.CONTEXT, target, owner, reason, value, apply)
+        return self._request((ChangeKind.CONTEXT, target), ChangeKind.CONTEXT, target, owner, reason, value, apply)
 
     def change_setting(
         self,
@@ -469,7 +489,7 @@ class Registry:
             write(value)
             return lambda: write(before)
 
-        return self._request((Kind.SETTING, target), Kind.SETTING, target, owner, reason, value, apply)
+        return self._request((ChangeKind.SETTING, target), ChangeKind.SETTING, target, owner, reason, value, apply)
 
     def change_irreversibly(
         self, target: str, value: Any, apply: Callable[[], None], *, owner: Owner, reason: str
@@ -480,7 +500,9 @@ class Registry:
         def applied() -> None:
             apply()
 
-        return self._request((Kind.IRREVERSIBLE, target), Kind.IRREVERSIBLE, target, owner, reason, value, applied)
+        return self._request(
+            (ChangeKind.IRREVERSIBLE, target), ChangeKind.IRREVERSIBLE, target, owner, reason, value, applied
+        )
 
     def add_exit_handler(self, function: Callable[[], Any], *, owner: Owner, reason: str, label: str) -> Change:
         """Register `function` to run at interpreter exit (atexit); undoing unregisters it."""
@@ -489,8 +511,8 @@ class Registry:
             atexit.register(function)
             return lambda: atexit.unregister(function)
 
-        key = (Kind.EXIT_HANDLER, id(function))
-        return self._request(key, Kind.EXIT_HANDLER, f"atexit[{label}]", owner, reason, function, apply)
+        key = (ChangeKind.EXIT_HANDLER, id(function))
+        return self._request(key, ChangeKind.EXIT_HANDLER, f"atexit[{label}]", owner, reason, function, apply)
 
     def add_to_sys_path(self, path: str, *, owner: Owner, reason: str) -> Change:
         """Put `path` first on `sys.path`; undoing takes that entry off again."""
@@ -504,7 +526,9 @@ class Registry:
 
             return undo
 
-        return self._request((Kind.SYS_PATH, path), Kind.SYS_PATH, f"sys.path[{path}]", owner, reason, path, apply)
+        return self._request(
+            (ChangeKind.SYS_PATH, path), ChangeKind.SYS_PATH, f"sys.path[{path}]", owner, reason, path, apply
+        )
 
     def add_logging_filter(
         self,
@@ -522,8 +546,8 @@ class Registry:
             return lambda: target.removeFilter(log_filter)
 
         return self._request(
-            (Kind.LOGGING_FILTER, id(target), id(log_filter)),
-            Kind.LOGGING_FILTER,
+            (ChangeKind.LOGGING_FILTER, id(target), id(log_filter)),
+            ChangeKind.LOGGING_FILTER,
             f"{label} filter {type(log_filter).__name__}",
             owner,
             reason,
@@ -556,7 +580,9 @@ class Registry:
         asked = (action, tuple(sorted((name, repr(value)) for name, value in criteria.items())))
         described = ", ".join(f"{name}={value!r}" for name, value in criteria.items())
         target = f"warnings filter {action}({described})"
-        return self._request((Kind.WARNINGS_FILTER, *asked), Kind.WARNINGS_FILTER, target, owner, reason, asked, apply)
+        return self._request(
+            (ChangeKind.WARNINGS_FILTER, *asked), ChangeKind.WARNINGS_FILTER, target, owner, reason, asked, apply
+        )
 
     # --- what is in force, and undoing it ----------------------------------------------------------------------
 
@@ -566,7 +592,7 @@ class Registry:
 
     def attribute_change(self, target: Any, name: str) -> Change | None:
         """The change in force that replaced `target.name`, or None."""
-        return self._holder((Kind.ATTRIBUTE, id(target), name))
+        return self._holder((ChangeKind.ATTRIBUTE, id(target), name))
 
     def is_replaced(self, target: Any, name: str) -> bool:
         """Whether this registry replaced `target.name` and the replacement is in force."""
@@ -575,10 +601,32 @@ class Registry:
     def original(self, target: Any, name: str) -> Any:
         """What `target.name` was before this registry replaced it (the attribute itself when it was not
         replaced)."""
-        change = self._holder((Kind.ATTRIBUTE, id(target), name))
+        change = self._holder((ChangeKind.ATTRIBUTE, id(target), name))
         if change is None or change._before is NOTHING:
             return getattr(target, name)
         return change._before
+
+    # --- process-wide state ------------------------------------------------------------------------------------
+
+    def state(self, key: ProcessState) -> Any:
+        """The value `key` holds in this process, made on first use."""
+        try:
+            return self._states[key]
+        except KeyError:
+            with self._lock:
+                return self._states.setdefault(key, key.make())
+
+    def forget_state(self, *keys: ProcessState, owner: Owner | None = None) -> None:
+        """Drop the values of `keys` (of every key of `owner`, or of all, when none are given): the next
+        `state(key)` makes a new one, as in a process that has not used that part yet."""
+        with self._lock:
+            for key in list(keys or self._states):
+                if keys or owner in (None, key.owner):
+                    self._states.pop(key, None)
+
+    def kept_state(self) -> list[ProcessState]:
+        """The keys whose values are kept now, oldest first."""
+        return list(self._states)
 
     def in_force(self, owner: Owner | None = None) -> list[Change]:
         """The changes in force, oldest first (those `owner` has a part in, when given)."""
@@ -588,8 +636,10 @@ class Registry:
     def describe(self) -> str:
         """The changes in force, for people: one line each, grouped by the parts of the package that made them."""
         current = self.in_force()
+        kept = [f"  {key.name} ({key.owner})" for key in self._states]
+        state = ["npu_bridge_compat keeps this state in the process:", *kept] if kept else []
         if not current:
-            return "npu_bridge_compat changes nothing in this process."
+            return "\n".join(["npu_bridge_compat changes nothing in this process.", *state])
         reversible = sum(not change.irreversible for change in current)
         undone = f"{reversible} of them, the rest are irreversible" if reversible < len(current) else "them"
         lines = [
@@ -601,7 +651,7 @@ class Registry:
             lines += [
                 f"    {change.target} ({change.kind}): {change.reason}" for change in current if change.owners == owners
             ]
-        return "\n".join(lines)
+        return "\n".join(lines + state)
 
     def mark(self) -> int:
         """A point to undo back to: `undo(since=mark())` undoes the changes made after it."""
@@ -701,3 +751,6 @@ describe = process_registry.describe
 mark = process_registry.mark
 undo = process_registry.undo
 undone_after = process_registry.undone_after
+state = process_registry.state
+forget_state = process_registry.forget_state
+kept_state = process_registry.kept_state

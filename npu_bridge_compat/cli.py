@@ -23,7 +23,7 @@ from npu_bridge_compat import changes
 from npu_bridge_compat.compat import is_repeated, select_keras_2
 from npu_bridge_compat.compat.xla import FUSION_FLAGS
 from npu_bridge_compat.errors import NpuConfigError
-from npu_bridge_compat.options import OPTIONS, Kind, options_from_kwargs
+from npu_bridge_compat.options import OPTIONS, OptionKind, options_from_kwargs
 from npu_bridge_compat.options.readers import config_proto_values
 from npu_bridge_compat.plan import HostPlan, build_plan, detect_host
 from npu_bridge_compat.plan.features import GraphKernelFusion
@@ -42,9 +42,9 @@ def _parse_assignment(text: str) -> tuple[str, Any]:
 
 
 def _typed_text(key: str, spec, raw: str) -> Any:
-    if spec is None or spec.kind is Kind.STRING:
+    if spec is None or spec.kind is OptionKind.STRING:
         return raw
-    if spec.kind is Kind.BOOL:
+    if spec.kind is OptionKind.BOOL:
         if raw.lower() not in _BOOLEANS:
             raise NpuConfigError(f'NPU option "{key}" takes true or false, got {raw!r}')
         return _BOOLEANS[raw.lower()]

@@ -109,6 +109,21 @@ def assume_host(monkeypatch):
 
 
 @pytest.fixture
+def fresh_state():
+    """`fresh_state(*keys)`: parts of the package as in a process that has not used them yet; the ProcessState
+    keys given are forgotten now and again when the test ends, so the state a test made does not reach the next."""
+    forgotten = []
+
+    def forget(*keys: changes.ProcessState) -> None:
+        forgotten.extend(keys)
+        changes.forget_state(*keys)
+
+    yield forget
+    if forgotten:
+        changes.forget_state(*forgotten)
+
+
+@pytest.fixture
 def single_call_runs(monkeypatch) -> None:
     """Trials time each call as a run of its own: a tiny test model's step lasts far less than Trial.RUN_SECONDS,
     and its trials end within a few calls then, as a real model's do (the grouping has tests of its own)."""

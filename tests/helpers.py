@@ -10,7 +10,7 @@ from tensorflow.core.protobuf import config_pb2
 
 from npu_bridge_compat.distributed.cluster import DEFAULT_BASE_PORT
 from npu_bridge_compat.distributed.launch import free_port_block
-from npu_bridge_compat.options import OPTIONS, Kind
+from npu_bridge_compat.options import OPTIONS, OptionKind
 
 PORTS_PER_WORKER = 1000
 
@@ -44,8 +44,8 @@ def example_values(key: str, workdir: Path) -> tuple[Any, Any]:
     spec = OPTIONS[key]
     if spec.check is not None:
         return spec.check.examples(workdir)
-    valid = {Kind.BOOL: True, Kind.INT: 600, Kind.STRING: "some_value"}[spec.kind]
-    wrong_kind = {Kind.BOOL: "yes", Kind.INT: "600", Kind.STRING: 3.5}[spec.kind]
+    valid = {OptionKind.BOOL: True, OptionKind.INT: 600, OptionKind.STRING: "some_value"}[spec.kind]
+    wrong_kind = {OptionKind.BOOL: "yes", OptionKind.INT: "600", OptionKind.STRING: 3.5}[spec.kind]
     return valid, wrong_kind
 
 

@@ -188,7 +188,7 @@ def test_a_setting_is_written_through_its_own_writer_and_another_value_is_a_conf
         again = changes.change_setting(
             "a switch", True, read=lambda: switch["on"], write=write, owner=Owner.PLAN_SETTINGS, reason="why"
         )
-        assert again is first and written == [True] and first.kind is changes.Kind.SETTING
+        assert again is first and written == [True] and first.kind is changes.ChangeKind.SETTING
         with pytest.raises(
             changes.ChangeConflict,
             match=r"a switch: plan \(process settings\) set it to True; plan \(process settings\) asked for False",
@@ -234,32 +234,36 @@ def _exit_handler() -> None:
     pass
 
 
-def _request(registry: changes.Registry, kind: changes.Kind, owner: Owner, value: str) -> changes.Change:
+def _request(registry: changes.Registry, kind: changes.ChangeKind, owner: Owner, value: str) -> changes.Change:
     """A request of `kind` by `owner`, for `value` where the kind takes one (else for one object or path)."""
     requests = {
-        changes.Kind.ATTRIBUTE: lambda: registry.replace_attribute(_MODULE, "name", value, owner=owner, reason=""),
-        changes.Kind.ENVIRONMENT: lambda: registry.set_environment(
+        changes.ChangeKind.ATTRIBUTE: lambda: registry.replace_attribute(
+            _MODULE, "name", value, owner=owner, reason=""
+        ),
+        changes.ChangeKind.ENVIRONMENT: lambda: registry.set_environment(
             "NPU_BRIDGE_COMPAT_TEST_ONE_RULE", value, owner=owner, reason=""
         ),
-        changes.Kind.ENVIRONMENT_LIST: lambda: registry.add_to_environment_list(
+        changes.ChangeKind.ENVIRONMENT_LIST: lambda: registry.add_to_environment_list(
             "NPU_BRIDGE_COMPAT_TEST_ONE_RULE", [value], owner=owner, reason=""
         ),
-        changes.Kind.CONTEXT: lambda: registry.enter(
+        changes.ChangeKind.CONTEXT: lambda: registry.enter(
             contextlib.nullcontext(), "a context", owner=owner, reason="", value=value
         ),
-        changes.Kind.SETTING: lambda: registry.change_setting(
+        changes.ChangeKind.SETTING: lambda: registry.change_setting(
             "a setting", value, read=lambda: None, write=lambda _: None, owner=owner, reason=""
         ),
-        changes.Kind.IRREVERSIBLE: lambda: registry.change_irreversibly(
+        changes.ChangeKind.IRREVERSIBLE: lambda: registry.change_irreversibly(
             "a fixed setting", value, lambda: None, owner=owner, reason=""
         ),
-        changes.Kind.IMPORT_FINDER: lambda: registry.add_import_finder(_FINDER, owner=owner, reason=""),
-        changes.Kind.EXIT_HANDLER: lambda: registry.add_exit_handler(_exit_handler, owner=owner, reason="", label=""),
-        changes.Kind.SYS_PATH: lambda: registry.add_to_sys_path("/nonexistent/one_rule", owner=owner, reason=""),
-        changes.Kind.LOGGING_FILTER: lambda: registry.add_logging_filter(
+        changes.ChangeKind.IMPORT_FINDER: lambda: registry.add_import_finder(_FINDER, owner=owner, reason=""),
+        changes.ChangeKind.EXIT_HANDLER: lambda: registry.add_exit_handler(
+            _exit_handler, owner=owner, reason="", label=""
+        ),
+        changes.ChangeKind.SYS_PATH: lambda: registry.add_to_sys_path("/nonexistent/one_rule", owner=owner, reason=""),
+        changes.ChangeKind.LOGGING_FILTER: lambda: registry.add_logging_filter(
             _LOGGER, _LOG_FILTER, owner=owner, reason="", label=""
         ),
-        changes.Kind.WARNINGS_FILTER: lambda: registry.filter_warnings(
+        changes.ChangeKind.WARNINGS_FILTER: lambda: registry.filter_warnings(
             "ignore", message="one rule", owner=owner, reason=""
         ),
     }
@@ -267,16 +271,16 @@ def _request(registry: changes.Registry, kind: changes.Kind, owner: Owner, value
 
 
 TAKE_A_VALUE = (
-    changes.Kind.ATTRIBUTE,
-    changes.Kind.ENVIRONMENT,
-    changes.Kind.ENVIRONMENT_LIST,
-    changes.Kind.CONTEXT,
-    changes.Kind.SETTING,
-    changes.Kind.IRREVERSIBLE,
+    changes.ChangeKind.ATTRIBUTE,
+    changes.ChangeKind.ENVIRONMENT,
+    changes.ChangeKind.ENVIRONMENT_LIST,
+    changes.ChangeKind.CONTEXT,
+    changes.ChangeKind.SETTING,
+    changes.ChangeKind.IRREVERSIBLE,
 )
 
 
-@pytest.mark.parametrize("kind", list(changes.Kind), ids=str)
+@pytest.mark.parametrize("kind", list(changes.ChangeKind), ids=str)
 def test_one_rule_for_a_repeated_request_in_every_kind(kind):
     """The same owner and value give back the change made; another value (where the kind takes one) or another
     owner is a conflict naming both owners and both values; undoing puts back what was there."""
@@ -287,12 +291,12 @@ def test_one_rule_for_a_repeated_request_in_every_kind(kind):
     if kind in TAKE_A_VALUE:
         with pytest.raises(changes.ChangeConflict, match=r"^.*: run set it to .*'a'.*; run asked for .*'b'"):
             _request(registry, kind, Owner.RUN, "b")
-    if kind is not changes.Kind.ENVIRONMENT_LIST:  # one several owners add to (below)
+    if kind is not changes.ChangeKind.ENVIRONMENT_LIST:  # one several owners add to (below)
         with pytest.raises(changes.ChangeConflict, match=r"^.*: run set it to .*; scan asked for "):
             _request(registry, kind, Owner.SCAN, "a")
     assert registry.in_force() == [first]
     registry.undo()
-    assert registry.in_force() == ([first] if kind is changes.Kind.IRREVERSIBLE else [])
+    assert registry.in_force() == ([first] if kind is changes.ChangeKind.IRREVERSIBLE else [])
     assert "name" not in vars(_MODULE) and "NPU_BRIDGE_COMPAT_TEST_ONE_RULE" not in os.environ
     assert "/nonexistent/one_rule" not in sys.path and _FINDER not in sys.meta_path and not _LOGGER.filters
 
@@ -458,11 +462,11 @@ def test_owners_are_the_enum_not_free_text():
     assert "NPU_BRIDGE_COMPAT_TEST_OWNER" not in os.environ
 
 
-def test_the_tf2_doors_device_and_loop_size_last_while_their_changes_do(monkeypatch):
+def test_the_tf2_doors_device_and_loop_size_last_while_their_changes_do(monkeypatch, fresh_state):
     from npu_bridge_compat.tf2 import device
 
     monkeypatch.delenv(device.LOOP_SIZE_VARIABLE, raising=False)
-    monkeypatch.setattr(device, "_tree", None)  # a program that has not set global_options() yet
+    fresh_state(device.PROGRAM_OPTIONS)  # a program that has not set global_options() yet
     start = changes.mark()
     handle = device.open()
     assert device.open() is handle and device.global_npu_ctx() is None
@@ -493,12 +497,11 @@ def test_graph_kernel_fusion_and_a_plan_add_their_xla_flags_to_one_change(monkey
     for name in ("add_to_environment_list", "set_environment", "undo"):
         monkeypatch.setattr(changes, name, getattr(registry, name))
     monkeypatch.setenv("TF_XLA_FLAGS", "--user_flag")
-    monkeypatch.setattr(xla, "_tensorflow_read_flags", lambda: False)
     cache = "--tf_xla_persistent_cache_directory=/nonexistent/cache"
     plan = types.SimpleNamespace(
         environment={"TF_XLA_FLAGS": cache}, options=types.SimpleNamespace(source="a test"), mixed_precision=None
     )
-    xla.reserve_fusion_flags()
+    xla.reserve_fusion_flags(tensorflow_read_flags=False)
     process.apply_environment(plan)
     process.apply_environment(plan)
     assert os.environ["TF_XLA_FLAGS"].split() == ["--user_flag", *xla.FUSION_FLAGS, cache]

@@ -44,12 +44,11 @@ JOB_VARIABLES = (
 
 
 @pytest.fixture(autouse=True)
-def clean_job(monkeypatch):
+def clean_job(monkeypatch, fresh_state):
     """No job environment from the caller's shell; no group left over from another test."""
     for name in JOB_VARIABLES:
         monkeypatch.delenv(name, raising=False)
-    yield
-    collectives._groups.clear()
+    fresh_state(collectives.GROUPS)
 
 
 def set_env(monkeypatch, **values):
@@ -327,10 +326,10 @@ def test_several_ranks_build_tensorflow_collectives_with_distinct_keys(monkeypat
             )
 
 
-def test_dense_gradients_travel_fused_where_hccl_split_strategy_cuts(monkeypatch):
+def test_dense_gradients_travel_fused_where_hccl_split_strategy_cuts(monkeypatch, fresh_state):
     set_env(monkeypatch, RANK_SIZE=2, RANK_ID=0)
     monkeypatch.setattr(distributed.runtime, "start", lambda: None)
-    monkeypatch.setattr(distributed.optimizers, "_split_strategies", {})
+    fresh_state(distributed.optimizers.SPLIT_STRATEGIES)
 
     def reduced_sizes():
         with tf.Graph().as_default():

@@ -11,7 +11,7 @@ import tensorflow as tf
 from helpers import dumped_steps, keras_executed_dtypes
 from tensorflow.python.eager import context
 
-from npu_bridge_compat import NpuOptionValueError, compat, scope
+from npu_bridge_compat import NpuOptionValueError, changes, compat, scope
 from npu_bridge_compat import keras as npu_keras
 from npu_bridge_compat.compat import keras_steps_per_execution
 from npu_bridge_compat.errors import NonFiniteValueError, NpuCompatWarning
@@ -395,4 +395,4 @@ def test_what_is_kept_for_a_model_is_freed_with_it(measured_here):
     del net
     callback.set_model(None)  # Keras leaves the last model in its callbacks
     gc.collect()
-    assert freed() is None and key not in keras_calls._kept
+    assert freed() is None and key not in changes.state(keras_calls.KEPT_FUNCTIONS)

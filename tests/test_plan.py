@@ -1,6 +1,7 @@
 """The host plan and its report, per concern, for CPU and GPU hosts (no session is started)."""
 
 import dataclasses
+import json
 
 import pytest
 from helpers import npu_config
@@ -9,7 +10,7 @@ from test_grammars import SEED_004_MIXLIST
 from npu_bridge_compat.errors import NpuCompatWarning, NpuOptionValueError, UnknownOpTypeWarning
 from npu_bridge_compat.keras import NPUCallback
 from npu_bridge_compat.options import Effect, options_from_config_proto, options_from_kwargs
-from npu_bridge_compat.plan import build_plan, detect_host, log_once
+from npu_bridge_compat.plan import PlanEnvironment, build_plan, detect_host, log_once
 from npu_bridge_compat.plan import features as f
 from npu_bridge_compat.plan.platform import Support, cpu_support, reduced_precision_mode
 from npu_bridge_compat.plan.precision import BFLOAT16_PASS
@@ -266,6 +267,65 @@ def test_device_choice_follows_the_adapter_priority(monkeypatch, gpu_host):
     too_high = plan(two_gpus, session_device_id=5)
     assert too_high.feature(f.VisibleDevice) is None
     assert "this host has 2 GPU(s)" in too_high.report.entry("session_device_id").how
+
+
+def test_the_device_variables_reach_the_plan_as_its_environment(gpu_host):
+    two_gpus = dataclasses.replace(gpu_host, gpu_count=2)
+    options = options_from_kwargs({})
+    chosen = build_plan(options, two_gpus, environment=PlanEnvironment(device_id=("ASCEND_DEVICE_ID", 1)))
+    assert chosen.feature(f.VisibleDevice) == f.VisibleDevice(1)
+    assert "environment ASCEND_DEVICE_ID=1: GPU 1" in " ".join(chosen.report.notes)
+    assert build_plan(options, two_gpus, environment=PlanEnvironment()).feature(f.VisibleDevice) is None
+
+
+class _ProcessRead(AssertionError):
+    pass
+
+
+class _UnreadableEnvironment(dict):
+    """os.environ for the time of a plan: any read of the process environment fails the test."""
+
+    def __getitem__(self, key):
+        raise _ProcessRead(f"the plan read os.environ[{key!r}]")
+
+    def get(self, key, default=None):
+        raise _ProcessRead(f"the plan read os.environ.get({key!r})")
+
+    def __contains__(self, key):
+        raise _ProcessRead(f"the plan asked whether {key!r} is in os.environ")
+
+    def __iter__(self):
+        raise _ProcessRead("the plan listed os.environ")
+
+
+def test_a_plan_given_host_and_environment_reads_nothing_of_the_process(monkeypatch, cpu_host, tmp_path):
+    """Every concern planned (device, precision, dumps, profiling, fusion, settings) with the process environment
+    and working folder unreadable: what a plan needs comes in as HostFacts and a PlanEnvironment."""
+    import os
+
+    options = options_from_kwargs(
+        precision_mode="allow_mix_precision",
+        iterations_per_loop=4,
+        enable_dump=True,
+        dump_path=str(tmp_path),
+        dump_step="0|2",
+        op_debug_level=1,
+        enable_graph_kernel=True,
+        stream_max_parallel_num="DNN_VM_AICPU:10,AIcoreEngine:1",
+        profiling_mode=True,
+        profiling_options=json.dumps({"output": str(tmp_path)}),
+    )
+    environment = PlanEnvironment(
+        working_directory=str(tmp_path), device_id=("DEVICE_ID", 0), fusion_flags_problem="flags read too late"
+    )
+    monkeypatch.setattr(os, "environ", _UnreadableEnvironment())
+    monkeypatch.setattr(os, "getcwd", lambda: (_ for _ in ()).throw(_ProcessRead("the plan read the working folder")))
+    result = build_plan(options, cpu_host, environment=environment)
+    monkeypatch.undo()
+    assert result.steps_per_run == 4
+    assert result.feature(f.GraphDumps).directory == str(tmp_path)
+    assert "flags read too late" in result.report.entry("enable_graph_kernel").how
+    assert "DEVICE_ID=0" in " ".join(result.report.notes)
 
 
 def test_runtime_settings(cpu_host, tmp_path):

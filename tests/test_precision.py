@@ -335,10 +335,10 @@ def test_a_tf2_programs_functions_run_both_forms_first_then_the_one_their_calls_
     assert call() == (256.0 if timings else 256.25)
 
 
-def test_doors_without_run_time_units_say_the_pass_runs_unmeasured(cpu_host, caplog, monkeypatch):
+def test_doors_without_run_time_units_say_the_pass_runs_unmeasured(cpu_host, caplog, fresh_state):
     from npu_bridge_compat.runtime import doors
 
-    monkeypatch.setattr(doors, "_unmeasured", set())
+    fresh_state(doors.UNMEASURED_DOORS)
     plan = mixed_plan(cpu_host)
     with caplog.at_level(logging.INFO):
         enter_plan(plan)  # as host_session_config does

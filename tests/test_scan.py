@@ -22,7 +22,7 @@ from npu_bridge_compat.errors import DeviceOnlyFeatureError, NpuOptionValueError
 from npu_bridge_compat.imports.world import NameStatus, Status
 from npu_bridge_compat.legacy.era import era_name_status
 from npu_bridge_compat.legacy.era.table import NO_SETUPTOOLS
-from npu_bridge_compat.options import OPTIONS, Kind, options_from_config_proto
+from npu_bridge_compat.options import OPTIONS, OptionKind, options_from_config_proto
 from npu_bridge_compat.plan import HostFacts
 from npu_bridge_compat.scan import Category, Outcome, Severity, era, scan, scanner
 from npu_bridge_compat.scan.progress import LARGE_TREE, ProgressBar
@@ -411,7 +411,7 @@ def test_scanned_code_is_never_executed(tmp_path):
 
 
 def test_every_option_of_the_table_is_known(tmp_path):
-    fields = {Kind.BOOL: "b", Kind.INT: "i", Kind.STRING: "s"}
+    fields = {OptionKind.BOOL: "b", OptionKind.INT: "i", OptionKind.STRING: "s"}
     lines = [
         "import tensorflow as tf",
         "FLAGS = tf.compat.v1.flags.FLAGS",

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from npu_bridge_compat.cli import markdown_table
-from npu_bridge_compat.options import OPTIONS, Concern, Effect, Kind
+from npu_bridge_compat.options import OPTIONS, Concern, Effect, OptionKind
 
 DATA = Path(__file__).parent / "data"
 
@@ -87,7 +87,7 @@ def test_defaults_follow_the_adapter():
 
 
 def test_kinds_map_to_python_types():
-    assert [Kind(k).python_type for k in "bis"] == [bool, int, str]
+    assert [OptionKind(k).python_type for k in "bis"] == [bool, int, str]
 
 
 def test_docs_option_table_is_generated_from_the_table():

@@ -28,6 +28,7 @@ from test_distributed_ranks import (
     start,
 )
 
+from npu_bridge_compat import changes
 from npu_bridge_compat.changes import Owner
 from npu_bridge_compat.errors import NpuCompatWarning, NpuOptionTypeError, NpuOptionValueError
 from npu_bridge_compat.keras import NPUCallback
@@ -648,12 +649,12 @@ def test_the_programs_steps_per_execution_is_the_loop_and_the_process_exits_clea
 
 
 @pytest.fixture
-def opened(monkeypatch, assume_host):
+def opened(monkeypatch, assume_host, fresh_state):
     """npu_device opened in this process with allow_mix_precision, on a CPU where each function's runs decide."""
     from npu_bridge_compat.tf2 import device
 
     assume_host(cpu_bfloat16=Support.NATIVE, reduced_precision="auto")
-    monkeypatch.setattr(device, "_tree", None)
+    fresh_state(device.PROGRAM_OPTIONS)
     device.global_options().precision_mode = "allow_mix_precision"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", NpuCompatWarning)  # opened after TensorFlow started: no device settings
@@ -672,16 +673,18 @@ def test_the_doors_keras_calls_keep_their_decisions_across_fits_and_free_them_wi
     freed, key = weakref.ref(net), id(net)
     del net
     gc.collect()
-    assert freed() is None and key not in keras_calls._kept
+    assert freed() is None and key not in changes.state(keras_calls.KEPT_FUNCTIONS)
 
 
 def test_an_npu_callback_inside_the_door_runs_its_plan_once(opened, single_call_runs, monkeypatch):
     from test_keras import fit_until_decided, model
 
     begun = []
-    begin = keras_calls.PlanCallback._begin
+    begin = keras_calls.PlanCallback.on_train_begin
     monkeypatch.setattr(
-        keras_calls.PlanCallback, "_begin", lambda self, mode: begun.append(type(self)) or begin(self, mode)
+        keras_calls.PlanCallback,
+        "on_train_begin",
+        lambda self, logs=None: begun.append(type(self)) or begin(self, logs),
     )
     net = model()
     assert fit_until_decided(net, lambda: NPUCallback(precision_mode="allow_mix_precision"), 2) == [1, 1]

@@ -228,7 +228,8 @@ def repair_tf1_layers_normalization() -> None:
     )
 
 
-_added_callbacks: dict[type, Callable[[Any], Any]] = {}  # model class -> the callback its calls get
+# model class -> the maker of the callback its calls get
+ADDED_CALLBACKS = changes.ProcessState("the callbacks every Keras call of a model class gets", Owner.TF2_DOOR, dict)
 
 
 def add_callback_to_model_calls(model_class: type, callback_for: Callable[[Any], Any], owner: Owner) -> None:
@@ -237,7 +238,7 @@ def add_callback_to_model_calls(model_class: type, callback_for: Callable[[Any],
     no process-wide callback list, so the methods are wrapped (once per class, through the changes registry);
     the adapter's `as_default()` patches Keras too.
     Checked on Keras 2.15 and Keras 3 (TensorFlow 2.21)."""
-    _added_callbacks[model_class] = callback_for
+    changes.state(ADDED_CALLBACKS)[model_class] = callback_for
     for method in ("fit", "evaluate", "predict"):
         if not changes.is_replaced(model_class, method):
             changes.replace_attribute(
@@ -257,7 +258,7 @@ def _with_added_callback(model_class: type, original: Callable) -> Callable:
         bound = signature.bind(self, *args, **kwargs)
         given = bound.arguments.get("callbacks") or []
         callbacks = list(given) if isinstance(given, Iterable) else [given]  # Keras takes one callback, or several
-        added = _added_callbacks[model_class](self)
+        added = changes.state(ADDED_CALLBACKS)[model_class](self)
         if added is not None and not any(isinstance(callback, type(added)) for callback in callbacks):
             callbacks.append(added)
             bound.arguments["callbacks"] = callbacks

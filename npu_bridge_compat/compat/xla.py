@@ -24,7 +24,8 @@ from npu_bridge_compat.changes import Owner
 TF_XLA_FLAGS = "TF_XLA_FLAGS"
 FUSION_FLAGS = ("--tf_xla_cpu_global_jit", "--tf_xla_ops_to_cluster=FUSIBLE")
 
-_state: dict[str, str | None] = {"missed": None}  # why the flags may not be in force, or None
+# "missed": why the flags may not be in force, once reserving them came too late
+MISSED = changes.ProcessState("whether XLA's fusion flags came too late", Owner.GRAPH_KERNEL_FUSION, dict)
 _MISSED = (
     "TensorFlow started before graph-kernel fusion was asked for and has read its XLA flags; use "
     "`python -m npu_bridge_compat run` (or `install_aliases()` before running TensorFlow), or set "
@@ -36,15 +37,18 @@ def _flag_name(flag: str) -> str:
     return flag.split("=", 1)[0]
 
 
-def reserve_fusion_flags() -> None:
-    """Add the fusion flags to TF_XLA_FLAGS unless they are there (flags the user set there win)."""
+def reserve_fusion_flags(tensorflow_read_flags: bool | None = None) -> None:
+    """Add the fusion flags to TF_XLA_FLAGS unless they are there (flags the user set there win).
+    `tensorflow_read_flags`: whether TensorFlow has parsed its flags already (asked of TensorFlow when not given)."""
     current = os.environ.get(TF_XLA_FLAGS, "").split()
     names = {_flag_name(flag) for flag in current}
     added = [flag for flag in FUSION_FLAGS if _flag_name(flag) not in names]
     if not added:
         return
-    if _tensorflow_read_flags():
-        _state["missed"] = _MISSED
+    if tensorflow_read_flags is None:
+        tensorflow_read_flags = _tensorflow_read_flags()
+    if tensorflow_read_flags:
+        changes.state(MISSED)["missed"] = _MISSED
         return
     changes.add_to_environment_list(
         TF_XLA_FLAGS,
@@ -58,8 +62,9 @@ def reserve_fusion_flags() -> None:
 def fusion_flags_problem() -> str | None:
     """Why auto-clustering would not be restricted to fusible ops on a CPU in this process, or None (it only
     reads: the environment and whether TensorFlow has read its flags)."""
-    if _state["missed"]:
-        return _state["missed"]
+    missed = changes.state(MISSED).get("missed")
+    if missed:
+        return missed
     flags = os.environ.get(TF_XLA_FLAGS, "").split()
     chosen = {_flag_name(flag): flag for flag in flags}
     if any(_flag_name(flag) not in chosen for flag in FUSION_FLAGS) and _tensorflow_read_flags():

@@ -23,6 +23,8 @@ import socket
 import threading
 from typing import Any
 
+from npu_bridge_compat import changes
+from npu_bridge_compat.changes import Owner
 from npu_bridge_compat.distributed import meeting, ranks
 from npu_bridge_compat.distributed.schedulers import DEFAULT_BASE_PORT, PORT_VARIABLE, SchedulerRanks
 from npu_bridge_compat.distributed.variables import RankConfigError
@@ -31,7 +33,8 @@ JOB = "worker"
 LOOPBACK = "127.0.0.1"
 
 _met_lock = threading.Lock()
-_met: dict[SchedulerRanks, tuple] = {}  # a meeting happens once per process: its outcome, by what led to it
+# A meeting happens once per process: its outcome, by what led to it.
+MEETINGS = changes.ProcessState("the ranks' meetings and where they placed each rank", Owner.RANKS, dict)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -141,9 +144,10 @@ def _scheduler_cluster(found: SchedulerRanks) -> Cluster:
     places = found.places
     if places is None:
         with _met_lock:
-            if found not in _met:
-                _met[found] = meeting.exchange(found, ranks.connect_timeout_s())
-            places = _met[found]
+            met = changes.state(MEETINGS)
+            if found not in met:
+                met[found] = meeting.exchange(found, ranks.connect_timeout_s())
+            places = met[found]
     single_host = len({place.host for place in places}) == 1
     slots = tuple(
         Slot(rank=r, server=place.host, host=LOOPBACK if single_host else place.host, port=place.port, device_id=None)

@@ -21,6 +21,8 @@ from collections.abc import Sequence
 
 import tensorflow as tf
 
+from npu_bridge_compat import changes
+from npu_bridge_compat.changes import Owner
 from npu_bridge_compat.distributed import ranks, runtime
 from npu_bridge_compat.distributed.cluster import current_cluster
 from npu_bridge_compat.distributed.keys import WORLD_KEY, instance_key, stable_key
@@ -68,16 +70,17 @@ class Group:
 
 
 _lock = threading.Lock()
-_groups: dict[str, Group] = {}
+GROUPS = changes.ProcessState("the HCCL groups created (hccl.manage.api.create_group)", Owner.RANKS, dict)
 
 
 def find_group(name: str = WORLD_GROUP) -> Group:
     if name == WORLD_GROUP:
         return Group(WORLD_GROUP, tuple(range(ranks.rank_size())), WORLD_KEY)
-    if name not in _groups:
-        known = ", ".join([WORLD_GROUP, *_groups])
+    groups = changes.state(GROUPS)
+    if name not in groups:
+        known = ", ".join([WORLD_GROUP, *groups])
         raise CollectiveError(f"group '{name}' does not exist (groups: {known}); create it with create_group")
-    return _groups[name]
+    return groups[name]
 
 
 # --- hccl.manage.api ----------------------------------------------------------------------------------------
@@ -103,9 +106,10 @@ def create_group(group: str, rank_num: int, rank_ids: Sequence[int]) -> None:
             "the group's members create it"
         )
     with _lock:
-        if group in _groups:
+        groups = changes.state(GROUPS)
+        if group in groups:
             raise CollectiveError(f"group '{group}' already exists")
-        _groups[group] = Group(group, tuple(members), stable_key(group, tuple(members)))
+        groups[group] = Group(group, tuple(members), stable_key(group, tuple(members)))
 
 
 def destroy_group(group: str) -> None:
@@ -113,7 +117,7 @@ def destroy_group(group: str) -> None:
         raise CollectiveError(f"'{WORLD_GROUP}' cannot be destroyed")
     find_group(group)  # names the existing groups when it is unknown
     with _lock:
-        del _groups[group]
+        del changes.state(GROUPS)[group]
 
 
 def get_rank_size(group: str = WORLD_GROUP) -> int:

@@ -51,7 +51,10 @@ def npu_allreduce(values, reduction: str = "mean", fusion: int = 1, fusion_id: i
     return [one(value) for value in values] if isinstance(values, (list, tuple)) else one(values)
 
 
-_split_strategies: dict[str, tuple[str, list]] = {}  # group -> ("idx" | "size", values), from hccl.split.api
+# group -> ("idx" | "size", values), from hccl.split.api
+SPLIT_STRATEGIES = changes.ProcessState(
+    "HCCL's gradient split strategies per group (hccl.split.api)", Owner.DISTRIBUTED_OPTIMIZER, dict
+)
 
 
 def set_split_strategy_by_idx(idx_list, group: str = WORLD_GROUP) -> None:
@@ -64,7 +67,7 @@ def set_split_strategy_by_idx(idx_list, group: str = WORLD_GROUP) -> None:
         or list(idx_list) != sorted(set(idx_list))
     ):
         raise CollectiveError(f"idx_list must be a non-empty list of ascending gradient indices, got {idx_list!r}")
-    _split_strategies[group] = ("idx", list(idx_list))
+    changes.state(SPLIT_STRATEGIES)[group] = ("idx", list(idx_list))
 
 
 def set_split_strategy_by_size(data_size_list, group: str = WORLD_GROUP) -> None:
@@ -76,7 +79,7 @@ def set_split_strategy_by_size(data_size_list, group: str = WORLD_GROUP) -> None
         or sum(data_size_list) != 100
     ):
         raise CollectiveError(f"data_size_list must be positive percentages summing to 100, got {data_size_list!r}")
-    _split_strategies[group] = ("size", list(data_size_list))
+    changes.state(SPLIT_STRATEGIES)[group] = ("size", list(data_size_list))
 
 
 def fusion_segments(gradients: list, group: str = WORLD_GROUP) -> list[list[int]]:
@@ -84,7 +87,7 @@ def fusion_segments(gradients: list, group: str = WORLD_GROUP) -> list[list[int]
     count = len(gradients)
     if not count:
         return []
-    kind, values = _split_strategies.get(group, ("idx", []))
+    kind, values = changes.state(SPLIT_STRATEGIES).get(group, ("idx", []))
     if kind == "idx":
         ends = {index for index in values if index < count - 1}
     else:  # a segment ends at the first gradient whose cumulative share of the data reaches each boundary

@@ -6,7 +6,7 @@ from npu_bridge_compat.options.readers import (
     options_from_config_proto,
     options_from_kwargs,
 )
-from npu_bridge_compat.options.spec import Concern, Effect, HostAction, Kind, OptionSpec
+from npu_bridge_compat.options.spec import Concern, Effect, HostAction, OptionKind, OptionSpec
 from npu_bridge_compat.options.table import OPTIONS
 from npu_bridge_compat.options.values import NpuOptions
 
@@ -15,7 +15,7 @@ __all__ = [
     "Concern",
     "Effect",
     "HostAction",
-    "Kind",
+    "OptionKind",
     "NpuOptions",
     "OptionSpec",
     "closest_option",

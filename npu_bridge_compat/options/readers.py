@@ -24,7 +24,7 @@ from npu_bridge_compat.errors import (
 )
 from npu_bridge_compat.options.grammars import ByteSize, GrammarError
 from npu_bridge_compat.options.rules import check_rules
-from npu_bridge_compat.options.spec import Kind, OptionSpec
+from npu_bridge_compat.options.spec import OptionKind, OptionSpec
 from npu_bridge_compat.options.table import OPTIONS
 from npu_bridge_compat.options.values import NpuOptions
 
@@ -64,11 +64,11 @@ def _type_name(value: Any) -> str:
 
 def typed_value(spec: OptionSpec, value: Any, source: str) -> Any:
     """Check and normalise a keyword value to the option's Python type."""
-    if spec.kind is Kind.BOOL and isinstance(value, bool):
+    if spec.kind is OptionKind.BOOL and isinstance(value, bool):
         return value
-    if spec.kind is Kind.INT and isinstance(value, int) and not isinstance(value, bool):
+    if spec.kind is OptionKind.INT and isinstance(value, int) and not isinstance(value, bool):
         return value
-    if spec.kind is Kind.STRING:
+    if spec.kind is OptionKind.STRING:
         if isinstance(value, str):
             return value
         if isinstance(value, bytes):
@@ -100,7 +100,7 @@ def _attr_value(spec: OptionSpec, attr, source: str) -> Any:
             f'Write custom_op.parameter_map["{spec.key}"].{spec.kind.value} = ...'
         )
     value = getattr(attr, field)
-    return _decode(spec.key, value, source) if spec.kind is Kind.STRING else value
+    return _decode(spec.key, value, source) if spec.kind is OptionKind.STRING else value
 
 
 def parsed_value(spec: OptionSpec, value: Any, active: bool, source: str, name: str | None = None) -> Any:

@@ -9,7 +9,7 @@ from typing import Any
 from npu_bridge_compat.options.grammars import Check
 
 
-class Kind(str, enum.Enum):
+class OptionKind(str, enum.Enum):
     """The `AttrValue` field an option is read from, and the Python type it becomes."""
 
     BOOL = "b"
@@ -18,7 +18,7 @@ class Kind(str, enum.Enum):
 
     @property
     def python_type(self) -> type:
-        return {Kind.BOOL: bool, Kind.INT: int, Kind.STRING: str}[self]
+        return {OptionKind.BOOL: bool, OptionKind.INT: int, OptionKind.STRING: str}[self]
 
 
 class Concern(str, enum.Enum):
@@ -81,7 +81,7 @@ class OptionSpec:
     """
 
     key: str
-    kind: Kind
+    kind: OptionKind
     default: Any  # the adapter's value when the key is absent; None: left to the NPU software
     concern: Concern
     host: HostAction

@@ -17,7 +17,7 @@ from npu_bridge_compat.options.spec import (
     Concern as C,
 )
 from npu_bridge_compat.options.spec import (
-    Kind as K,
+    OptionKind as K,
 )
 from npu_bridge_compat.options.spec import (
     OptionSpec,

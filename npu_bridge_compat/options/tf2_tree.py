@@ -21,7 +21,7 @@ from npu_bridge_compat.errors import (
     warn,
 )
 from npu_bridge_compat.options.grammars import Choice, GrammarError
-from npu_bridge_compat.options.spec import Kind, OptionSpec
+from npu_bridge_compat.options.spec import OptionKind, OptionSpec
 from npu_bridge_compat.options.table import OPTIONS, TF2_GROUPS
 
 SOURCE = "npu_device.global_options()"
@@ -79,7 +79,7 @@ class OptionValue:
     def optional(self) -> list | None:
         if self.spec is None:
             return list(_RECOMPUTE_MODES)
-        if self.spec.kind is Kind.BOOL:
+        if self.spec.kind is OptionKind.BOOL:
             return [True, False]
         return list(self.spec.check.values) if isinstance(self.spec.check, Choice) else None
 
@@ -120,13 +120,13 @@ def _checked(name: str, spec: OptionSpec | None, value: Any) -> Any:
 def _typed(where: str, spec: OptionSpec, value: Any) -> Any:
     """The adapter takes Python values and hands their str() to its Graph Engine; the table's kind says what
     that string means, and so which Python values are the same setting."""
-    if spec.kind is Kind.BOOL:
+    if spec.kind is OptionKind.BOOL:
         if isinstance(value, bool):
             return value
         if value in ("1", "0", 1, 0):
             return str(value) == "1"
         raise NpuOptionTypeError(f"{where}: Expected bool, got {type(value).__name__} {value!r}")
-    if spec.kind is Kind.INT:
+    if spec.kind is OptionKind.INT:
         if isinstance(value, bool):
             return int(value)
         if isinstance(value, int):

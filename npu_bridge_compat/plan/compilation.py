@@ -24,7 +24,8 @@ FUSION_KEPT_OUT = (
 )
 
 
-def plan_compilation(options, host: HostFacts) -> Contribution:
+def plan_compilation(options, host: HostFacts, fusion_flags_problem: str | None) -> Contribution:
+    """`fusion_flags_problem`: why XLA's flags for graph-kernel fusion may not be in force (PlanEnvironment)."""
     result = Contribution()
     if options.is_set("oo_constant_folding") and not options.oo_constant_folding:
         # TensorFlow folds constants twice: in grappler, and in the graph optimizer that runs on every partition
@@ -35,7 +36,7 @@ def plan_compilation(options, host: HostFacts) -> Contribution:
             Effect.TRANSLATED,
             "constant folding OFF in grappler and in the graph optimizer (common subexpressions are still eliminated)",
         )
-    _plan_graph_kernel(options, host, result)
+    _plan_graph_kernel(options, host, fusion_flags_problem, result)
     cores = options.parsed.get("aicore_num")
     if cores is not None:
         threads = max(cores)
@@ -85,7 +86,7 @@ def _plan_inter_op_threads(options, result: Contribution) -> None:
         )
 
 
-def _plan_graph_kernel(options, host: HostFacts, result: Contribution) -> None:
+def _plan_graph_kernel(options, host: HostFacts, flags_problem: str | None, result: Contribution) -> None:
     """enable_graph_kernel (or the environment's mode) as XLA auto-clustering of fusible ops, unless the fusion
     switch file turns every Ascend fusion pass off. enable_graph_kernel=True means auto, where each function's
     first runs decide between the fused and the unfused form, unless the environment says on (always fused)."""
@@ -109,8 +110,6 @@ def _plan_graph_kernel(options, host: HostFacts, result: Contribution) -> None:
         else:
             result.notes.append(f"{by}: {why}")
         return
-    from npu_bridge_compat.compat.xla import fusion_flags_problem
-
     how = (
         f"XLA auto-clustering of fusible ops (element-wise, reductions, shapes) on the {host.device}: each chain "
         f"runs as one fused kernel; {FUSION_KEPT_OUT}; "
@@ -123,9 +122,8 @@ def _plan_graph_kernel(options, host: HostFacts, result: Contribution) -> None:
             )
         )
     )
-    problem = fusion_flags_problem()
-    if problem:
-        how += f". Warning: {problem}, so clusters may not form or may take MatMul/Conv too"
+    if flags_problem:
+        how += f". Warning: {flags_problem}, so clusters may not form or may take MatMul/Conv too"
     result.features.append(GraphKernelFusion(mode))
     if options.is_set("enable_graph_kernel"):
         result.say("enable_graph_kernel", Effect.TRANSLATED, how)

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import os
-
 from npu_bridge_compat.options.grammars import ProfilingOptions
 from npu_bridge_compat.options.spec import Effect
 from npu_bridge_compat.plan.contribution import Contribution
 from npu_bridge_compat.plan.features import GraphDumps, NumericChecks, ProfilerTrace, TensorDump
-from npu_bridge_compat.plan.platform import HostFacts
 
 
-def plan_debugging(options, host: HostFacts) -> Contribution:
+def plan_debugging(options, working_directory: str) -> Contribution:
     result = Contribution()
     if options.enable_dump:
         steps = options.parsed_value("dump_step") if options.dump_step else ()
@@ -70,7 +67,7 @@ def plan_debugging(options, host: HostFacts) -> Contribution:
                 f"{', '.join(ascend_only)} have no host counterpart (the host trace records ops and steps)",
             )
     if options.op_debug_level > 0 or options.debug_dir:
-        directory = options.debug_dir or os.getcwd()
+        directory = options.debug_dir or working_directory
         result.features.append(GraphDumps(directory))
         how = f"TensorFlow graphs (TF_DUMP_GRAPH_PREFIX) and XLA HLO (--xla_dump_to) dumped under {directory}"
         for key in ("op_debug_level", "debug_dir"):

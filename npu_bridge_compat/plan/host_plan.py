@@ -29,12 +29,10 @@ from npu_bridge_compat.plan.features import (
     StepLoop,
 )
 from npu_bridge_compat.plan.placement import plan_placement
-from npu_bridge_compat.plan.platform import HostFacts, detect_host
+from npu_bridge_compat.plan.platform import HostFacts, PlanEnvironment, detect_host, plan_environment
 from npu_bridge_compat.plan.precision import plan_precision
 from npu_bridge_compat.plan.report import IGNORED, Report, ReportEntry
 from npu_bridge_compat.plan.settings import plan_recompute, plan_settings
-
-PLANNERS = (plan_placement, plan_precision, plan_debugging, plan_settings, plan_compilation)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -119,15 +117,32 @@ class HostPlan:
         return result
 
 
-def build_plan(options, host: HostFacts | None = None, config=None, recompute: str | None = None) -> HostPlan:
-    """Plan `options` for `host` (this host's facts by default, detected: that lists TensorFlow's devices). `config`,
-    the ConfigProto the options came from, lets the report say what the host copy removes from it. `recompute` is
-    GraphMemoryOptimizeConfig's mode, which the adapter hands the graph rather than the session. Changes nothing in
-    the process."""
+def build_plan(
+    options,
+    host: HostFacts | None = None,
+    config=None,
+    recompute: str | None = None,
+    environment: PlanEnvironment | None = None,
+) -> HostPlan:
+    """Plan `options` for `host` in `environment`; given neither, this host's facts (detected: that lists
+    TensorFlow's devices) and this process's environment (plan_environment). Given both, it reads nothing of the
+    process. `config`, the ConfigProto the options came from, lets the report say what the host copy removes from
+    it. `recompute` is GraphMemoryOptimizeConfig's mode, which the adapter hands the graph rather than the session.
+    Changes nothing in the process."""
     if host is None:
         host = detect_host()
+    if environment is None:
+        environment = plan_environment()
+    parts = (
+        plan_placement(options, host, environment),
+        plan_precision(options, host),
+        plan_debugging(options, environment.working_directory),
+        plan_settings(options, host),
+        plan_compilation(options, host, environment.fusion_flags_problem),
+        plan_recompute(recompute),
+    )
     merged = Contribution()
-    for part in [planner(options, host) for planner in PLANNERS] + [plan_recompute(recompute)]:
+    for part in parts:
         merged.features.extend(part.features)
         merged.entries.update(part.entries)
         merged.notes.extend(part.notes)

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from npu_bridge_compat.distributed.ranks import device_id_source
 from npu_bridge_compat.options.spec import Effect
 from npu_bridge_compat.plan.contribution import Contribution
 from npu_bridge_compat.plan.features import BatchNormWorkaround, HostRegions, StepLoop, VisibleDevice
-from npu_bridge_compat.plan.platform import HostFacts
+from npu_bridge_compat.plan.platform import HostFacts, PlanEnvironment
 
 
-def plan_placement(options, host: HostFacts) -> Contribution:
+def plan_placement(options, host: HostFacts, environment: PlanEnvironment) -> Contribution:
     result = Contribution()
     if options.iterations_per_loop > 1:
         result.features.append(StepLoop(options.iterations_per_loop))
@@ -31,19 +30,18 @@ def plan_placement(options, host: HostFacts) -> Contribution:
         result.features.append(HostRegions(pairs, on_host=on_host))
         where = "are kept on the host CPU" if on_host else "go to the accelerator; the rest may run anywhere"
         result.say("in_out_pair", Effect.APPROXIMATED, f"ops between {len(pairs)} input/output node set(s) {where}")
-    _plan_device(options, host, result)
+    _plan_device(options, host, environment.device_id, result)
     return result
 
 
-def _plan_device(options, host: HostFacts, result: Contribution) -> None:
+def _plan_device(options, host: HostFacts, from_environment: tuple[str, int] | None, result: Contribution) -> None:
     """session_device_id > ASCEND_DEVICE_ID > DEVICE_ID picks the device, as on Ascend; here, the GPU index."""
     if options.session_device_id >= 0:
         source, index = "session_device_id", options.session_device_id
+    elif from_environment is None:
+        return
     else:
-        found = device_id_source()
-        if found is None:
-            return
-        source, index = found
+        source, index = from_environment
     if not host.has_gpu:
         how = f"device {index} requested by {source}, but this host has no GPU: runs on the CPU"
         effect = Effect.NO_EQUIVALENT

@@ -1,8 +1,10 @@
 """What this host offers: TensorFlow version, devices and what its CPU and GPU compute fast. Every device check
 lives here (the differences between TensorFlow lines: npu_bridge_compat/compat/).
 
-The plan takes a `HostFacts` value, so tests and `explain --host KIND` can plan for a host other than this one
-(HOST_KINDS). Facts are data: detecting them reads /proc/cpuinfo and lists TensorFlow's GPUs, nothing more.
+The plan takes a `HostFacts` value and a `PlanEnvironment`, so tests and `explain --host KIND` can plan for a host
+other than this one (HOST_KINDS) and for any environment. Facts are data: detecting them reads /proc/cpuinfo and
+lists TensorFlow's GPUs, nothing more; `detect_host` and `plan_environment` are the one place that reads the host
+and the process for a plan, and the planners read nothing themselves.
 
 Reduced precision is fast only where the hardware computes in it (the capabilities, `Support`):
 - bfloat16 on a CPU: native with AVX512_BF16 or AMX-BF16 (Cooper Lake, Sapphire Rapids and later, AMD Zen 4);
@@ -163,6 +165,28 @@ def cpu_support(flags, machine: str) -> tuple[Support, Support]:
     if flags & set(NATIVE_BFLOAT16_FLAGS):
         return Support.NATIVE, float16
     return (Support.EMULATED if EMULATING_FLAG in flags else Support.NONE), float16
+
+
+@dataclasses.dataclass(frozen=True)
+class PlanEnvironment:
+    """What a plan needs of the process beyond the host's facts (read by plan_environment)."""
+
+    # Where relative output folders go (a dump's default folder).
+    working_directory: str = "."
+    # (variable, index) of the device that ASCEND_DEVICE_ID, DEVICE_ID or a scheduler's local rank picks.
+    device_id: tuple[str, int] | None = None
+    # Why XLA's flags for graph-kernel fusion may not be in force in this process, or None.
+    fusion_flags_problem: str | None = None
+
+
+def plan_environment() -> PlanEnvironment:
+    """This process's PlanEnvironment: its working folder, its device variables, its XLA flags."""
+    from npu_bridge_compat.compat.xla import fusion_flags_problem
+    from npu_bridge_compat.distributed.ranks import device_id_source
+
+    return PlanEnvironment(
+        working_directory=os.getcwd(), device_id=device_id_source(), fusion_flags_problem=fusion_flags_problem()
+    )
 
 
 @functools.lru_cache(maxsize=1)

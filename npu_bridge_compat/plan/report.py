@@ -10,6 +10,8 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+from npu_bridge_compat import changes
+from npu_bridge_compat.changes import Owner
 from npu_bridge_compat.logs import log_report
 from npu_bridge_compat.options.spec import Concern, Effect
 
@@ -64,14 +66,15 @@ class Report:
         return "\n".join(lines)
 
 
-_LOGGED: set[str] = set()
+LOGGED_REPORTS = changes.ProcessState("the translation reports logged", Owner.LOGGING, set)
 
 
 def log_once(report: Report) -> bool:
     """Log the report unless this process already logged the same one; return whether it was logged."""
     text = str(report)
-    if text in _LOGGED:
+    logged = changes.state(LOGGED_REPORTS)
+    if text in logged:
         return False
-    _LOGGED.add(text)
+    logged.add(text)
     log_report(text)
     return True

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from npu_bridge_compat import changes
+from npu_bridge_compat.changes import Owner
 from npu_bridge_compat.compat.batchnorm import install_horizon_gate
 from npu_bridge_compat.compat.xla import reserve_fusion_flags
 from npu_bridge_compat.errors import NpuCompatWarning, warn
@@ -65,8 +67,10 @@ class Door:
         return isinstance(feature, (ProcessSetting, *self.applies))
 
 
-_warned: set[tuple[str, tuple[str, ...]]] = set()
-_unmeasured: set[str] = set()
+WARNED_DOORS = changes.ProcessState("the doors warned about features they do not carry out", Owner.PLAN_SETTINGS, set)
+UNMEASURED_DOORS = changes.ProcessState(
+    "the doors said to run a measured mixed precision unmeasured", Owner.PRECISION, set
+)
 
 
 def plan_for_door(options, config=None, recompute: str | None = None) -> HostPlan:
@@ -111,8 +115,9 @@ def enter_plan(plan, door: Door | None = None, process: bool = True) -> None:
     mixed = plan.mixed_precision
     if mixed is not None and mixed.choice is PrecisionChoice.MEASURED and not (door and door.measures_precision):
         name = door.name if door else "host_session_config"
-        if name not in _unmeasured:
-            _unmeasured.add(name)
+        unmeasured = changes.state(UNMEASURED_DOORS)
+        if name not in unmeasured:
+            unmeasured.add(name)
             log_line(
                 f"{name} runs no run-time units, so {mixed.dtype} mixed precision runs without the check of each "
                 "function's first runs against float32; NPUSession and NPUEstimator make it"
@@ -121,8 +126,9 @@ def enter_plan(plan, door: Door | None = None, process: bool = True) -> None:
         return
     dropped = unapplied(plan, door)
     key = (door.name, tuple(map(str, dropped)))
-    if dropped and key not in _warned:
-        _warned.add(key)
+    warned = changes.state(WARNED_DOORS)
+    if dropped and key not in warned:
+        warned.add(key)
         many = len(dropped) > 1
         warn(
             f"{door.name} does not carry out {', '.join(map(str, dropped))}: the report lists "

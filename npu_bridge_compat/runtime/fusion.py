@@ -22,6 +22,8 @@ import statistics
 import threading
 from collections.abc import Hashable
 
+from npu_bridge_compat import changes
+from npu_bridge_compat.changes import Owner
 from npu_bridge_compat.compat.graph import op_type_is_stateful
 from npu_bridge_compat.logs import log_line
 from npu_bridge_compat.runtime.trial import (
@@ -64,8 +66,8 @@ _PLUMBING = frozenset(
 _LIBRARY_MARKS = ("MatMul", "Conv", "Einsum")
 
 _lock = threading.Lock()
-_observed: list[FusionSummary] = []
-_decided: list[FusionDecision] = []
+OBSERVED = changes.ProcessState("what graph-kernel fusion reported", Owner.GRAPH_KERNEL_FUSION, list)
+DECIDED = changes.ProcessState("the forms graph-kernel fusion kept", Owner.GRAPH_KERNEL_FUSION, list)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -129,14 +131,14 @@ def merge(where: str, summaries) -> FusionSummary:
 def record(summary: FusionSummary) -> None:
     """Keep the summary (`observed_fusion`) and log it in one line."""
     with _lock:
-        _observed.append(summary)
+        changes.state(OBSERVED).append(summary)
     log_line(str(summary))
 
 
 def observed_fusion() -> tuple[FusionSummary, ...]:
     """What graph-kernel fusion reported in this process so far, oldest first."""
     with _lock:
-        return tuple(_observed)
+        return tuple(changes.state(OBSERVED))
 
 
 # --- deciding by measurement ----------------------------------------------------------------------------------
@@ -207,14 +209,14 @@ def fusion_trials() -> Trials:
 def _decided_fusion(verdict: Verdict) -> None:
     decision = FusionDecision.of(verdict)
     with _lock:
-        _decided.append(decision)
+        changes.state(DECIDED).append(decision)
     log_line(str(decision))
 
 
 def fusion_decisions() -> tuple[FusionDecision, ...]:
     """The forms graph-kernel fusion kept in this process so far, oldest first."""
     with _lock:
-        return tuple(_decided)
+        return tuple(changes.state(DECIDED))
 
 
 def shape_key(structure) -> tuple:

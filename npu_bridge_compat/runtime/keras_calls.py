@@ -168,7 +168,7 @@ class PlanCallback(tf.keras.callbacks.Callback):
 # Per model (by id, while it lives: an entry goes with its model), per plan, Keras policy and mode: the function
 # traced with the plan's units, its probes and its trials, so that later fit / evaluate / predict calls of that
 # model under the same plan run it again, decided, whichever callback carries the plan.
-_kept: dict[int, dict[Hashable, KeptFunction]] = {}
+KEPT_FUNCTIONS = changes.ProcessState("the functions kept per Keras model and plan", Owner.KERAS_CALL, dict)
 _kept_lock = threading.Lock()
 
 
@@ -177,10 +177,11 @@ def kept_function(model, plan: HostPlan, mode: str) -> KeptFunction:
     is none). It is held only while the model lives: nothing kept refers to the model but weakly."""
     key = (_plan_key(plan), tf.keras.mixed_precision.global_policy().name, mode)
     with _kept_lock:
-        per_model = _kept.get(id(model))
+        kept_per_model = changes.state(KEPT_FUNCTIONS)
+        per_model = kept_per_model.get(id(model))
         if per_model is None:
-            per_model = _kept[id(model)] = {}
-            weakref.finalize(model, _kept.pop, id(model), None).atexit = False
+            per_model = kept_per_model[id(model)] = {}
+            weakref.finalize(model, _forget_model, id(model)).atexit = False
         kept = per_model.get(key)
         if kept is None:
             kept = per_model[key] = KeptFunction(plan, mode)
@@ -190,7 +191,11 @@ def kept_function(model, plan: HostPlan, mode: str) -> KeptFunction:
 def kept_functions(model) -> tuple[KeptFunction, ...]:
     """What is kept for `model` (nothing once it is freed)."""
     with _kept_lock:
-        return tuple(_kept.get(id(model), {}).values())
+        return tuple(changes.state(KEPT_FUNCTIONS).get(id(model), {}).values())
+
+
+def _forget_model(model_id: int) -> None:
+    changes.state(KEPT_FUNCTIONS).pop(model_id, None)
 
 
 def _plan_key(plan: HostPlan) -> Hashable:

@@ -25,16 +25,16 @@ FLAG_VARIABLES = ("TF_XLA_FLAGS", "XLA_FLAGS")
 OWNER = Owner.PLAN_ENVIRONMENT
 _lock = threading.Lock()
 # variable -> (value we set, source of the configuration, its change in the registry)
-_applied: dict[str, tuple[str, str, changes.Change]] = {}
+APPLIED = changes.ProcessState("the environment variables the plans set", OWNER, dict)
 
 
 def apply_environment(plan) -> None:
     """Set the plan's environment variables; refuse values that contradict an earlier configuration's."""
     with _lock:
-        _forget_undone()
-        _check_op_lists(plan)
+        applied = _forget_undone()
+        _check_op_lists(plan, applied)
         for name, value in plan.environment.items():
-            previous = _applied.get(name)
+            previous = applied.get(name)
             if previous and previous[0] != value:
                 raise NpuOptionValueError(
                     f"{plan.options.source} needs {name}={value!r}, but {previous[1]} already set it to "
@@ -47,23 +47,26 @@ def apply_environment(plan) -> None:
                 change = changes.add_to_environment_list(name, value.split(), owner=OWNER, reason=reason)
             else:
                 change = changes.set_environment(name, value, owner=OWNER, reason=reason)
-            _applied.setdefault(name, (value, plan.options.source, change))
+            applied.setdefault(name, (value, plan.options.source, change))
 
 
-def _forget_undone() -> None:
-    """Variables whose change was undone through the registry (`changes.undo`) no longer bind the process."""
-    for name, entry in list(_applied.items()):
+def _forget_undone() -> dict[str, tuple[str, str, changes.Change]]:
+    """The variables the plans set: those whose change was undone through the registry (`changes.undo`) no
+    longer bind the process and are left out."""
+    applied = changes.state(APPLIED)
+    for name, entry in list(applied.items()):
         if OWNER not in entry[2].owners:
-            del _applied[name]
+            del applied[name]
+    return applied
 
 
-def _check_op_lists(plan) -> None:
+def _check_op_lists(plan, applied: dict) -> None:
     """The mixed-precision op lists are one setting: a plan that runs a mixed-precision pass must find either
     no lists set or exactly its own."""
     wanted = {n: v for n, v in plan.environment.items() if n.startswith(AMP_ENV_PREFIX)}
-    current = {n: entry[0] for n, entry in _applied.items() if n.startswith(AMP_ENV_PREFIX)}
+    current = {n: entry[0] for n, entry in applied.items() if n.startswith(AMP_ENV_PREFIX)}
     if current and (wanted or plan.mixed_precision) and wanted != current:
-        source = next(entry[1] for n, entry in _applied.items() if n.startswith(AMP_ENV_PREFIX))
+        source = next(entry[1] for n, entry in applied.items() if n.startswith(AMP_ENV_PREFIX))
         raise NpuOptionValueError(
             f"{plan.options.source} needs the mixed-precision op lists {wanted or 'unchanged'}, but {source} "
             f"already set {current} in this process. Grappler reads them process-wide, so two configurations "
@@ -75,15 +78,15 @@ def _check_op_lists(plan) -> None:
 def restore_environment(names=None) -> None:
     """Give the variables set by `apply_environment` (all, or `names`) their earlier values back."""
     with _lock:
-        _forget_undone()
-        chosen = [name for name in (list(_applied) if names is None else names) if name in _applied]
-        changes.undo(owner=OWNER, changes=[_applied.pop(name)[2] for name in chosen])
+        applied = _forget_undone()
+        chosen = [name for name in (list(applied) if names is None else names) if name in applied]
+        changes.undo(owner=OWNER, changes=[applied.pop(name)[2] for name in chosen])
 
 
 @contextlib.contextmanager
 def applied_environment(plan) -> Iterator[None]:
     """The plan's environment for the duration of a block (a Keras fit), restored afterwards."""
-    fresh = [name for name in plan.environment if name not in _applied]
+    fresh = [name for name in plan.environment if name not in changes.state(APPLIED)]
     apply_environment(plan)
     try:
         yield

@@ -84,17 +84,17 @@ OPENED = "npu_device.open()"
 PROFILER_TRACE = "TensorFlow profiler"
 
 _lock = threading.Lock()
-_tree: tf2_options.OptionGroup | None = None  # global_options(): the program's configuration, as in the adapter
+# global_options(): the program's configuration, as in the adapter
+PROGRAM_OPTIONS = changes.ProcessState(
+    "npu_device.global_options(): the program's option tree", OWNER, lambda: tf2_options.OptionGroup("")
+)
 _handle: NpuDeviceHandle | None = None  # the device opened, while its opening is in force (_Opened)
 
 
 def global_options() -> tf2_options.OptionGroup:
     """The process's option tree; `open()` reads it."""
-    global _tree
     with _lock:
-        if _tree is None:
-            _tree = tf2_options.OptionGroup("")
-        return _tree
+        return changes.state(PROGRAM_OPTIONS)
 
 
 def global_npu_ctx() -> NpuDeviceHandle | None:
@@ -133,7 +133,6 @@ def open(device_id: int | None = None) -> NpuDeviceHandle:  # noqa: A001 - the a
     """Open the process's device (ASCEND_DEVICE_ID, else 0): plan `global_options()` and apply its process-wide
     part. One device per process, as on Ascend: the same id again returns it, until the changes registry undoes
     the opening."""
-    global _tree
     if device_id is None:
         device_id = ranks.device_id() or 0
     with _lock:
@@ -145,14 +144,13 @@ def open(device_id: int | None = None) -> NpuDeviceHandle:  # noqa: A001 - the a
             )
         workers = ranks.rank_size()
         worker_id = _join_ranks() if workers > 1 else 0
-        if _tree is None:
-            _tree = tf2_options.OptionGroup("")
-        plan = plan_options(_tree)
+        tree = changes.state(PROGRAM_OPTIONS)
+        plan = plan_options(tree)
         enter_plan(plan, TF2_DOOR)
         _configure_devices(plan, device_id, several_ranks=workers > 1)
         handle = NpuDeviceHandle(device_id, workers, worker_id, plan)
         changes.enter(
-            _Opened(handle, _tree),
+            _Opened(handle, tree),
             OPENED,
             owner=OWNER,
             reason=f"device {device_id} is open with the plan of global_options() (undone: open() plans them again)",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 
+from npu_bridge_compat import changes
 from npu_bridge_compat.changes import Owner
 from npu_bridge_compat.compat.eager import calls_through, checked_after_calls, wrapping
 from npu_bridge_compat.errors import NpuCompatWarning, warn
@@ -24,13 +25,13 @@ from npu_bridge_compat.runtime.units import traced_with_units
 
 OWNER = Owner.TF2_DOOR
 _LIBRARIES = ("keras", "tf_keras", "tensorflow", "npu_bridge_compat")
-_checked: list[StepProbes] = []  # the numeric checks of every function made so far
+CHECKED_FUNCTIONS = changes.ProcessState("the numeric checks of every function made so far", OWNER, list)
 
 
 def _raise_first_failure(probes: StepProbes) -> None:
     """After a call: a failure the functions it called recorded names the op itself, where the caller's own check
     names only the call of that function; so they are read first."""
-    for each in [other for other in _checked if other is not probes] + [probes]:
+    for each in [other for other in changes.state(CHECKED_FUNCTIONS) if other is not probes] + [probes]:
         each.raise_if_failed(each.failure.numpy())
 
 
@@ -84,7 +85,7 @@ def with_units(plan: HostPlan) -> Callable[[Callable], Callable]:
             made = original(wrapping(func, traced), *args, **kwargs)
             if probes is None or probes.failure is None:
                 return made
-            _checked.append(probes)
+            changes.state(CHECKED_FUNCTIONS).append(probes)
             return checked_after_calls(made, lambda: _raise_first_failure(probes), owner=OWNER)
 
         return function
