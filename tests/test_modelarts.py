@@ -28,7 +28,8 @@ from npu_bridge_compat.legacy.modelarts import (
     modelarts_name_status,
     use_obs_root,
 )
-from npu_bridge_compat.legacy.modelarts.storage import ACCESS_KEY_VARIABLES, parse_object_url
+from npu_bridge_compat.legacy.modelarts.flags import FLAG_VALUES
+from npu_bridge_compat.legacy.modelarts.storage import ACCESS_KEY_VARIABLES, CLIENTS, SAID, parse_object_url
 
 boto3 = pytest.importorskip("boto3")
 moto_server = pytest.importorskip("moto.server")
@@ -83,10 +84,12 @@ def new_bucket(endpoint: str) -> str:
 
 
 @pytest.fixture(autouse=True)
-def storage_undone(monkeypatch):
-    """Each test starts with no endpoint or key variables of the host's, and ends with the world undone."""
+def storage_undone(monkeypatch, fresh_state):
+    """Each test starts with no endpoint or key variables of the host's and the world's state fresh (no clients,
+    nothing said, no flags), and ends with the world undone."""
     for name in ("S3_ENDPOINT", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", *ACCESS_KEY_VARIABLES):
         monkeypatch.delenv(name, raising=False)
+    fresh_state(CLIENTS, SAID, FLAG_VALUES)
     yield
     changes.undo(owner=OWNER)
 

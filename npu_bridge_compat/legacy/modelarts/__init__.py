@@ -17,7 +17,6 @@ from npu_bridge_compat import changes
 from npu_bridge_compat.changes import Owner
 from npu_bridge_compat.imports.world import NameStatus, World
 from npu_bridge_compat.legacy.modelarts.file_api import MoxFile
-from npu_bridge_compat.legacy.modelarts.flags import MoxFlags
 from npu_bridge_compat.legacy.modelarts.storage import ObjectStorage, ObjectStorageError, StorageSettings
 from npu_bridge_compat.legacy.modelarts.table import MODULES
 
@@ -44,7 +43,6 @@ def _change_settings(settings: StorageSettings) -> None:
 
 
 FILE_API = MoxFile(STORAGE, _change_settings, OWNER)
-FLAGS = MoxFlags()
 
 MODELARTS = World(
     name="modelarts",

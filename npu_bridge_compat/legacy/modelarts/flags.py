@@ -4,19 +4,20 @@ from __future__ import annotations
 
 from typing import Any
 
+from npu_bridge_compat import changes
+from npu_bridge_compat.changes import Owner
 
-class MoxFlags:
-    """The flags the program set, read back by `get_flag`."""
+FLAG_VALUES = changes.ProcessState("the moxing flags the program set (mox.set_flag)", Owner.MODELARTS_WORLD, dict)
 
-    def __init__(self) -> None:
-        self._values: dict[str, Any] = {}
 
-    def set_flag(self, name: str, value: Any) -> None:
-        """Keep `value` for flag `name`."""
-        self._values[name] = value
+def set_flag(name: str, value: Any) -> None:
+    """Keep `value` for flag `name`."""
+    changes.state(FLAG_VALUES)[name] = value
 
-    def get_flag(self, name: str) -> Any:
-        """The value the program set for flag `name`; KeyError naming the flags set where it set none."""
-        if name not in self._values:
-            raise KeyError(f"mox.get_flag({name!r}): the program set no such flag (set: {sorted(self._values)})")
-        return self._values[name]
+
+def get_flag(name: str) -> Any:
+    """The value the program set for flag `name`; KeyError naming the flags set where it set none."""
+    values = changes.state(FLAG_VALUES)
+    if name not in values:
+        raise KeyError(f"mox.get_flag({name!r}): the program set no such flag (set: {sorted(values)})")
+    return values[name]

@@ -21,6 +21,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from npu_bridge_compat import changes
+from npu_bridge_compat.changes import Owner
 from npu_bridge_compat.errors import NpuConfigError
 
 OBJECT_SCHEMES = ("obs", "s3")
@@ -37,6 +39,12 @@ WHERE_TO_SET = (
     "myhuaweicloud.com), call mox.file.set_auth(server=...), or map obs:// URLs to a local folder with "
     "`run --obs-root DIR`"
 )
+
+
+CLIENTS = changes.ProcessState(
+    "moxing's boto3 clients, one per storage settings and environment", Owner.MODELARTS_WORLD, dict
+)
+SAID = changes.ProcessState("where moxing's obs:// URLs go, said once per choice", Owner.MODELARTS_WORLD, set)
 
 
 class ObjectStorageError(NpuConfigError, OSError):
@@ -108,10 +116,8 @@ class ObjectStorage:
     """The facts of where obs:// and s3:// URLs go on this host, and the boto3 client that reaches them."""
 
     def __init__(self) -> None:
-        self.settings = StorageSettings()
+        self.settings = StorageSettings()  # changed through the registry (run --obs-root, mox.file.set_auth)
         self._lock = threading.Lock()
-        self._clients: dict[tuple, Any] = {}
-        self._said: set[str] = set()
 
     # --- where a URL goes ------------------------------------------------------------------------------------
 
@@ -145,10 +151,11 @@ class ObjectStorage:
     def say_once(self, url: str) -> None:
         """Say where URLs go, once per choice, when the program reaches its first one."""
         sentence = self.describe()
+        said = changes.state(SAID)
         with self._lock:
-            if sentence in self._said:
+            if sentence in said:
                 return
-            self._said.add(sentence)
+            said.add(sentence)
         from npu_bridge_compat.logs import log_line
 
         log_line(f"npu_bridge_compat: moxing: {sentence} (first: {url})")
@@ -194,15 +201,16 @@ class ObjectStorage:
         environment = dict(os.environ)
         endpoint, endpoint_source = self._endpoint(environment)
         key = (self.settings, endpoint, *(environment.get(name) for name in ACCESS_KEY_VARIABLES))
+        clients = changes.state(CLIENTS)
         with self._lock:
-            client = self._clients.get(key)
+            client = clients.get(key)
         if client is not None:
             return client
         if endpoint is None and location.scheme == "obs":
             raise ObjectStorageError(f"{location.url}: no object-storage endpoint for obs:// URLs: {WHERE_TO_SET}")
         client = self._make_client(location, endpoint, environment)
         with self._lock:
-            self._clients[key] = client
+            clients[key] = client
         return client
 
     def _make_client(self, location: ObjectKey, endpoint: str | None, environment: dict[str, str]) -> Any:

@@ -13,7 +13,7 @@ from npu_bridge_compat.imports.world import Module
 
 HERE = "npu_bridge_compat.legacy.modelarts"
 FILE_API = f"{HERE}.FILE_API"  # a MoxFile bound to the world's ObjectStorage
-FLAGS = f"{HERE}.FLAGS"
+FLAGS = f"{HERE}.flags"
 
 FRAMEWORK = (
     "moxing's TensorFlow training framework (mox.run, ModelSpec, get_optimizer_fn and their hooks) is ModelArts' "
