@@ -2,6 +2,7 @@ import dataclasses
 import os
 import signal
 import subprocess
+import sys
 import tempfile
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -45,9 +46,30 @@ LINE_MARKERS = {
 }
 
 
+STARTS_PROCESSES = "starts_processes"
+# The audit events of a new program (PEP 578); `fork` alone is not one: TensorFlow's own forks are not programs.
+_PROGRAM_EVENTS = ("subprocess.Popen", "os.system", "os.posix_spawn", "os.exec")
+# Programs that start a Python (TensorFlow, a rank, `run`) rather than a tool a library asks something of.
+_PROGRAM_NAMES = ("python", "bash", "sh", "unshare", "npu-bridge-compat")
+_programs_started: list[str] = []
+
+
+def _count_program_starts(event: str, arguments: tuple) -> None:
+    if event in _PROGRAM_EVENTS and arguments:
+        program = os.path.basename(os.fsdecode(arguments[0])) if arguments[0] else ""
+        if event == "os.system" or program.startswith(_PROGRAM_NAMES) or program == os.path.basename(sys.executable):
+            _programs_started.append(program)
+
+
 def pytest_configure(config) -> None:
     for marker, (_, reason) in LINE_MARKERS.items():
         config.addinivalue_line("markers", f"{marker}: runs only where the line has it; elsewhere the tests {reason}")
+    config.addinivalue_line(
+        "markers",
+        f"{STARTS_PROCESSES}: starts Python processes (scripts, ranks, `run`): the slow part of the suite; "
+        f"`-m 'not {STARTS_PROCESSES}'` leaves them out of a quick run (CI runs every test)",
+    )
+    sys.addaudithook(_count_program_starts)  # an audit hook stays for the process: it only counts
 
 
 def pytest_collection_modifyitems(config, items) -> None:
@@ -75,6 +97,20 @@ def pytest_terminal_summary(terminalreporter) -> None:
             terminalreporter.write_line(
                 f"{count} test{'s' * (count != 1)} skipped on TensorFlow {compat.tensorflow_version()}: {reason}"
             )
+
+
+@pytest.fixture(autouse=True)
+def marked_if_it_starts_processes(request):
+    """A test that starts a Python, a shell or a rank carries the starts_processes marker, so that a quick run
+    can leave the slow part out: one that does not is an error naming the programs it started."""
+    before = len(_programs_started)
+    yield
+    started = _programs_started[before:]
+    if started and request.node.get_closest_marker(STARTS_PROCESSES) is None:
+        pytest.fail(
+            f"{request.node.nodeid} started {', '.join(sorted(set(started)))} without the {STARTS_PROCESSES} "
+            f"marker: add @pytest.mark.{STARTS_PROCESSES} (or the module's pytestmark)"
+        )
 
 
 @pytest.fixture(autouse=True)

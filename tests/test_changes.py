@@ -369,6 +369,7 @@ def test_a_list_several_owners_add_to_is_one_change_that_undoes_each_part(monkey
     assert registry.mark() > start
 
 
+@pytest.mark.starts_processes
 def test_exit_handlers_run_at_exit_unless_undone(tmp_path):
     script = tmp_path / "exits.py"
     script.write_text(
@@ -535,6 +536,7 @@ def test_an_owner_that_keeps_a_value_current_sets_it_anew(monkeypatch):
     assert device.LOOP_SIZE_VARIABLE not in os.environ
 
 
+@pytest.mark.starts_processes
 def test_a_functions_class_swapped_twice_by_its_owner_does_both_and_comes_back():
     """Numeric checks after each call, then calls through the forms first runs decide: one change of the
     tf.function's class, whose subclass does both, and undoing it gives back the tf.function's own class."""
@@ -604,6 +606,7 @@ def round_trip(tmp_path_factory) -> dict:
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.starts_processes
 def test_importing_the_package_and_its_doors_changes_nothing(round_trip):
     """Every door but the Estimator's changes nothing when imported; the Estimator door's NPURunConfig derives from
     tf.estimator's RunConfig, which from TensorFlow 2.16 is tensorflow-estimator 2.15 served through the registry
@@ -616,6 +619,7 @@ def test_importing_the_package_and_its_doors_changes_nothing(round_trip):
         assert served and all(target in round_trip["in_force"] for target in served)
 
 
+@pytest.mark.starts_processes
 def test_every_door_lists_its_changes_and_undoing_restores_the_process(round_trip):
     """After the session door through npu_init (mixed precision, fusion, determinism, the N-step loop, a horizon),
     NPUCallback, NPUEstimator and a plain Estimator, npu_device with fit and tf.function, the TF

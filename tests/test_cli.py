@@ -150,6 +150,7 @@ def test_options_prints_the_table(capsys):
     assert capsys.readouterr().out.strip() == markdown_table()
 
 
+@pytest.mark.starts_processes
 def test_module_entry_point_runs():
     result = subprocess.run(
         [sys.executable, "-m", "npu_bridge_compat", "explain", "graph_run_mode=2"],

@@ -302,7 +302,7 @@ def test_several_ranks_build_tensorflow_collectives_with_distinct_keys(monkeypat
     """The ops are built without running: each gradient is averaged with an allreduce and IndexedSlices are
     allgathered, each collective with its own instance key."""
     set_env(monkeypatch, RANK_SIZE=2, RANK_ID=1, HCCL_EXEC_TIMEOUT=77)
-    monkeypatch.setattr(distributed.runtime, "start", lambda: None)  # building needs no server
+    monkeypatch.setattr(distributed.collective_runtime, "start", lambda: None)  # building needs no server
     with tf.Graph().as_default():
         w = v1.get_variable("w", initializer=[1.0, 2.0])
         table = v1.get_variable("table", initializer=tf.ones([4, 2]))
@@ -328,7 +328,7 @@ def test_several_ranks_build_tensorflow_collectives_with_distinct_keys(monkeypat
 
 def test_dense_gradients_travel_fused_where_hccl_split_strategy_cuts(monkeypatch, fresh_state):
     set_env(monkeypatch, RANK_SIZE=2, RANK_ID=0)
-    monkeypatch.setattr(distributed.runtime, "start", lambda: None)
+    monkeypatch.setattr(distributed.collective_runtime, "start", lambda: None)
     fresh_state(distributed.optimizers.SPLIT_STRATEGIES)
 
     def reduced_sizes():
@@ -353,7 +353,7 @@ def test_distributed_loss_scaling_skips_a_step_on_every_rank(monkeypatch):
     """With is_distributed the finite flag is the minimum over the ranks (one rank's overflow skips everyone's
     step); NPUOptimizer(is_distributed=True) also averages the gradients."""
     set_env(monkeypatch, RANK_SIZE=2, RANK_ID=0)
-    monkeypatch.setattr(distributed.runtime, "start", lambda: None)
+    monkeypatch.setattr(distributed.collective_runtime, "start", lambda: None)
     with tf.Graph().as_default():
         w = v1.get_variable("w", initializer=[1.0])
         optimizer = NPUOptimizer(
@@ -398,7 +398,7 @@ def test_each_rank_gets_the_gpu_of_its_device_id(monkeypatch):
         undone."""
         registry = changes.Registry()
         monkeypatch.setattr(changes, "change_irreversibly", registry.change_irreversibly)
-        distributed.runtime._select_gpu(cluster.current_cluster())
+        distributed.collective_runtime._select_gpu(cluster.current_cluster())
         [change] = registry.in_force()
         return change
 
@@ -409,13 +409,14 @@ def test_each_rank_gets_the_gpu_of_its_device_id(monkeypatch):
     select()
     with pytest.raises(changes.ChangeConflict, match="visible GPUs: ranks set it to 'GPU 0'; ranks asked for 'GPU 1'"):
         set_env(monkeypatch, ASCEND_DEVICE_ID=1)
-        distributed.runtime._select_gpu(cluster.current_cluster())  # a second choice in the same process
+        distributed.collective_runtime._select_gpu(cluster.current_cluster())  # a second choice in the same process
     set_env(monkeypatch, ASCEND_DEVICE_ID=5)
     with pytest.warns(UserWarning, match="rank 1 .* asks for GPU 5, but this host has 2; it runs on the CPU"):
         select()
     assert chosen == [["gpu1"], ["gpu0"], []]
 
 
+@pytest.mark.starts_processes
 def test_eager_collectives_set_up_too_late_are_refused_clearly():
     code = "import tensorflow as tf; from npu_bridge_compat import distributed; tf.constant(1.0); distributed.start()"
     result = subprocess.run(
@@ -479,6 +480,7 @@ def run_launch(*arguments, timeout=240, **kwargs):
     )
 
 
+@pytest.mark.starts_processes
 def test_launch_gives_each_rank_its_environment_and_prefixes_its_output(tmp_path):
     script = tmp_path / "show.py"
     script.write_text(
@@ -515,6 +517,7 @@ def test_launch_gives_each_rank_its_environment_and_prefixes_its_output(tmp_path
     assert seen["[rank 0"]["NPU_BRIDGE_COMPAT_PORT"] == seen["[rank 1"]["NPU_BRIDGE_COMPAT_PORT"]
 
 
+@pytest.mark.starts_processes
 def test_launch_stops_every_rank_when_one_fails(tmp_path):
     script = tmp_path / "fail.py"
     script.write_text(
@@ -536,6 +539,7 @@ def test_launch_stops_every_rank_when_one_fails(tmp_path):
     assert len(pids) == 3 and not [pid for pid in pids if Path(f"/proc/{pid}").exists()]
 
 
+@pytest.mark.starts_processes
 def test_launch_refuses_bad_arguments(tmp_path):
     assert "no such script" in run_launch("-n", "2", str(tmp_path / "absent.py")).stderr
     script = tmp_path / "ok.py"
@@ -599,6 +603,7 @@ USER_NAMESPACES = (
 )
 
 
+@pytest.mark.starts_processes
 @pytest.mark.skipif(not USER_NAMESPACES, reason="this system refuses user network namespaces (launch then says so)")
 def test_a_single_host_job_is_reachable_over_loopback_only():
     """TensorFlow's servers listen on every interface of their network (grpc_server_lib.cc binds 0.0.0.0): launch
@@ -642,8 +647,8 @@ def test_a_rank_cut_off_by_a_peer_that_left_its_step_is_told_why():
     cut_off = tf.errors.InternalError(
         None, None, "Collective ops is aborted by: Delete called on non-empty BufRendezvous\nAdditional GRPC ..."
     )
-    note = distributed.runtime._step_ended_note(type(cut_off), cut_off)
+    note = distributed.collective_runtime._step_ended_note(type(cut_off), cut_off)
     assert note.startswith(": that rank ended its step while this collective was still exchanging data with it")
     assert "run it after the step (a hook's after_run)" in note
     other = tf.errors.InternalError(None, None, "Collective ops is aborted by: something else")
-    assert distributed.runtime._step_ended_note(type(other), other) == ""
+    assert distributed.collective_runtime._step_ended_note(type(other), other) == ""

@@ -30,6 +30,8 @@ SCRIPTS = HERE / "scripts"
 sys.path.insert(0, str(SCRIPTS))
 import dist_model  # noqa: E402
 
+pytestmark = pytest.mark.starts_processes
+
 ENVIRONMENT = {
     **os.environ,
     "PYTHONPATH": os.pathsep.join([str(HERE.parent), os.environ.get("PYTHONPATH", "")]),

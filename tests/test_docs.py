@@ -64,6 +64,7 @@ def test_the_pages_hold_runnable_examples_and_every_skip_says_why():
     assert markers == len(skipped), "a `docs-test:` comment is not `<!-- docs-test: skip (reason) -->` before a fence"
 
 
+@pytest.mark.starts_processes
 @pytest.mark.parametrize(
     "example",
     [
@@ -114,6 +115,7 @@ def relative_links(page: Path) -> list[tuple[int, str]]:
     ]
 
 
+@pytest.mark.starts_processes
 @pytest.mark.parametrize("page", PAGES, ids=lambda page: str(page.relative_to(ROOT)))
 def test_relative_links_reach_their_page_and_heading(page: Path):
     broken = []

@@ -220,6 +220,7 @@ def test_recompute_becomes_grapplers_memory_optimizer():
     )
 
 
+@pytest.mark.starts_processes
 def test_plain_estimator_trains_with_the_host_config_and_warns_once_about_iterations(tmp_path):
     config = NPURunConfig(model_dir=str(tmp_path), iterations_per_loop=5)
     with pytest.warns(NpuCompatWarning, match="take effect only with NPUEstimator") as record:
@@ -232,6 +233,7 @@ def test_plain_estimator_trains_with_the_host_config_and_warns_once_about_iterat
 # --- NPUEstimator: N steps per run -------------------------------------------------------------------------
 
 
+@pytest.mark.starts_processes
 def test_each_run_advances_global_step_by_n_and_the_last_loop_is_shortened(tmp_path):
     with pytest.warns(
         NpuCompatWarning,
@@ -293,6 +295,7 @@ def train_with_named_hooks(model_dir, iterations_per_loop, resource):
     return estimator, seen, by_name.values
 
 
+@pytest.mark.starts_processes
 @pytest.mark.parametrize("resource", [True, False], ids=["resource variables", "TF1 reference variables"])
 def test_hooks_fetching_tensors_named_in_model_fn_see_the_last_iteration(tmp_path, resource):
     single, single_seen, single_by_name = train_with_named_hooks(tmp_path / "single", 1, resource)
@@ -308,12 +311,14 @@ def test_hooks_fetching_tensors_named_in_model_fn_see_the_last_iteration(tmp_pat
     np.testing.assert_allclose(looped.get_variable_value("kernel"), single.get_variable_value("kernel"), rtol=1e-6)
 
 
+@pytest.mark.starts_processes
 def test_loop_graph_runs_copies_of_the_built_step(tmp_path):
     _, recorder = train(tmp_path, iterations_per_loop=4, max_steps=8)
     assert {"Enter", "Exit", "NextIteration", "IteratorGetNext"} <= recorder.graph_op_types
     assert "While" not in recorder.graph_op_types  # a v1 loop over an imported copy of the step
 
 
+@pytest.mark.starts_processes
 def test_n_step_training_matches_single_step_training(tmp_path):
     single, single_steps = train(tmp_path / "single", iterations_per_loop=1, max_steps=40)
     looped, looped_steps = train(tmp_path / "looped", iterations_per_loop=8, max_steps=40)
@@ -325,6 +330,7 @@ def test_n_step_training_matches_single_step_training(tmp_path):
             )
 
 
+@pytest.mark.starts_processes
 def test_train_steps_are_incremental_across_calls(tmp_path):
     estimator = NPUEstimator(dense_model_fn, config=NPURunConfig(model_dir=str(tmp_path), iterations_per_loop=5))
     estimator.train(input_fn, steps=10)
@@ -333,6 +339,7 @@ def test_train_steps_are_incremental_across_calls(tmp_path):
     assert recorder.steps == [15, 20]
 
 
+@pytest.mark.starts_processes
 def test_checkpoints_and_summaries_land_on_run_boundaries(tmp_path):
     train(tmp_path, iterations_per_loop=5, max_steps=20, save_checkpoints_steps=10, save_summary_steps=10)
     state = tf.train.get_checkpoint_state(str(tmp_path))
@@ -358,6 +365,7 @@ def test_interval_not_multiple_of_n_warns(tmp_path):
         )
 
 
+@pytest.mark.starts_processes
 def test_evaluate_and_predict_run_one_step_per_run(tmp_path):
     estimator, _ = train(tmp_path, iterations_per_loop=5, max_steps=10)
     metrics = estimator.evaluate(input_fn, steps=3)
@@ -366,6 +374,7 @@ def test_evaluate_and_predict_run_one_step_per_run(tmp_path):
     assert len(list(predictions)) == 4
 
 
+@pytest.mark.starts_processes
 def test_looping_needs_a_dataset(tmp_path):
     def tensors_input_fn():
         return tf.compat.v1.data.make_one_shot_iterator(input_fn()).get_next()
@@ -387,12 +396,14 @@ def host_call_model_fn(record):
     return model_fn
 
 
+@pytest.mark.starts_processes
 def test_host_call_runs_every_step_with_one_step_per_run(tmp_path):
     record = []
     train(tmp_path, model_fn=host_call_model_fn(record), max_steps=4)
     assert len(record) == 4
 
 
+@pytest.mark.starts_processes
 def test_host_call_is_refused_with_several_steps_per_run(tmp_path):
     with pytest.raises(NpuOptionValueError, match="host_call is not supported with iterations_per_loop=2"):
         train(tmp_path, model_fn=host_call_model_fn([]), iterations_per_loop=2, max_steps=4)
@@ -418,6 +429,7 @@ def test_npuestimator_checks_its_config(tmp_path):
 # --- mixed compute: the FusedBatchNormV3 workaround --------------------------------------------------------
 
 
+@pytest.mark.starts_processes
 @pytest.mark.parametrize("keras", [False, True])
 def test_mixed_compute_builds_pre_v3_batch_norm(tmp_path, keras):
     _, mixed = train(
@@ -428,6 +440,7 @@ def test_mixed_compute_builds_pre_v3_batch_norm(tmp_path, keras):
     assert V3_OPS <= plain.op_types and "FusedBatchNorm" not in plain.op_types
 
 
+@pytest.mark.starts_processes
 def test_mixed_compute_float16_batch_norm_is_v2(tmp_path):
     _, mixed = train(
         tmp_path, model_fn=batchnorm_model_fn, max_steps=2, params={"dtype": tf.float16}, mix_compile_mode=True
@@ -435,6 +448,7 @@ def test_mixed_compute_float16_batch_norm_is_v2(tmp_path):
     assert {"FusedBatchNormV2", "FusedBatchNormGradV2"} <= mixed.op_types and not mixed.op_types & V3_OPS
 
 
+@pytest.mark.starts_processes
 def test_training_with_and_without_the_workaround_agrees(tmp_path):
     mixed, _ = train(tmp_path / "mixed", model_fn=batchnorm_model_fn, max_steps=15, params={}, mix_compile_mode=True)
     plain, _ = train(tmp_path / "plain", model_fn=batchnorm_model_fn, max_steps=15, params={})
@@ -445,6 +459,7 @@ def test_training_with_and_without_the_workaround_agrees(tmp_path):
             )
 
 
+@pytest.mark.starts_processes
 def test_the_scripts_own_horizon_works_again(tmp_path):
     def horizon_model_fn(features, labels, mode, params):
         with tf.compat.forward_compatibility_horizon(2019, 5, 1):
@@ -454,6 +469,7 @@ def test_the_scripts_own_horizon_works_again(tmp_path):
     assert "FusedBatchNorm" in recorder.op_types and not recorder.op_types & V3_OPS
 
 
+@pytest.mark.starts_processes
 def test_npu_scopes_work_inside_model_fn(tmp_path):
     def scoped_model_fn(features, labels, mode):
         with scope.without_npu_compile_scope():
@@ -504,6 +520,7 @@ def test_configuration_holders_map_to_npu_options():
         ExperimentalConfig(graph_memory_optimize_config="auto")
 
 
+@pytest.mark.starts_processes
 def test_in_out_pair_regions_are_kept_on_the_host_in_the_training_graph(tmp_path):
     class Attributes(tf.compat.v1.train.SessionRunHook):
         def after_create_session(self, session, coord):

@@ -32,6 +32,7 @@ def checkpoint_model():
     return module
 
 
+@pytest.mark.starts_processes
 @pytest.mark.needs_estimator
 @pytest.mark.parametrize("written_on", ["tf2.15", "tf2.21"])
 def test_a_checkpoint_written_on_either_line_restores_and_trains_on(tmp_path, written_on):
@@ -128,6 +129,7 @@ print("global_step", estimator.get_variable_value("global_step"), type(RunConfig
 """
 
 
+@pytest.mark.starts_processes
 @pytest.mark.serves_estimator
 def test_a_tf1_estimator_program_runs_under_run_tf1(tmp_path):
     script = tmp_path / "tpu_estimator_port.py"

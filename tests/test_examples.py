@@ -9,6 +9,8 @@ import pytest
 from npu_bridge_compat.plan import detect_host
 from npu_bridge_compat.plan.platform import BFLOAT16_KERNELS
 
+pytestmark = pytest.mark.starts_processes
+
 ROOT = Path(__file__).parent.parent
 
 

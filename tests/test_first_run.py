@@ -54,6 +54,7 @@ def doubled_messages(text: str) -> list[str]:
 MAIN_EXAMPLE = ("-m", "npu_bridge_compat", "run", "--tf1", "examples/ported/train.py")
 
 
+@pytest.mark.starts_processes
 def test_main_example_shows_the_report_once_then_the_training_progress():
     text = output(*MAIN_EXAMPLE, "--steps=200")
     assert text.count("NPU options from Session config") == 1 and text.count(REPORT_TITLE) == 1
@@ -71,6 +72,7 @@ def test_main_example_shows_the_report_once_then_the_training_progress():
     assert len(lines) < 16, text
 
 
+@pytest.mark.starts_processes
 def test_main_example_with_python_warnings_prints_each_notice_once():
     text = output(*MAIN_EXAMPLE, "--steps=20", env={"PYTHONWARNINGS": "default"})
     assert text.count("is deprecated and will be removed") >= 3  # TensorFlow's notices are back ...
@@ -78,6 +80,7 @@ def test_main_example_with_python_warnings_prints_each_notice_once():
     assert text.count("NPU options from Session config") == 1
 
 
+@pytest.mark.starts_processes
 @pytest.mark.needs_estimator
 def test_estimator_example_shows_the_report_once_then_the_training_progress(tmp_path):
     text = output("examples/estimator/train.py", "--max_steps=200", f"--model_dir={tmp_path}")
@@ -87,12 +90,14 @@ def test_estimator_example_shows_the_report_once_then_the_training_progress(tmp_
     assert "is deprecated" not in text and doubled_messages(text) == []
 
 
+@pytest.mark.starts_processes
 def test_run_shows_the_report_once_and_no_deprecation_flood():
     text = output("-m", "npu_bridge_compat", "run", "tests/scripts/session_port.py")  # decided: a TF 1.15 program
     assert text.count("NPU options from Session config") == 1  # printed as a block: the script set up no logging
     assert "global_step 20" in text and "deprecated" not in text and doubled_messages(text) == []
 
 
+@pytest.mark.starts_processes
 def test_run_show_deprecations_brings_the_notices_back_once_each():
     text = output("-m", "npu_bridge_compat", "run", "--show-deprecations", "tests/scripts/session_port.py")
     assert "`tf.layers.dense` is deprecated" in text and "Variable.load (from tensorflow" in text

@@ -41,6 +41,7 @@ def in_graph(build):
 # --- optimizers ----------------------------------------------------------------------------------------------
 
 
+@pytest.mark.starts_processes
 def test_lars_and_larsv2_scale_gradients_by_the_trust_ratio():
     weights = [RNG.randn(3, 4).astype(np.float32), RNG.randn(5).astype(np.float32)]
     grads = [RNG.randn(3, 4).astype(np.float32), RNG.randn(5).astype(np.float32)]
@@ -62,6 +63,7 @@ def test_lars_and_larsv2_scale_gradients_by_the_trust_ratio():
     )
 
 
+@pytest.mark.starts_processes
 @pytest.mark.parametrize("decay", [None, 0.01])
 def test_fused_adam_updates_the_variables_in_place_over_several_steps(decay):
     grads = RNG.randn(4, 3, 2).astype(np.float32)
@@ -139,6 +141,7 @@ def lamb_training(steps_of_grads, start, graph_kind):
         return sess.run(variables)
 
 
+@pytest.mark.starts_processes
 @pytest.mark.parametrize("graph_kind", ["tf1-graph", "tf.function"])
 def test_lamb_stages_train_like_the_reference_over_several_steps(graph_kind):
     grads = RNG.randn(4, 5).astype(np.float32)
@@ -153,6 +156,7 @@ def test_lamb_stages_train_like_the_reference_over_several_steps(graph_kind):
 # --- dropout_v3, deformable_conv2d, randomchoicewithmask ------------------------------------------------------
 
 
+@pytest.mark.starts_processes
 def test_dropout_v3_keeps_and_scales_in_eager_and_graph_mode():
     values = RNG.uniform(1, 2, size=(200, 50)).astype(np.float32)
     x = tf.constant(values)
@@ -271,6 +275,7 @@ def test_deformable_conv2d_names_bad_arguments(change, message):
         npu_cube_ops.deformable_conv2d(x, filters, offsets[..., :20], **{**attrs, **change})
 
 
+@pytest.mark.starts_processes
 def test_randomchoicewithmask_draws_true_coordinates():
     x = RNG.uniform(size=(6, 7)) > 0.6
     truth = {tuple(c) for c in np.argwhere(x)}
@@ -292,6 +297,7 @@ def test_randomchoicewithmask_draws_true_coordinates():
 # --- Profiler and what stays device-only ---------------------------------------------------------------------
 
 
+@pytest.mark.starts_processes
 def test_profiler_writes_a_tensorboard_trace_and_refuses_nesting(tmp_path):
     output = tmp_path / "prof"
     with profiler.Profiler(level="L1", output_path=str(output)) as active:
@@ -321,6 +327,7 @@ def test_only_device_runtime_features_stay_device_only_and_name_the_host_way():
         npu_cpu_ops.embeddingrankid(None, None)
 
 
+@pytest.mark.starts_processes
 def test_ported_dynamic_rnn_script_trains_with_dumps_under_run_tf1(tmp_path):
     script = HERE / "scripts" / "fused_dynamic_rnn_port.py"
     result = subprocess.run(

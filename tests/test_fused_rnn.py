@@ -62,6 +62,7 @@ def assert_lstm(outputs, expected, gates_inside_only=False, atol=2e-5):
         np.testing.assert_allclose(value, want, atol=atol, err_msg=name)
 
 
+@pytest.mark.starts_processes
 @pytest.mark.parametrize("mode", ["eager", "graph"])
 def test_dynamic_rnn_with_forget_bias_equals_a_hand_unrolled_lstm(mode):
     layer, outputs = run_layer(
@@ -76,6 +77,7 @@ def test_dynamic_rnn_with_forget_bias_equals_a_hand_unrolled_lstm(mode):
     assert (layer.forget_bias, layer.cell_type, layer.direction) == (1.0, "LSTM", "UNIDIRECTIONAL")
 
 
+@pytest.mark.starts_processes
 @pytest.mark.parametrize("mode", ["eager", "graph"])
 def test_seq_length_zeroes_y_and_holds_the_state_like_the_ascend_kernel(mode):
     lengths = np.array([T, 2, 0], np.int32)
@@ -96,6 +98,7 @@ def test_seq_length_zeroes_y_and_holds_the_state_like_the_ascend_kernel(mode):
     np.testing.assert_allclose(output_h[-1, 2], init_h[0, 2])  # an empty sequence keeps its initial state
 
 
+@pytest.mark.starts_processes
 @pytest.mark.parametrize("mode", ["eager", "graph"])
 def test_bidirectional_runs_each_sequence_forward_and_from_its_end(mode):
     weights = np.stack([W, (RNG.randn(I + H, 4 * H) * 0.4).astype(np.float32)])
@@ -172,6 +175,7 @@ def test_dynamic_rnn_gradients_match_finite_differences():
         assert np.abs(analytic).max() > 1e-3
 
 
+@pytest.mark.starts_processes
 def test_checkpoints_move_between_the_npu_layout_and_the_host(tmp_path):
     expected_layout = {
         "dynamic_rnn/dynamicrnn/w": [I + H, 4 * H],
@@ -248,6 +252,7 @@ def gru_values():
     }
 
 
+@pytest.mark.starts_processes
 @pytest.mark.parametrize(
     "mode,gate_order,reset_after", [("eager", "zrh", True), ("eager", "rzh", False), ("graph", "rzh", True)]
 )
@@ -302,6 +307,7 @@ def test_gru_and_augru_gradients_match_finite_differences(reset_after):
         np.testing.assert_allclose(analytic, finite, atol=1e-6)
 
 
+@pytest.mark.starts_processes
 def test_basic_lstm_cell_is_one_step_of_the_lstm_in_graphs_only():
     h0, c0 = RNG.randn(B, H).astype(np.float32), RNG.randn(B, H).astype(np.float32)
     with pytest.raises(RuntimeError, match=r"tf.basic_lstm_cell\(\) is not compatible with eager execution"):
@@ -322,6 +328,7 @@ def test_basic_lstm_cell_is_one_step_of_the_lstm_in_graphs_only():
         np.testing.assert_allclose(analytic, finite, atol=1e-2)
 
 
+@pytest.mark.starts_processes
 @pytest.mark.filterwarnings("ignore:`tf.nn.rnn_cell.BasicLSTMCell` is deprecated")
 def test_npu_dynamic_rnn_is_tensorflows_rnn_over_time_major_inputs():
     with tf.Graph().as_default(), v1.Session() as sess:

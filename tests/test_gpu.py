@@ -13,7 +13,10 @@ from pathlib import Path
 import pytest
 import tensorflow as tf
 
-pytestmark = pytest.mark.skipif(not tf.config.list_physical_devices("GPU"), reason="needs a GPU")
+pytestmark = [
+    pytest.mark.skipif(not tf.config.list_physical_devices("GPU"), reason="needs a GPU"),
+    pytest.mark.starts_processes,
+]
 
 SESSION = """
 import json, sys

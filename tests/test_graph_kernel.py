@@ -190,6 +190,7 @@ def executed_nodes(config, fetch="loss"):
     return [node for partition in metadata.partition_graphs for node in partition.node]
 
 
+@pytest.mark.starts_processes
 def test_session_partition_graphs_hold_clusters_matmul_and_the_scoped_op_stay_out():
     nodes = executed_nodes(npu_config({"enable_graph_kernel": True}), fetch="gradients")
     ops = {node.op for node in nodes}
@@ -199,6 +200,7 @@ def test_session_partition_graphs_hold_clusters_matmul_and_the_scoped_op_stay_ou
     assert not {"Erf", "Erfc", "Pow", "Rsqrt"} & ops  # absorbed
 
 
+@pytest.mark.starts_processes
 def test_no_cluster_without_the_request_or_with_every_fusion_switched_off(tmp_path):
     switched_off = {"enable_graph_kernel": True, "fusion_switch_file": switch_file(tmp_path)}
     for config in (npu_config({}), npu_config(switched_off)):
@@ -216,6 +218,7 @@ def run_session(config, steps=0):
         return values, session.run(t["w"])
 
 
+@pytest.mark.starts_processes
 def test_session_values_and_gradients_fused_equal_unfused():
     (fused, fused_gradients), _ = run_session(npu_config({"enable_graph_kernel": True}))
     (plain, plain_gradients), _ = run_session(npu_config({}))
@@ -224,6 +227,7 @@ def test_session_values_and_gradients_fused_equal_unfused():
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7)
 
 
+@pytest.mark.starts_processes
 def test_twenty_session_steps_end_with_the_same_weights_and_the_report_says_what_fused():
     before = len(observed_fusion())
     _, fused = run_session(npu_config({"enable_graph_kernel": True}), steps=20)
@@ -237,6 +241,7 @@ def test_twenty_session_steps_end_with_the_same_weights_and_the_report_says_what
     assert "XLA cluster" in str(reported[0])
 
 
+@pytest.mark.starts_processes
 def test_numeric_checks_and_dumps_work_with_fusion_on(tmp_path):
     graph = tf.Graph()
     with graph.as_default():
@@ -374,6 +379,7 @@ def estimator_weights(model_dir, **config):
     return {name: estimator.get_variable_value(name) for name in estimator.get_variable_names() if "/" in name}
 
 
+@pytest.mark.starts_processes
 @pytest.mark.needs_estimator
 @pytest.mark.parametrize("iterations", [1, 5], ids=["one step per run", "N-step loop"])
 def test_estimator_twenty_steps_fused_equal_unfused(tmp_path, iterations):
@@ -414,12 +420,14 @@ def script_reports(*command, **environment) -> list[dict]:
     return sorted((json.loads(line) for line in lines if line.startswith('{"rank"')), key=lambda r: r["rank"])
 
 
+@pytest.mark.starts_processes
 def test_run_graph_kernel_fuses_an_unmodified_script_and_plain_run_does_not():
     assert [report["clusters"] for report in script_reports("run", "--graph-kernel")] != [0]
     assert script_reports("run", "--tf2") == [{"rank": 0, "clusters": 0}]  # either world
     assert script_reports("run", NPU_BRIDGE_COMPAT_GRAPH_KERNEL="1")[0]["clusters"] >= 1
 
 
+@pytest.mark.starts_processes
 def test_launch_graph_kernel_fuses_in_every_rank():
     port = str(loopback_port_block(2))
     reports = script_reports("launch", "-n", "2", "--graph-kernel", NPU_BRIDGE_COMPAT_PORT=port)
@@ -449,6 +457,7 @@ def run_without_xla_flags(program: str) -> subprocess.CompletedProcess:
     return result
 
 
+@pytest.mark.starts_processes
 def test_a_program_that_imported_tensorflow_first_still_fuses_through_its_session_config():
     """Planning detects the host by listing TensorFlow's devices, which makes TensorFlow read XLA's flags: the
     fusion flags must be in place before that, or the session silently runs unfused."""
@@ -476,6 +485,7 @@ def test_a_program_that_imported_tensorflow_first_still_fuses_through_its_sessio
     assert "clusters 1" in result.stdout, result.stdout + result.stderr[-2000:]
 
 
+@pytest.mark.starts_processes
 def test_the_report_warns_when_tensorflow_ran_before_the_flags_could_be_set():
     program = (
         "import tensorflow as tf; tf.constant(1.0) + 1.0\n"

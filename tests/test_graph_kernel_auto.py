@@ -170,6 +170,7 @@ def winner_times(fused_wins):
     return (1 * UNIT, 2 * UNIT) if fused_wins else (2 * UNIT, 1 * UNIT)
 
 
+@pytest.mark.starts_processes
 @pytest.mark.parametrize("fused_wins", [True, False], ids=["fused faster", "unfused faster"])
 def test_a_session_signature_runs_both_forms_then_the_faster(given_times, fused_wins, monkeypatch):
     given_times(*winner_times(fused_wins))
@@ -193,6 +194,7 @@ def test_a_session_signature_runs_both_forms_then_the_faster(given_times, fused_
     assert len(hooked) == 1 + 6  # the init run and the trial's; decided runs go straight to the session
 
 
+@pytest.mark.starts_processes
 @pytest.mark.parametrize("fused_wins", [True, False], ids=["fused faster", "unfused faster"])
 def test_a_keras_function_runs_both_forms_then_the_faster(given_times, function_forms, fused_wins):
     given_times(*winner_times(fused_wins))
@@ -209,6 +211,7 @@ def element_wise_step(x):
     return tf.reduce_sum(h * tf.tanh(x - 0.1))
 
 
+@pytest.mark.starts_processes
 @pytest.mark.parametrize("fused_wins", [True, False], ids=["fused faster", "unfused faster"])
 def test_a_tf_function_runs_both_forms_then_the_faster_per_input_shape(given_times, function_forms, fused_wins):
     given_times(*winner_times(fused_wins))

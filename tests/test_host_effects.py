@@ -45,6 +45,7 @@ def executed_dtypes(config) -> dict[str, str]:
     return node_dtypes(metadata.partition_graphs)
 
 
+@pytest.mark.starts_processes
 @pytest.mark.skipif(detect_host().cpu_bfloat16 not in BFLOAT16_KERNELS, reason="bfloat16 on a CPU needs AVX-512")
 def test_mixed_precision_runs_bfloat16_on_this_cpu():
     dtypes = executed_dtypes(config_with(precision_mode="allow_mix_precision"))
@@ -52,12 +53,14 @@ def test_mixed_precision_runs_bfloat16_on_this_cpu():
     assert dtypes["exp"] == "float32"  # deny-listed by grappler, as the NPU keeps it in float32
 
 
+@pytest.mark.starts_processes
 def test_float32_modes_keep_float32():
     dtypes = executed_dtypes(config_with(precision_mode="must_keep_origin_dtype"))
     assert {dtypes[name] for name in ("matmul", "relu", "exp")} == {"float32"}
     assert not any("Cast" in name for name in dtypes)
 
 
+@pytest.mark.starts_processes
 def test_float16_emulation_on_request(monkeypatch):
     monkeypatch.setenv("NPU_BRIDGE_COMPAT_CPU_FLOAT16", "1")
     detect_host.cache_clear()
@@ -66,6 +69,7 @@ def test_float16_emulation_on_request(monkeypatch):
     assert dtypes["matmul"] == "float32"
 
 
+@pytest.mark.starts_processes
 def test_mixlist_keeps_a_black_listed_op_in_float32(tmp_path, monkeypatch):
     # The float16-emulation pass runs on any CPU: without the list MatMul's output is rounded through float16.
     monkeypatch.setenv("NPU_BRIDGE_COMPAT_CPU_FLOAT16", "1")
@@ -134,6 +138,7 @@ print(json.dumps([planned, entered, state()]))
 """
 
 
+@pytest.mark.starts_processes
 def test_a_plan_for_given_host_facts_changes_nothing_and_entering_it_goes_through_the_registry(tmp_path):
     """build_plan with host facts given (scan, explain --host) changes nothing: no environment variable, TensorFlow's
     devices not listed, nothing in the registry; a door entering the plan applies it, through the registry."""
@@ -202,6 +207,7 @@ def read_index(directory):
     return json.loads((directory / "index.json").read_text())
 
 
+@pytest.mark.starts_processes
 def test_session_dumps_only_the_selected_steps(tmp_path):
     with tf.Graph().as_default():
         train_op = linear_training_graph()
@@ -221,6 +227,7 @@ def test_session_dumps_only_the_selected_steps(tmp_path):
     assert not list(tmp_path.rglob("*.partial"))  # every file was renamed into place
 
 
+@pytest.mark.starts_processes
 def test_dump_modes_layers_and_stats(tmp_path):
     with tf.Graph().as_default():
         train_op = linear_training_graph()
@@ -236,6 +243,7 @@ def test_dump_modes_layers_and_stats(tmp_path):
     assert (features["min"], features["max"]) == (0.0, 7.0) and "file" not in features
 
 
+@pytest.mark.starts_processes
 def test_session_dumps_and_checks_with_tf1_ref_variables(tmp_path):
     with tf.Graph().as_default():
         weight = v1.Variable(tf.ones([2, 1]), use_resource=False, name="weight")  # a TF1 (ref) variable
@@ -249,6 +257,7 @@ def test_session_dumps_and_checks_with_tf1_ref_variables(tmp_path):
     assert "weight/read" in dumped and "weight" not in dumped  # the value, not the variable's own ref tensor
 
 
+@pytest.mark.starts_processes
 def test_session_dumps_and_checks_a_step_with_a_cond(tmp_path):
     with tf.Graph().as_default():
         x = tf.constant([1.0, -2.0])
@@ -264,6 +273,7 @@ def test_session_dumps_and_checks_a_step_with_a_cond(tmp_path):
     np.testing.assert_array_equal(np.load(step / dumped["branch/Identity"]["file"]), [3.0, -6.0])
 
 
+@pytest.mark.starts_processes
 def test_session_loop_dumps_and_checks_every_iteration(tmp_path):
     from npu_bridge_compat import util
     from npu_bridge_compat.errors import NonFiniteValueError
@@ -301,6 +311,7 @@ def test_session_loop_dumps_and_checks_every_iteration(tmp_path):
     np.testing.assert_array_equal(np.load(saved), [[-0.5], [-0.5]])
 
 
+@pytest.mark.starts_processes
 def test_session_loop_says_keep_dtype_cannot_reach_inside_it():
     from npu_bridge_compat import scope, util
     from npu_bridge_compat.errors import NpuCompatWarning
@@ -324,6 +335,7 @@ def test_session_loop_says_keep_dtype_cannot_reach_inside_it():
                 sess.run(util.set_iteration_per_loop(sess, train_op, 2))
 
 
+@pytest.mark.starts_processes
 def test_overflow_detection_names_the_op_producing_inf(tmp_path):
     from npu_bridge_compat.errors import NonFiniteValueError
 
@@ -343,6 +355,7 @@ def test_overflow_detection_names_the_op_producing_inf(tmp_path):
     assert not list(tmp_path.rglob("*.partial"))
 
 
+@pytest.mark.starts_processes
 def test_keep_dtype_scope_keeps_its_ops_in_float32(monkeypatch):
     from npu_bridge_compat import scope
 
@@ -366,6 +379,7 @@ def test_keep_dtype_scope_keeps_its_ops_in_float32(monkeypatch):
     assert not reads_rounded_inputs(metadata.partition_graphs, "kept_matmul")
 
 
+@pytest.mark.starts_processes
 @pytest.mark.parametrize("iterations_per_loop", [1, 2])
 @pytest.mark.needs_estimator
 def test_numeric_checks_pass_a_finite_batch_norm_model(tmp_path, iterations_per_loop):
@@ -400,6 +414,7 @@ def ones_input_fn():
     return tf.data.Dataset.from_tensor_slices((data, data[:, :1])).repeat().batch(4)
 
 
+@pytest.mark.starts_processes
 @pytest.mark.needs_estimator
 def test_estimator_keeps_keep_dtype_ops_in_float32(tmp_path, monkeypatch):
     from npu_bridge_compat.estimator import NPUEstimator, NPURunConfig
@@ -423,6 +438,7 @@ def test_estimator_keeps_keep_dtype_ops_in_float32(tmp_path, monkeypatch):
     assert not any(name.startswith("kept/MatMul-0-CastToFp16") for name in recorder.names)
 
 
+@pytest.mark.starts_processes
 @pytest.mark.needs_estimator
 def test_estimator_loop_says_keep_dtype_cannot_reach_inside_it(tmp_path):
     from npu_bridge_compat.errors import NpuCompatWarning
@@ -454,6 +470,7 @@ def loop_model_fn(features, labels, mode):
     return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
 
 
+@pytest.mark.starts_processes
 @pytest.mark.needs_estimator
 def test_estimator_loop_dumps_the_selected_steps_from_inside_the_loop(tmp_path):
     from npu_bridge_compat.estimator import DumpConfig, NPUEstimator, NPURunConfig
@@ -479,6 +496,7 @@ def test_estimator_loop_dumps_the_selected_steps_from_inside_the_loop(tmp_path):
     assert not list(tmp_path.rglob("*.partial"))
 
 
+@pytest.mark.starts_processes
 @pytest.mark.needs_estimator
 def test_estimator_loop_stops_at_the_first_non_finite_step(tmp_path):
     from npu_bridge_compat.errors import NonFiniteValueError

@@ -24,6 +24,8 @@ from npu_bridge_compat.plan import HostFacts
 from npu_bridge_compat.scan import scan
 from npu_bridge_compat.scan.outcomes import FINDINGS, RUN, RUN_TF1, outcome
 
+pytestmark = pytest.mark.starts_processes
+
 # The world, its name status as `scan` reads it, and the `run` flag that serves it.
 WORLDS = {
     "tf1": (TF1, "--tf1"),

@@ -206,6 +206,7 @@ def test_graph_mode_keras_session_helpers():
     tf.keras.backend.clear_session()
 
 
+@pytest.mark.starts_processes
 @pytest.mark.needs_estimator
 def test_model_to_npu_estimator_runs_n_steps_per_run(tmp_path):
     keras_2 = tf.keras if not compat.tf_keras_is_keras_3() else pytest.importorskip("tf_keras")  # graph-mode Keras
@@ -230,6 +231,7 @@ def test_session_settings_the_callback_cannot_apply_are_reported():
         NPUCallback(stream_max_parallel_num="DNN_VM_AICPU:4")
 
 
+@pytest.mark.starts_processes
 def test_overflow_detection_stops_fit_at_the_op_producing_nan_and_saves_its_inputs(tmp_path):
     inputs = tf.keras.Input([6])
     outputs = tf.keras.layers.Lambda(lambda x: tf.math.log(x - 10.0, name="shifted_log"))(inputs)  # NaN
@@ -253,6 +255,7 @@ def test_overflow_detection_stops_fit_at_the_op_producing_nan_and_saves_its_inpu
             run(dataset(), steps=2, verbose=0, callbacks=[NPUCallback(enable_exception_dump=1)])
 
 
+@pytest.mark.starts_processes
 def test_numeric_checks_pass_a_finite_batch_norm_model():
     net = model(batch_norm=True)  # batch norm's gradient has empty outputs of another runtime rank
     fit(net, NPUCallback(iterations_per_loop=2, enable_exception_dump=1), steps=4)
@@ -308,6 +311,7 @@ def executed_dtypes(net, callback) -> dict[str, str]:
     return keras_executed_dtypes(lambda: fit(net, callback, steps=2))
 
 
+@pytest.mark.starts_processes
 @pytest.mark.needs_keras_2  # Keras 3 traces its step as a function its train function calls: see the next test
 @pytest.mark.skipif(detect_host().cpu_bfloat16 not in BFLOAT16_KERNELS, reason="bfloat16 on a CPU needs AVX-512")
 def test_keep_dtype_scope_keeps_its_ops_in_float32():
@@ -324,6 +328,7 @@ def test_keep_dtype_scope_keeps_its_ops_in_float32():
         fit(net, NPUCallback(precision_mode="allow_mix_precision", iterations_per_loop=2), steps=2)
 
 
+@pytest.mark.starts_processes
 @pytest.mark.needs_keras_3
 @pytest.mark.skipif(detect_host().cpu_bfloat16 not in BFLOAT16_KERNELS, reason="bfloat16 on a CPU needs AVX-512")
 def test_keras_3_says_keep_dtype_scope_cannot_reach_its_nested_step():

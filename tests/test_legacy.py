@@ -34,6 +34,7 @@ def run(*arguments, cwd=None, env=None):
 # --- aliases -----------------------------------------------------------------------------------------------
 
 
+@pytest.mark.starts_processes
 def test_importing_the_package_installs_no_alias():
     result = subprocess.run(
         [
@@ -48,6 +49,7 @@ def test_importing_the_package_installs_no_alias():
     assert result.stdout.strip() == "None None", result.stderr
 
 
+@pytest.mark.starts_processes
 def test_a_real_npu_bridge_is_never_shadowed(tmp_path):
     (tmp_path / "npu_bridge").mkdir()
     (tmp_path / "npu_bridge" / "__init__.py").write_text("")
@@ -148,6 +150,7 @@ def test_npu_init_star_surface():
 # --- run ---------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.starts_processes
 @pytest.mark.parametrize(
     "script, flags, expected",
     [
@@ -163,6 +166,7 @@ def test_ported_scripts_run_unmodified(script, flags, expected, tmp_path):
     assert expected in result.stdout
 
 
+@pytest.mark.starts_processes
 @pytest.mark.needs_estimator
 def test_dump_configured_script_runs_and_dumps_the_selected_steps(tmp_path):
     dumps = tmp_path / "dumps"
@@ -173,6 +177,7 @@ def test_dump_configured_script_runs_and_dumps_the_selected_steps(tmp_path):
     assert list(dumped_steps(dumps)) == ["step_0", "step_5"]
 
 
+@pytest.mark.starts_processes
 def test_tf1_session_script_gets_npusession_dumps_and_checks(tmp_path):
     """Under `run --tf1`, tf.Session is NPUSession too; a v1 tf.cond in the step does not stop the probes."""
     result = run("--tf1", str(HERE / "scripts" / "tf1_loop_dump_port.py"), str(tmp_path))
@@ -181,6 +186,7 @@ def test_tf1_session_script_gets_npusession_dumps_and_checks(tmp_path):
     assert "step_1 True" in result.stdout and "step_4 True" in result.stdout
 
 
+@pytest.mark.starts_processes
 def test_run_behaves_like_python(tmp_path):
     script = tmp_path / "probe.py"
     helper = tmp_path / "helper_module.py"
@@ -206,6 +212,7 @@ def test_run_behaves_like_python(tmp_path):
 # --- ops, ranks, device-only features ----------------------------------------------------------------------
 
 
+@pytest.mark.starts_processes
 def test_npu_ops_have_host_meanings():
     x = tf.ones([1000])
     dropped = ops.dropout(x, keep_prob=0.5, seed=1)
@@ -252,16 +259,19 @@ def loss_scaled_training(make_manager, gradient_values):
             return sess.run(weight), sess.run(step), scales
 
 
+@pytest.mark.starts_processes
 def test_gradients_are_unscaled():
     weight, step, _ = loss_scaled_training(lambda: FixedLossScaleManager(1024), [1.0, 1.0])
     assert step == 2 and np.isclose(weight, 1.0 - 2 * 0.1)
 
 
+@pytest.mark.starts_processes
 def test_overflow_skips_the_update_and_the_global_step():
     weight, step, _ = loss_scaled_training(lambda: FixedLossScaleManager(4), [1.0, np.inf, 1.0])
     assert step == 2 and np.isclose(weight, 0.8)
 
 
+@pytest.mark.starts_processes
 def test_dynamic_scale_grows_after_good_steps_and_shrinks_after_bad_ones():
     manager_args = dict(init_loss_scale=16, incr_every_n_steps=2, decr_every_n_nan_or_inf=2, decr_ratio=0.5)
     _, step, scales = loss_scaled_training(

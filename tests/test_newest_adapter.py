@@ -330,6 +330,7 @@ def run_folded_graph(**options):
     return value, {node.name: node.op for graph in metadata.partition_graphs for node in graph.node}
 
 
+@pytest.mark.starts_processes
 def test_oo_constant_folding_off_keeps_grappler_from_folding():
     value, nodes = run_folded_graph(oo_constant_folding=False)
     assert value.tolist() == [7.0, 7.0] and nodes["product"] == "Mul"
@@ -377,6 +378,7 @@ def test_keys_without_host_meaning_say_why(cpu_host):
 # --- functions -----------------------------------------------------------------------------------------------
 
 
+@pytest.mark.starts_processes
 @pytest.mark.filterwarnings("ignore:NPU_BRIDGE_COMPAT_CPU_FLOAT16")
 def test_keep_tensors_dtypes_keeps_named_tensors_in_float32(monkeypatch):
     from npu_bridge_compat.plan import detect_host

@@ -129,12 +129,14 @@ def test_the_probe_times_a_matmul_and_a_conv_step_in_both_forms(monkeypatch):
         assert precision_probe.speedup(build, BFLOAT16_PASS) > 0
 
 
+@pytest.mark.starts_processes
 def test_the_probe_runs_in_a_child_process_and_its_failure_is_an_error():
     """The child is this interpreter with this package; what it refuses is an error naming why."""
     with pytest.raises(ProbeError, match="exited with status 2: .*not a grappler mixed-precision pass: 'no_such_pass'"):
         precision._measure_in_child("no_such_pass")
 
 
+@pytest.mark.starts_processes
 def test_a_door_plans_with_the_probe_and_its_session_runs_float32(assume_host, cache_folder):
     host = assume_host(**{f.name: getattr(CASCADE_LAKE, f.name) for f in dataclasses.fields(CASCADE_LAKE)})
     cache_folder.mkdir()
@@ -226,6 +228,7 @@ def executed(session, fetches) -> dict[str, str]:
     return node_dtypes(metadata.partition_graphs)
 
 
+@pytest.mark.starts_processes
 def test_a_session_runs_both_forms_first_then_the_one_its_runs_chose(measured_here, timings):
     decided = len(precision_decisions())
     with tf.Graph().as_default():
@@ -279,6 +282,7 @@ def test_keras_functions_run_both_forms_first_then_the_one_their_calls_chose(mea
     assert keras_fit(net, callback) == (BFLOAT16_LOSS if timings else pytest.approx(FLOAT32_LOSS))
 
 
+@pytest.mark.starts_processes
 @pytest.mark.needs_estimator
 def test_an_estimators_training_runs_both_forms_first_then_the_one_its_runs_chose(measured_here, timings, tmp_path):
     from npu_bridge_compat.estimator import NPUEstimator, NPURunConfig

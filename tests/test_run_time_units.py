@@ -114,6 +114,7 @@ def by_suffix(mapping: dict, suffix: str):
     return found.popitem()[1]
 
 
+@pytest.mark.starts_processes
 @pytest.mark.parametrize("iterations", [1, 3], ids=["one step per run", "3 steps per run"])
 @pytest.mark.parametrize("door", DOORS)
 def test_dump_writes_the_selected_step(door, iterations, tmp_path):
@@ -134,6 +135,7 @@ def test_dump_writes_the_selected_step(door, iterations, tmp_path):
     np.testing.assert_allclose(np.load(steps["step_1"] / entry["file"]), np.sqrt([[2.5], [2.5]]), rtol=1e-6)
 
 
+@pytest.mark.starts_processes
 @pytest.mark.parametrize("iterations", [1, 3], ids=["one step per run", "3 steps per run"])
 @pytest.mark.parametrize("door", DOORS)
 def test_numeric_check_stops_at_the_first_non_finite_step_and_saves_its_inputs(door, iterations, tmp_path):
@@ -149,6 +151,7 @@ def test_numeric_check_stops_at_the_first_non_finite_step_and_saves_its_inputs(d
     np.testing.assert_array_equal(np.load(saved), [[-0.5], [-0.5]])  # step 4's own input
 
 
+@pytest.mark.starts_processes
 @pytest.mark.skipif(
     detect_host().cpu_bfloat16 not in BFLOAT16_KERNELS, reason="mixed precision on a CPU needs AVX-512 (bfloat16)"
 )
@@ -159,6 +162,7 @@ def test_keep_dtype_keeps_the_marked_op_in_float32(door, tmp_path):
     assert by_suffix(dtypes, "kept_matmul") == "float32"  # spared
 
 
+@pytest.mark.starts_processes
 @pytest.mark.parametrize("door", DOORS)
 def test_profiling_writes_a_trace(door, tmp_path):
     train(door, tmp_path, steps=2, profiling_mode=True, profiling_options=f'{{"output": "{tmp_path / "trace"}"}}')
@@ -166,6 +170,7 @@ def test_profiling_writes_a_trace(door, tmp_path):
     assert len(traces) == 1 and traces[0].stat().st_size > 0
 
 
+@pytest.mark.starts_processes
 @pytest.mark.parametrize("door", DOORS[:2])
 def test_host_region_ops_are_kept_out_of_compilation(door, tmp_path):
     observed = train(

@@ -294,6 +294,7 @@ def test_a_str_enum_values_is_a_python_era_finding_where_absl_refuses_it(tmp_pat
     assert all(f.detail.startswith("absl-py 2.0 refuses a str as enum_values") for f in findings)
 
 
+@pytest.mark.starts_processes
 def test_distutils_without_setuptools_names_its_remedy():
     """Python 3.12 removed distutils; setuptools keeps a copy, which `run` serves. Without setuptools the name
     has no counterpart, and the finding says to install it (on 3.11 distutils is Python's own)."""
@@ -666,6 +667,7 @@ def scan_world(files: dict[str, str]):
         return script_at(scan([folder], host=CPU), Path(folder, "train.py")).world
 
 
+@pytest.mark.starts_processes
 def test_run_decides_the_world_itself_and_says_so_when_it_weighed(tmp_path):
     probe = tmp_path / "probe.py"
     probe.write_text(
@@ -694,6 +696,7 @@ def test_the_users_world_wins_and_the_flags_exclude_each_other(tmp_path, capsys)
     assert "not allowed with argument" in capsys.readouterr().err
 
 
+@pytest.mark.starts_processes
 def test_scan_looks_names_up_as_run_gives_them(tmp_path):
     """scan selects Keras 2 as `run` does before TensorFlow loads, so that TF 1.15 names Keras implements
     (tf.contrib.rnn.LSTMCell: tf.compat.v1.nn.rnn_cell, Keras 3's lazy loader fails to list it) resolve."""

@@ -388,6 +388,7 @@ def meet(environments: list[dict], timeout_s: float = 30) -> list:
     return results
 
 
+@pytest.mark.starts_processes
 def test_ranks_exchange_their_addresses_at_the_meeting_point():
     port = loopback_port_block(4)
     results = meet([torchrun(rank, size=3, port=port) for rank in range(3)])
@@ -395,6 +396,7 @@ def test_ranks_exchange_their_addresses_at_the_meeting_point():
     assert results == [expected] * 3
 
 
+@pytest.mark.starts_processes
 def test_a_meeting_that_misses_a_rank_ends_naming_it_and_the_address():
     port = loopback_port_block(4)
     started = time.monotonic()
@@ -413,6 +415,7 @@ def test_a_meeting_that_misses_a_rank_ends_naming_it_and_the_address():
     assert "within 1 s (HCCL_CONNECT_TIMEOUT)" in str(alone) and "rank 0 must run on MASTER_ADDR's host" in str(alone)
 
 
+@pytest.mark.starts_processes
 def test_a_rank_of_another_job_at_the_meeting_point_is_refused():
     port = loopback_port_block(4)
     host, stranger = meet([torchrun(0, size=2, port=port), torchrun(1, size=3, port=port)], timeout_s=10)
@@ -445,6 +448,7 @@ def start_ranks(processes, logs, started_as: str, *arguments) -> tuple[list, lis
     return jobs, files, port
 
 
+@pytest.mark.starts_processes
 @pytest.mark.parametrize("started_as", list(ON_ONE_HOST))
 def test_two_ranks_as_a_scheduler_starts_them_train_like_one_process(processes, rank_logs, started_as):
     jobs, files, port = start_ranks(processes, rank_logs, started_as)
@@ -461,6 +465,7 @@ def test_two_ranks_as_a_scheduler_starts_them_train_like_one_process(processes, 
     assert_trained_like_one_process(found, steps=20)
 
 
+@pytest.mark.starts_processes
 @pytest.mark.parametrize("started_as, victim", [("torchrun", 0), ("srun", 1)])
 def test_a_killed_rank_ends_the_other_within_60_s_naming_it(processes, rank_logs, started_as, victim):
     jobs, files, port = start_ranks(processes, rank_logs, started_as, "--forever")
@@ -488,6 +493,7 @@ OVER_TWO_HOSTS = {
 }
 
 
+@pytest.mark.starts_processes
 @pytest.mark.skipif(TWO_HOSTS_REFUSED is not None, reason=str(TWO_HOSTS_REFUSED))
 @pytest.mark.parametrize("started_as", list(OVER_TWO_HOSTS))
 def test_two_hosts_as_a_scheduler_starts_them_train_like_one_process(processes, rank_logs, started_as):

@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 from test_legacy import run
 
+pytestmark = pytest.mark.starts_processes
+
 SCRIPT = Path(__file__).parent / "scripts" / "served_names_port.py"
 KERAS_2 = "tf_keras" if importlib.util.find_spec("tf_keras") else "keras"
 

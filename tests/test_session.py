@@ -46,6 +46,7 @@ def build_model(batch=4, optimizer=None):
 # --- NPUSession and helpers --------------------------------------------------------------------------------
 
 
+@pytest.mark.starts_processes
 def test_npusession_runs_with_the_translated_config(avx512_host):
     with tf.Graph().as_default():
         model = build_model()
@@ -78,6 +79,7 @@ def test_partial_run_and_close():
         assert sess._closed
 
 
+@pytest.mark.starts_processes
 def test_host_session_config_serves_monitored_and_interactive_sessions():
     with tf.Graph().as_default():
         model = build_model()
@@ -125,6 +127,7 @@ def test_resources_and_ranks(monkeypatch):
 # --- iterations per loop -----------------------------------------------------------------------------------
 
 
+@pytest.mark.starts_processes
 def test_one_run_of_the_looped_op_runs_n_steps(variable_kind):
     with tf.Graph().as_default():
         model = build_model()
@@ -140,6 +143,7 @@ def test_one_run_of_the_looped_op_runs_n_steps(variable_kind):
             assert sess.run(model["global_step"]) == 10
 
 
+@pytest.mark.starts_processes
 def test_looped_training_equals_single_steps(variable_kind):
     results = []
     for iterations, runs in ((1, 12), (4, 3)):
@@ -155,6 +159,7 @@ def test_looped_training_equals_single_steps(variable_kind):
     assert results[0][1] == results[1][1] == 12
 
 
+@pytest.mark.starts_processes
 def test_loop_pulls_from_the_graphs_own_one_shot_iterator():
     with tf.Graph().as_default():
         value = v1.data.make_one_shot_iterator(tf.data.Dataset.range(100)).get_next()
@@ -167,6 +172,7 @@ def test_loop_pulls_from_the_graphs_own_one_shot_iterator():
             assert sess.run(value) == 3  # the same iterator, not a copy made inside the loop
 
 
+@pytest.mark.starts_processes
 def test_iteration_per_loop_var_can_be_reloaded():
     with tf.Graph().as_default():
         model = build_model()
@@ -199,6 +205,7 @@ def test_set_iteration_per_loop_errors():
                 util.set_iteration_per_loop(sess, model["train_op"], 2)
 
 
+@pytest.mark.starts_processes
 def test_fed_graphs_repeat_the_fed_batch_and_say_so():
     with tf.Graph().as_default():
         features = v1.placeholder(tf.float32, [None, 4])
@@ -224,6 +231,7 @@ def batch_norm_graph():
     return x
 
 
+@pytest.mark.starts_processes
 def test_mixed_compute_session_runs_graphs_built_under_the_horizon():
     config = config_with(mix_compile_mode=True)  # npu_config_proto: from now on the horizon gives the pre-V3 ops
     with tf.Graph().as_default() as graph:
@@ -237,6 +245,7 @@ def test_mixed_compute_session_runs_graphs_built_under_the_horizon():
             assert sess.run(out, {x: np.ones([2, 2, 2, 3])}).shape == (2, 2, 2, 3)
 
 
+@pytest.mark.starts_processes
 def test_mixed_compute_session_stops_early_on_v3_batch_norm():
     with tf.Graph().as_default():
         batch_norm_graph()
@@ -263,6 +272,7 @@ def test_without_npu_compile_scope_keeps_ops_on_the_host(monkeypatch):
         assert host_op.op.device == "/device:CPU:0"
 
 
+@pytest.mark.starts_processes
 def test_in_out_pair_regions_are_kept_on_the_host():
     pairs = str([[["pre/input"], ["pre/output"]]])
     with tf.Graph().as_default() as graph:
@@ -279,6 +289,7 @@ def test_in_out_pair_regions_are_kept_on_the_host():
             graph.get_operation_by_name("after").get_attr("_without_npu_compile")
 
 
+@pytest.mark.starts_processes
 def test_in_out_pair_names_must_exist():
     with tf.Graph().as_default():
         tf.constant(1.0, name="present")
@@ -290,6 +301,7 @@ def test_in_out_pair_names_must_exist():
                 sess.run(tf.constant(2.0))
 
 
+@pytest.mark.starts_processes
 def test_looped_runs_keep_the_callers_run_options():
     with tf.Graph().as_default():
         model = build_model()

@@ -54,6 +54,7 @@ def works(value) -> bool:
 # --- the table and the name status -----------------------------------------------------------------------------
 
 
+@pytest.mark.starts_processes
 def test_importing_the_package_installs_nothing():
     result = subprocess.run(
         [
@@ -219,6 +220,7 @@ def test_the_user_program_sees_tf1_and_installed_libraries_tf2(tmp_path):
     assert sees_tf1(str(tmp_path / "model" / "__init__.py"))
 
 
+@pytest.mark.starts_processes
 def test_the_program_and_its_vendored_libraries_see_tf115s_version_and_installed_libraries_the_real_one(tmp_path):
     """Code that branches on the version (DeepCTR's `if tf.__version__ >= '2.0.0'`, in its vendored deepctr/) takes
     its TF1 branch under `run --tf1`; `run` says so first."""
@@ -259,6 +261,7 @@ def last_json(result) -> dict:
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.starts_processes
 def test_slim_program_trains_checkpoints_and_runs_a_resnet(tmp_path):
     report = last_json(run("--tf1", str(HERE / "scripts" / "tf1_slim_port.py"), str(tmp_path)))
     variables = assert_trained(report["checkpoint"], 40, report["losses"])
@@ -274,6 +277,7 @@ def test_slim_program_trains_checkpoints_and_runs_a_resnet(tmp_path):
     )
 
 
+@pytest.mark.starts_processes
 @pytest.mark.needs_estimator  # TPUEstimator is an Estimator
 def test_tpu_estimator_program_with_the_old_adapter_path_trains_on_the_host(tmp_path):
     mnist = tmp_path / "mnist"
@@ -289,6 +293,7 @@ def test_tpu_estimator_program_with_the_old_adapter_path_trains_on_the_host(tmp_
         assert result.stderr.count(f"{name} on TensorFlow {tf.__version__}") == 1, name
 
 
+@pytest.mark.starts_processes
 def test_sibling_package_program_through_a_runpy_launcher(tmp_path):
     """Model code in a package on PYTHONPATH uses TF1 names; the script imports tensorflow.compat.v1 itself."""
     pythonpath = os.pathsep.join([str(HERE / "fixtures" / "tf1_sibling"), os.environ.get("PYTHONPATH", "")])
@@ -386,6 +391,7 @@ def write_mnist(directory: Path, train: int, test: int, compress: bool = True) -
                 stream.write(header + payload.tobytes())
 
 
+@pytest.mark.starts_processes
 @pytest.mark.parametrize("compress", [True, False])
 def test_mnist_reads_local_files(tmp_path, compress):
     from tensorflow.examples.tutorials.mnist import input_data
@@ -494,6 +500,7 @@ def test_contrib_data_batching_and_cross_shard_optimizer():
         v1.contrib.tpu.CrossShardOptimizer(tf.keras.optimizers.SGD())
 
 
+@pytest.mark.starts_processes
 @pytest.mark.parametrize(
     "code, name",
     [
@@ -516,6 +523,7 @@ def test_run_as_tf2_says_a_tf1_name_needs_tf1_and_run_alone_decides_tf1(tmp_path
     assert decided.returncode == 0, decided.stderr[-2000:]
 
 
+@pytest.mark.starts_processes
 def test_run_tf1_serves_keras_2_module_paths_of_the_era(tmp_path):
     """A TF 1.15 program's standalone-Keras imports of Keras 2's module paths (keras.layers.convolutional, ...,
     moved under keras.src) resolve from the TF 2.6 table, and its model trains in graph mode."""
@@ -532,6 +540,7 @@ def test_run_tf1_serves_keras_2_module_paths_of_the_era(tmp_path):
     assert result.stdout.strip().splitlines()[-1] == "trained Conv2D False"
 
 
+@pytest.mark.starts_processes
 def test_loss_scale_manager_names_its_variables_as_tf_1_15_did(tmp_path):
     """Scripts fetch 'loss_scale:0' by name (a logging hook) and checkpoints hold TF 1.15's keys."""
     script = tmp_path / "loss_scale_names.py"
@@ -553,6 +562,7 @@ def test_loss_scale_manager_names_its_variables_as_tf_1_15_did(tmp_path):
     assert result.stdout.strip().splitlines()[-1] == "2048.0 0 0 ['bad_steps', 'good_steps', 'loss_scale', 'w']"
 
 
+@pytest.mark.starts_processes
 def test_tf1_private_module_paths_resolve_under_run_tf1():
     result = run("--tf1", str(Path(__file__).parent / "scripts" / "tf1_private_modules_port.py"))
     assert result.returncode == 0, result.stderr[-3000:]
@@ -565,6 +575,7 @@ def test_tf1_private_module_paths_resolve_under_run_tf1():
     ]
 
 
+@pytest.mark.starts_processes
 def test_standalone_keras_trains_in_graph_mode_under_run_tf1():
     """`import keras` gets the TF 1.15 API of tf.keras's Keras: its optimizers work in graph mode (Keras 2.15's
     new ones raised NotImplementedError in compile)."""

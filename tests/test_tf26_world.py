@@ -21,6 +21,7 @@ def last_json(result: subprocess.CompletedProcess) -> dict:
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.starts_processes
 def test_importing_the_world_installs_nothing():
     result = subprocess.run(
         [
@@ -42,6 +43,7 @@ def tf26_port(tmp_path_factory):
     return last_json(result), result.stderr
 
 
+@pytest.mark.starts_processes
 def test_a_tf26_program_gets_keras_2_and_its_moved_modules(tf26_port):
     report, _ = tf26_port
     assert report["keras_is_tf_keras"]  # `import keras` is the Keras of tf.keras (tf_keras from TensorFlow 2.16)
@@ -54,6 +56,7 @@ def test_a_tf26_program_gets_keras_2_and_its_moved_modules(tf26_port):
     assert report["converted"] == [1.5]  # ops.convert_to_tensor_v2_with_dispatch, moved out of ops in 2.13
 
 
+@pytest.mark.starts_processes
 def test_ported_dropout_patch_and_optimizer_v2_subclass_train(tf26_port):
     report, _ = tf26_port
     assert report["dropout_calls"] >= 1  # keras.layers.core.Dropout.call, patched by the script, ran in fit
@@ -63,6 +66,7 @@ def test_ported_dropout_patch_and_optimizer_v2_subclass_train(tf26_port):
     assert report["loss_finite"]
 
 
+@pytest.mark.starts_processes
 def test_experimental_mixed_precision_maps_and_says_what_differs(tf26_port):
     report, stderr = tf26_port
     assert report["policy"] == ["mixed_float16", "float16"]
@@ -70,6 +74,7 @@ def test_experimental_mixed_precision_maps_and_says_what_differs(tf26_port):
     assert stderr.count("Tf26DifferenceWarning: keras.mixed_precision.experimental.LossScaleOptimizer") == 1
 
 
+@pytest.mark.starts_processes
 def test_a_name_without_counterpart_imports_and_says_why_when_used(tf26_port):
     report, _ = tf26_port
     assert report["no_counterpart"] == (
@@ -115,6 +120,7 @@ def test_scan_reports_tf26_names(tmp_path):
     assert findings["tensorflow.keras.mixed_precision.experimental.set_policy"].line == 3
 
 
+@pytest.mark.starts_processes
 def test_tf_slim_batch_norm_with_a_tensor_is_training():
     report = last_json(run("--tf1", str(HERE / "scripts" / "tf1_slim_tensor_training_port.py")))
     assert report["training_mean"] < 1e-5  # normalized with the batch's statistics

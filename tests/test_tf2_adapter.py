@@ -192,6 +192,7 @@ def test_option_values_read_like_the_adapters(tree):
 # --- ported TF2 scripts ----------------------------------------------------------------------------------------
 
 
+@pytest.mark.starts_processes
 @pytest.mark.parametrize("keras", KERAS)
 def test_keras_data_parallel_on_two_ranks_trains_like_one_process(processes, tmp_path, keras):
     """Wrapper, shard and broadcast under launch -n 2: identical weights, equal to one process on the global
@@ -207,6 +208,7 @@ def test_keras_data_parallel_on_two_ranks_trains_like_one_process(processes, tmp
     assert "dump_config" not in output and "precision_mode='must_keep_origin_dtype'" in output
 
 
+@pytest.mark.starts_processes
 @pytest.mark.parametrize("keras", KERAS)
 def test_overflow_on_one_rank_skips_the_step_on_every_rank(processes, tmp_path, keras):
     """NpuLossScaleOptimizer with all_reduce in a tf.function loop: the last rank alone overflows at step 2."""
@@ -224,6 +226,7 @@ def test_overflow_on_one_rank_skips_the_step_on_every_rank(processes, tmp_path, 
     np.testing.assert_array_equal(found[0]["final"], found[1]["final"])
 
 
+@pytest.mark.starts_processes
 def test_a_lost_rank_ends_a_tf2_job(processes, tmp_path):
     """The last rank dies before step 2; the other, waiting for it in a collective, is told which rank was
     lost."""
@@ -257,6 +260,7 @@ def _run(script: str, *arguments, **environment) -> str:
     return result.stdout + result.stderr
 
 
+@pytest.mark.starts_processes
 @pytest.mark.parametrize("keras", KERAS)
 def test_dumps_are_written_where_dump_config_says(tmp_path, keras):
     dumps = tmp_path / "dumps"
@@ -270,6 +274,7 @@ def test_dumps_are_written_where_dump_config_says(tmp_path, keras):
     assert any("MatMul" in f.name for f in files), files
 
 
+@pytest.mark.starts_processes
 def test_enable_v1_gives_the_tf1_adapter_behind_compat_v1():
     output = _run("tf2_enable_v1_port.py")
     report = json.loads(next(line for line in output.splitlines() if line.startswith('{"executing_eagerly"')))
@@ -281,6 +286,7 @@ def test_enable_v1_gives_the_tf1_adapter_behind_compat_v1():
     }
 
 
+@pytest.mark.starts_processes
 def test_options_set_after_open_and_a_loop_size_keras_ignores_warn(tmp_path):
     script = tmp_path / "late.py"
     script.write_text(
@@ -377,6 +383,7 @@ def test_dropout_v3_masks_have_a_byte_per_element_in_the_registered_layouts():
     )
 
 
+@pytest.mark.starts_processes
 def test_dropout_masks_are_new_at_every_run_and_a_fixed_sequence_for_fixed_seeds():
     """As Ascend's DropOutGenMask (and TensorFlow's seeded random ops): eagerly, in tf.functions and in graphs,
     each run draws a new mask; the same seeds give the same sequence of masks; seeds None or 0 are random."""
@@ -402,6 +409,7 @@ def test_dropout_masks_are_new_at_every_run_and_a_fixed_sequence_for_fixed_seeds
     assert sequences[0] == sequences[1] and sequences[0][0] != sequences[0][1]
 
 
+@pytest.mark.starts_processes
 def test_the_ports_dropout_patch_trains_with_a_new_mask_every_step():
     """npu_convert_dropout's Dropout.call (a stand-in written after the ports'), with no graph seed: trains (Keras
     2, as `run` gives ported scripts)."""
@@ -412,6 +420,7 @@ def test_the_ports_dropout_patch_trains_with_a_new_mask_every_step():
     assert 0.35 < report["keep_fraction"] < 0.65
 
 
+@pytest.mark.starts_processes
 @pytest.mark.parametrize("keras", KERAS)
 def test_a_custom_loop_gets_dumps_checks_and_mixed_precision(tmp_path, keras):
     """The step function the program decorates after as_default() carries the run-time units: dumps of the
@@ -481,6 +490,7 @@ def test_explain_takes_npu_device_names(capsys):
     assert "NpuDumpConfig has no option enable_dmp. Did you mean 'enable_dump'?" in capsys.readouterr().err
 
 
+@pytest.mark.starts_processes
 def test_graph_kernel_fusion_through_global_options():
     """enable_graph_kernel in npu_device's options: the program's function runs its element-wise chain as an XLA
     cluster with MatMul left out, with the unfused values, and Keras' fit reports the clusters it formed."""
@@ -517,6 +527,7 @@ def test_gelu_in_a_functional_model_and_loss_scaling_in_compile():
     assert bool(optimizer.last_step_finite.numpy())
 
 
+@pytest.mark.starts_processes
 @pytest.mark.parametrize("keras", KERAS)
 def test_a_loop_of_steps_in_one_function_runs_as_written(keras):
     """The loop the adapter would sink (NPU_LOOP_SIZE) runs its 10 steps here, converted by AutoGraph."""
@@ -529,6 +540,7 @@ def test_a_loop_of_steps_in_one_function_runs_as_written(keras):
     np.testing.assert_allclose(report["weights"], expected, rtol=1e-5)
 
 
+@pytest.mark.starts_processes
 def test_a_loop_of_steps_with_collectives_on_two_ranks(processes, tmp_path):
     """all_reduce and the loss-scale agreement inside a tf.range loop of one function, on 2 ranks."""
     job, output = launched(processes, tmp_path, "tf2_loop_size_port.py", NPU_BRIDGE_COMPAT_PORT=BASE_PORT + 30)
@@ -537,6 +549,7 @@ def test_a_loop_of_steps_with_collectives_on_two_ranks(processes, tmp_path):
     assert len(found) == 2 and found[0] == found[1] and found[0]["iterations"] == 10, output[-3000:]
 
 
+@pytest.mark.starts_processes
 @pytest.mark.parametrize("keras", KERAS)
 def test_weight_update_grouping_on_two_ranks_trains_like_plain_data_parallel(processes, tmp_path, keras):
     """grouping_broadcast, then grouping_gradients_apply in a tf.function loop: each rank keeps optimizer state for
@@ -629,6 +642,7 @@ def test_gen_npu_ops_serves_the_fused_kernels_the_ports_npu_ops_call():
 # --- Keras calls under the door: the program's loop, decisions kept, a clean exit --------------------------------
 
 
+@pytest.mark.starts_processes
 @pytest.mark.parametrize("keras", KERAS)
 def test_the_programs_steps_per_execution_is_the_loop_and_the_process_exits_cleanly(keras):
     """As BERT's run_classifier.py: options set, the device opened, compile(steps_per_execution=N)."""
@@ -738,6 +752,7 @@ def write_classifier_records(folder: Path, sequence: int = 16, vocabulary: int =
     (folder / "albert_config.json").write_text(json.dumps(config))
 
 
+@pytest.mark.starts_processes
 @pytest.mark.skipif(not MODELZOO_ALBERT.is_dir(), reason="no ModelZoo-TensorFlow checkout")
 def test_modelzoos_albert_run_classifier_trains_with_its_steps_per_loop(tmp_path):
     """ModelZoo's own ALBERT fine-tuning script (npu_device options, compile(steps_per_execution=steps_per_loop)),

@@ -83,6 +83,7 @@ CHOSEN_KERAS = (
 )
 
 
+@pytest.mark.starts_processes
 def test_ported_scripts_get_keras_2_on_every_line():
     newer = compat.version_tuple(tf.__version__) > compat.version_tuple(compat.ESTIMATOR_TENSORFLOW)
     assert run_python(CHOSEN_KERAS) == ("1 False" if newer else "None False")
@@ -90,6 +91,7 @@ def test_ported_scripts_get_keras_2_on_every_line():
         assert run_python(CHOSEN_KERAS, TF_USE_LEGACY_KERAS="0") == "0 True"
 
 
+@pytest.mark.starts_processes
 def test_run_tf1_gives_graph_mode_keras_2(tmp_path):
     script = tmp_path / "keras_tf1.py"
     script.write_text(

@@ -32,6 +32,7 @@ def last_json(result: subprocess.CompletedProcess) -> dict:
 # --- one Keras ---------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.starts_processes
 @pytest.mark.parametrize("arguments", [("graph",), ("eager",), ("--tf1", "graph")], ids=["graph", "eager", "tf1"])
 def test_a_model_mixing_tensorflow_python_keras_and_tf_keras_trains(arguments):
     """Its library subclasses tensorflow.python.keras's Layer and applies tf.keras layers in `call` (TensorFlow's
@@ -55,6 +56,7 @@ def era_port(tmp_path_factory):
     return last_json(result), result.stderr
 
 
+@pytest.mark.starts_processes
 def test_a_port_using_removed_numpy_and_python_names_trains(era_port):
     report, _ = era_port
     assert report["types"] == [True] * 4 and report["counts"] == [0, 2, 0]
@@ -70,6 +72,7 @@ def test_a_port_using_removed_numpy_and_python_names_trains(era_port):
         )
 
 
+@pytest.mark.starts_processes
 def test_each_era_name_warns_once_at_the_line_that_used_it(era_port):
     _, stderr = era_port
     script = str(HERE / "scripts" / "era_port.py")

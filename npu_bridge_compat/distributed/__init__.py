@@ -6,7 +6,7 @@
                      scheduler's
     meeting.py       where ranks whose scheduler names no other rank's host exchange their addresses
     cluster.py       every rank's address: RANK_TABLE_FILE, CM_*, a scheduler, or this host; deterministic ports
-    runtime.py       this rank's gRPC server and coordination service; a lost rank ends the others
+    collective_runtime.py  this rank's gRPC server and coordination service; a lost rank ends the others
     keys.py          the group and instance keys of collectives, alike on every rank
     collectives.py   hccl.manage.api groups and hccl_ops collectives as TensorFlow collective ops
     optimizers.py    NPUDistributedOptimizer, npu_distributed_optimizer_wrapper, KerasDistributeOptimizer, ...
@@ -65,7 +65,7 @@ _EXPORTS = {
         "set_split_strategy_by_size",
     ),
     "ranks": ("WORLD_GROUP", "RankConfigError"),
-    "runtime": ("start",),
+    "collective_runtime": ("start",),
     "strategy": ("NPUStrategy",),
 }
 _MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}

@@ -1,16 +1,16 @@
 """HCCL's groups and collectives (`hccl.manage.api`, `npu_bridge.hccl.hccl_ops`) on TensorFlow's collective runtime.
 
 Each collective is a TensorFlow collective op (CollectiveReduceV2, CollectiveGatherV2, CollectiveBcastSendV2 /
-CollectiveBcastRecvV2) between the ranks' servers (see runtime.py); in graph mode it runs in the session of the
-rank's door, in eager mode and in traced functions at once. A group of one rank gives the one-rank result with
-no collective at all. What the CPU has no kernel for is built from what it has: reduce_scatter is an allreduce
+CollectiveBcastRecvV2) between the ranks' servers (see collective_runtime.py); in graph mode it runs in the session
+of the rank's door, in eager mode and in traced functions at once. A group of one rank gives the one-rank result
+with no collective at all. What the CPU has no kernel for is built from what it has: reduce_scatter is an allreduce
 and a slice, reduce an allreduce (every rank, not only the root, gets the result), the all-to-all variants an
 allgather and a slice, send/receive a broadcast inside a group of the two ranks.
 
 Keys: keys.py gives every collective the group and instance keys every rank derives alike. A collective carries
 no timeout of its own (each would cost a sleeping thread for the whole timeout): a rank's session runs have a
 deadline of HCCL_EXEC_TIMEOUT per step, whose error names the collectives of the graph that waited
-(`keys.collectives_of`), and a lost rank is found by its missing heartbeats (runtime.py).
+(`keys.collectives_of`), and a lost rank is found by its missing heartbeats (collective_runtime.py).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import tensorflow as tf
 
 from npu_bridge_compat import changes
 from npu_bridge_compat.changes import Owner
-from npu_bridge_compat.distributed import ranks, runtime
+from npu_bridge_compat.distributed import collective_runtime, ranks
 from npu_bridge_compat.distributed.cluster import current_cluster
 from npu_bridge_compat.distributed.keys import WORLD_KEY, instance_key, stable_key
 from npu_bridge_compat.distributed.ranks import WORLD_GROUP, RankConfigError
@@ -169,8 +169,8 @@ def _options(chosen: Group, kind: str, value, *details) -> dict:
     """group size and keys of the next collective `kind` of `value` in `chosen`, with the runtime started. No
     timeout of its own: TensorFlow keeps a sleeping thread alive for the whole timeout of every collective that
     has one (a thread per call); the rank's run deadline and the coordination service's
-    heartbeats bound the wait instead (runtime.py)."""
-    runtime.start()
+    heartbeats bound the wait instead (collective_runtime.py)."""
+    collective_runtime.start()
     return dict(
         group_size=chosen.size,
         group_key=chosen.key,

@@ -10,7 +10,8 @@ of a partly unknown static shape share a key across graphs too, so they must run
 across its runs; TensorFlow names the instance when they do not). A copy of a built step (the iterations_per_loop
 loop of the session door) keeps its original's keys; the copy and the original never run in the same step.
 
-What each graph's collectives are is kept for messages (`collectives_of`: the run deadline's error in runtime.py).
+What each graph's collectives are is kept for messages (`collectives_of`: the run deadline's error in
+collective_runtime.py).
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ import os
 
 from npu_bridge_compat.compat.eager import publish_to_cluster, read_from_cluster, wait_for_cluster
 from npu_bridge_compat.compat.estimator import run_estimator_on
-from npu_bridge_compat.distributed import ranks, runtime
+from npu_bridge_compat.distributed import collective_runtime, ranks
 from npu_bridge_compat.distributed.hooks import NPUBroadcastGlobalVariablesHook
 
 _trainings = itertools.count()
@@ -25,7 +25,7 @@ def rank_session(target: str, config):
     master of its own."""
     if ranks.rank_size() == 1 or target:
         return target, config
-    started = runtime.start()
+    started = collective_runtime.start()
     return started.target, started.session_config(config)
 
 
@@ -37,7 +37,7 @@ def rank_estimator(estimator) -> list:
     the variable broadcast."""
     if ranks.rank_size() == 1:
         return []
-    started, rank = runtime.start(), ranks.rank_id()
+    started, rank = collective_runtime.start(), ranks.rank_id()
     shares = _shares_rank_0_model_dir(estimator.model_dir, rank)  # rank 0 publishes its own here
     run_estimator_on(estimator, started.target, started.session_config, writes_model_dir=not shares)
     return [NPUBroadcastGlobalVariablesHook(0, rank)]

@@ -35,7 +35,7 @@ from npu_bridge_compat.compat.graph import (
     v1_control_flow,
     variable_graph_tensor,
 )
-from npu_bridge_compat.distributed.runtime import collective_run_deadline_ms
+from npu_bridge_compat.distributed.collective_runtime import collective_run_deadline_ms
 from npu_bridge_compat.runtime.graph import (
     ancestors_among,
     fetch_leaves,

@@ -180,7 +180,7 @@ class _Opened(contextlib.AbstractContextManager):
 
 def _join_ranks() -> int:
     """Join the job's ranks; the cluster's checks (rank table and RANK_ID, or CM_*) are the adapter's."""
-    from npu_bridge_compat.distributed.runtime import start
+    from npu_bridge_compat.distributed.collective_runtime import start
 
     return start().cluster.rank
 

@@ -20,7 +20,7 @@ from .npu_device import (  # noqa: F401
 )
 
 if __name__ == "npu_device":  # a script's import through the alias, not npu_bridge_compat's own (scan)
-    from npu_bridge_compat.distributed.runtime import start_if_several_ranks
+    from npu_bridge_compat.distributed.collective_runtime import start_if_several_ranks
 
     start_if_several_ranks()
     del start_if_several_ranks  # not one of the adapter's names
