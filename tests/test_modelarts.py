@@ -485,6 +485,7 @@ def check_trained(result: subprocess.CompletedProcess) -> dict:
     return report
 
 
+@pytest.mark.starts_processes
 def test_a_modelarts_program_trains_against_object_storage(s3_endpoint, tmp_path):
     bucket = new_bucket(s3_endpoint)
     client = s3_client(s3_endpoint)
@@ -509,6 +510,7 @@ def test_a_modelarts_program_trains_against_object_storage(s3_endpoint, tmp_path
     ) in result.stderr
 
 
+@pytest.mark.starts_processes
 def test_a_modelarts_program_trains_with_its_buckets_in_a_folder(tmp_path):
     root = tmp_path / "buckets"
 
@@ -532,6 +534,7 @@ def test_a_modelarts_program_trains_with_its_buckets_in_a_folder(tmp_path):
     assert f"npu_bridge_compat: obs:// and s3:// URLs are files under {root} (run --obs-root)" in result.stderr
 
 
+@pytest.mark.starts_processes
 def test_a_tf2_program_gets_moxing_too(tmp_path):
     (tmp_path / "buckets" / "b" / "in").mkdir(parents=True)
     (tmp_path / "buckets" / "b" / "in" / "x.txt").write_text("tf2")
@@ -547,6 +550,7 @@ def test_a_tf2_program_gets_moxing_too(tmp_path):
     assert result.stdout.strip().splitlines()[-1] == "True tf2"
 
 
+@pytest.mark.starts_processes
 def test_an_obs_root_that_is_no_folder_is_refused_before_the_program_starts(tmp_path):
     result = run("--obs-root", str(tmp_path / "none"), str(HERE / "scripts" / "modelarts_port.py"))
     assert result.returncode == 2
@@ -592,6 +596,7 @@ def write_imagenet_records(put) -> None:
             path.unlink()
 
 
+@pytest.mark.starts_processes
 @pytest.mark.skipif(not MODELZOO_ALEXNET.is_dir(), reason="needs a ModelZoo-TensorFlow checkout")
 @pytest.mark.parametrize("storage", ["s3", "obs_root"])
 def test_modelzoo_alexnet_copies_its_data_and_checkpoints_through_moxing(storage, tmp_path, request):
@@ -680,6 +685,7 @@ def test_scan_lists_moxing_names_and_where_each_object_url_goes(tmp_path, monkey
     assert details["moxing.file.copy_paralel"].endswith("did you mean moxing.file.copy_parallel?")
 
 
+@pytest.mark.starts_processes
 def test_explain_says_where_object_urls_go(tmp_path):
     environment = {**os.environ, "S3_ENDPOINT": f"{LOOPBACK}:9000", "S3_USE_HTTPS": "0"}
     explained = subprocess.run(
