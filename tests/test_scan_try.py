@@ -451,6 +451,16 @@ def era_errors() -> dict[str, dict]:
             True,
             (TrialOutcome.KERAS2_NAME, "keras.layers.merge"),
         ),
+        (
+            {
+                "type": "NoCounterpartError",
+                "message": "moxing.run (ModelArts' moxing) has no counterpart on this host (npu_bridge_compat's "
+                "moxing): moxing's TensorFlow training framework (mox.run, ModelSpec, get_optimizer_fn and their "
+                "hooks) is ModelArts' own and has no counterpart here; ...",
+            },
+            True,
+            (TrialOutcome.MODELARTS_NAME, "moxing.run"),
+        ),
         # packages stay packages
         (
             {"type": "ModuleNotFoundError", "message": "No module named 'cv2'", "module": "cv2"},
