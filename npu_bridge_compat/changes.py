@@ -73,6 +73,7 @@ class Owner(str, enum.Enum):
     TF26_WORLD = "the TF 2.6 world"
     KERAS2_WORLD = "the standalone Keras 2.2 world"
     ERA_WORLD = "the ports' NumPy and Python era"
+    MODELARTS_WORLD = "the ModelArts world (moxing)"
     PROGRAM_IMPORTS = "the program's imports"
     TF_SLIM_NAMES = "tf_slim's names (the TF 1.15 and TF 2.6 worlds)"
     TF1_BEHAVIOUR = "TF1 behaviour (the TF 1.15 world, npu_device.compat.enable_v1)"

@@ -104,6 +104,16 @@ def explain(arguments: argparse.Namespace) -> int:
         print(changes.describe())
         if not arguments.assignments and not arguments.config:
             return 0
+    if arguments.storage:
+        from npu_bridge_compat.legacy.modelarts import STORAGE, use_obs_root
+
+        try:
+            print(use_obs_root(arguments.obs_root) if arguments.obs_root else STORAGE.describe())
+        except NpuConfigError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return EXIT_INVALID
+        if not arguments.assignments and not arguments.config:
+            return 0
     host = detect_host()
     if arguments.host:
         host = host.with_device(arguments.host)
@@ -235,6 +245,7 @@ def run_script(arguments: argparse.Namespace) -> int:
             graph_kernel=graph_kernel_request(arguments.graph_kernel),
             show_deprecations=arguments.show_deprecations,
             list_changes=arguments.changes,
+            obs_root=arguments.obs_root,
         )
     except NpuConfigError as error:
         print(f"error: {error}", file=sys.stderr)
@@ -247,6 +258,8 @@ def _run_flags(arguments: argparse.Namespace) -> list[str]:
     for flag in ("graph_kernel", "show_deprecations", "changes"):
         if getattr(arguments, flag):
             flags.append("--" + flag.replace("_", "-"))
+    if arguments.obs_root:
+        flags += ["--obs-root", os.path.abspath(arguments.obs_root)]
     return flags
 
 
@@ -390,6 +403,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="print which rank this process is, its device and every rank's address, as Ascend's variables or the "
         "scheduler's (Slurm, MPI, torchrun-style, TF_CONFIG) say, and which variables said so",
     )
+    explain_parser.add_argument(
+        "--storage",
+        action="store_true",
+        help="say where a ModelArts program's obs:// and s3:// URLs go under `run` on this host (its endpoint and "
+        "credentials, from the environment; with --obs-root DIR, the folder they map to)",
+    )
+    explain_parser.add_argument("--obs-root", metavar="DIR", help="with --storage: as `run --obs-root DIR`")
     explain_parser.set_defaults(run=explain)
     options_parser = commands.add_parser("options", help="print the table of NPU options as Markdown")
     options_parser.set_defaults(run=options_table)
@@ -414,6 +434,13 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="when the script ends, list what npu_bridge_compat changed in TensorFlow, Keras, the script's objects "
         "and the process (as `explain --changes`)",
+    )
+    run_parser.add_argument(
+        "--obs-root",
+        metavar="DIR",
+        help="the program's obs:// and s3:// URLs (moxing's mox.file) are files under DIR: obs://bucket/key is "
+        "DIR/bucket/key (without it they are objects of the S3-compatible endpoint AWS_ENDPOINT_URL or S3_ENDPOINT "
+        "names, see docs/modelarts.md)",
     )
     run_parser.add_argument(
         "--ranks",

@@ -87,13 +87,16 @@ def run_program(
     graph_kernel: str | None = None,
     show_deprecations: bool = False,
     list_changes: bool = False,
+    obs_root: str | None = None,
 ) -> int:
     """Run `script` with `script_arguments` in this process; exceptions and SystemExit propagate as with
     `python SCRIPT`. `world`: `tf1` (a TF 1.15 program), `tf2` (a TF2 one, written for TensorFlow 2.6), or None
     to decide from the program's signs (choose_world). `graph_kernel`: a fusion mode for every plan (off, auto,
-    on: graph_kernel_request). Raises ScriptNotFound, or an NpuConfigError for an adapter environment that the
-    adapter would refuse, before the script starts."""
+    on: graph_kernel_request). `obs_root`: a folder the program's obs:// and s3:// URLs map to (obs://b/k is
+    obs_root/b/k) instead of object storage. Raises ScriptNotFound, or an NpuConfigError for an adapter environment
+    that the adapter would refuse or an --obs-root that is no folder, before the script starts."""
     from npu_bridge_compat.legacy import install_aliases
+    from npu_bridge_compat.legacy.modelarts import use_obs_root
     from npu_bridge_compat.legacy.tf1 import TF1_VERSION
     from npu_bridge_compat.logs import defer_tensorflow_handler, log_line, quiet_library_deprecations
     from npu_bridge_compat.scan.tf1 import tf1_hint
@@ -106,6 +109,8 @@ def run_program(
     if graph_kernel is not None:
         ask_for_graph_kernel_fusion(graph_kernel)
     reserve_fusion_flags()  # before the script starts TensorFlow, in case one of its configurations asks for fusion
+    if obs_root is not None:
+        log_line(f"npu_bridge_compat: {use_obs_root(obs_root)}")
     run_as = RunAs(choose_world(script, world))
     tf1 = run_as is RunAs.TF1
     install_aliases()

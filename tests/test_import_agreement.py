@@ -17,6 +17,7 @@ import pytest
 from npu_bridge_compat.imports.world import Status, World
 from npu_bridge_compat.legacy.era import ERA
 from npu_bridge_compat.legacy.keras2 import KERAS2
+from npu_bridge_compat.legacy.modelarts import MODELARTS
 from npu_bridge_compat.legacy.tf1 import TF1
 from npu_bridge_compat.legacy.tf26 import TF26
 from npu_bridge_compat.plan import HostFacts
@@ -26,7 +27,13 @@ from npu_bridge_compat.scan.outcomes import FINDINGS, RUN, RUN_TF1, outcome
 pytestmark = pytest.mark.starts_processes
 
 # The world, its name status as `scan` reads it, and the `run` flag that serves it.
-WORLDS = {"tf1": (TF1, "--tf1"), "tf26": (TF26, "--tf2"), "era": (ERA, "--tf2"), "keras2": (KERAS2, "--tf1")}
+WORLDS = {
+    "tf1": (TF1, "--tf1"),
+    "tf26": (TF26, "--tf2"),
+    "era": (ERA, "--tf2"),
+    "keras2": (KERAS2, "--tf1"),
+    "modelarts": (MODELARTS, "--tf2"),
+}
 
 # What each status promises when the program imports the name.
 PROMISED = {
@@ -44,9 +51,10 @@ from npu_bridge_compat.legacy.tf1 import TF1
 from npu_bridge_compat.legacy.tf26 import TF26
 from npu_bridge_compat.legacy.era import ERA
 from npu_bridge_compat.legacy.keras2 import KERAS2
+from npu_bridge_compat.legacy.modelarts import MODELARTS
 
 def happened(module, name):
-    for world in (TF1, TF26, ERA, KERAS2):
+    for world in (TF1, TF26, ERA, KERAS2, MODELARTS):
         world.warned.clear()  # each entry's own warning, even where another path warned for the same counterpart
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -229,10 +229,7 @@ def test_each_script_is_classified_with_its_cause(quick):
         "models/detection/export.py": (TrialOutcome.SCRIPT, "its own protos.*_pb2 modules are not generated"),
         "models/yolo/flags_by_hand.py": (TrialOutcome.STARTED, "started"),
         "models/yolo/detect.py": (TrialOutcome.PACKAGE, "cv2 (pip install opencv-python)"),
-        "models/yolo/export.py": (
-            TrialOutcome.PACKAGE,
-            "moxing (ModelArts' storage package: not on the public index)",
-        ),
+        "models/yolo/export.py": (TrialOutcome.STARTED, "started"),  # moxing: ModelArts' library, served by `run`
         "models/bert/run.py": (TrialOutcome.SCRIPT, "its own module resnet_blocks is not on its path"),
         "models/bert/broken.py": (TrialOutcome.SCRIPT, "SyntaxError"),
         "models/bert/reads_config.py": (TrialOutcome.SCRIPT, "FileNotFoundError (a file it reads at start)"),
@@ -264,11 +261,11 @@ def test_the_text_report_groups_by_outcome_then_cause(quick):
     root, _, report = quick
     text = render_trial_text(report)
     headings = [line for line in text.splitlines() if line and not line.startswith(" ")]
-    assert headings[:3] == ["needs a package: 2 scripts", "script's own error: 6 scripts", "timed out: 1 script"]
+    assert headings[:3] == ["needs a package: 1 script", "script's own error: 6 scripts", "timed out: 1 script"]
     assert "13 entry scripts tried in" in text
-    assert "started: 4, needs a package: 2, script's own error: 6, timed out: 1" in text
+    assert "started: 5, needs a package: 1, script's own error: 6, timed out: 1" in text
     as_json = json.loads(render_trial_json(report))
-    assert as_json["totals"]["started"] == 4 and as_json["totals"]["scripts"] == 13
+    assert as_json["totals"]["started"] == 5 and as_json["totals"]["scripts"] == 13
     assert as_json["causes"]["script's own error"] == {
         "FileNotFoundError (a file it reads at start)": 1,
         "SyntaxError": 1,
@@ -453,6 +450,16 @@ def era_errors() -> dict[str, dict]:
             },
             True,
             (TrialOutcome.KERAS2_NAME, "keras.layers.merge"),
+        ),
+        (
+            {
+                "type": "NoCounterpartError",
+                "message": "moxing.run (ModelArts' moxing) has no counterpart on this host (npu_bridge_compat's "
+                "moxing): moxing's TensorFlow training framework (mox.run, ModelSpec, get_optimizer_fn and their "
+                "hooks) is ModelArts' own and has no counterpart here; ...",
+            },
+            True,
+            (TrialOutcome.MODELARTS_NAME, "moxing.run"),
         ),
         # packages stay packages
         (

@@ -8,8 +8,11 @@ import os
 from typing import Any
 
 from npu_bridge_compat import compat
+from npu_bridge_compat.imports.world import Status
+from npu_bridge_compat.legacy.modelarts import MODELARTS, STORAGE
+from npu_bridge_compat.legacy.modelarts.storage import ObjectStorageError
 from npu_bridge_compat.plan import HostFacts
-from npu_bridge_compat.scan import names
+from npu_bridge_compat.scan import names, outcomes
 from npu_bridge_compat.scan.configs import ConfigChecker, Place
 from npu_bridge_compat.scan.era import (
     EraName,
@@ -68,6 +71,7 @@ class Classifier:
             *self._packages(facts, script_dir, project_root),
             *names_found.findings(),
             *str_enum_values_findings(facts.str_enum_values),
+            *object_url_findings(facts.object_urls),
         ]
         if facts.option_sets or facts.calls or facts.tree_option_sets:
             place = Place(shown_path, _folders_up_to(script_dir, project_root))
@@ -82,8 +86,9 @@ class Classifier:
     def _packages(self, facts: FileFacts, script_dir: str, project_root: str) -> list[Finding]:
         packages: dict[str, Finding] = {}
         for imported in facts.imports:
-            if imported.level or is_served_module(imported.module):
-                continue  # relative: the script's own package; imp, distutils: the era's names say what they become
+            served = is_served_module(imported.module) or MODELARTS.in_tree(imported.module, MODELARTS.roots)
+            if imported.level or served:
+                continue  # relative: the script's own package; imp, distutils, moxing: their names say what they become
             top = imported.module.split(".")[0]
             if (
                 top not in _NAMED_ROOTS
@@ -138,6 +143,8 @@ def _names(facts: FileFacts, found: _NameFindings) -> None:
             found.keras(dotted, imported.line, imported.place)
         elif top == "tensorflow":
             found.tensorflow([dotted], imported.line, imported.place)
+        elif top in MODELARTS.roots:
+            found.modelarts(dotted, imported.line)
         elif era_category(dotted) is not None:
             found.era(dotted, imported.line)
     for (root, attributes), (line, _, place) in facts.uses.items():
@@ -151,6 +158,8 @@ def _names(facts: FileFacts, found: _NameFindings) -> None:
             found.keras(dotted[0], line, place)
         elif adapter:
             found.adapter(adapter[0], line, used=True, certain=certain, place=place)
+        elif dotted and all(name.split(".")[0] in MODELARTS.roots for name in dotted):
+            found.modelarts(dotted[0], line)
         elif dotted and all(era_category(name) is not None for name in dotted):
             found.era(dotted[0], line)
 
@@ -182,6 +191,7 @@ class _NameFindings:
         self._tf26: dict[str, tuple[int, tuple[str, Severity, str]]] = {}  # name -> (line, its classification)
         self._keras2: dict[str, tuple[int, tuple[str, Severity, str]]] = {}  # (alike)
         self._era: dict[str, tuple[int, EraName]] = {}  # name -> (line, its classification)
+        self._modelarts: dict[str, int] = {}  # moxing name -> first line
         self._signs: list[Sign] = []
 
     def adapter(
@@ -246,6 +256,11 @@ class _NameFindings:
             seen = self._era.get(classified.name)
             self._era[classified.name] = (min(line, seen[0]) if seen else line, classified)
 
+    def modelarts(self, dotted: str, line: int) -> None:
+        """A name of ModelArts' moxing, which `run` serves in both worlds (no sign of either)."""
+        if self._report:
+            self._modelarts[dotted] = min(line, self._modelarts.get(dotted, line))
+
     def world_signs(self, facts: FileFacts) -> tuple[Sign, ...]:
         """The file's signs of its world, NPU options written into a session config included."""
         options = [
@@ -265,6 +280,11 @@ class _NameFindings:
             findings.append(Finding(line, Category.KERAS2, name, outcome, severity, detail))
         for name, (line, era) in self._era.items():
             findings.append(Finding(line, era.category, name, era.outcome, era.severity, era.detail))
+        for name, line in self._modelarts.items():
+            status = MODELARTS.name_status(name)
+            known = status.status if status.status in outcomes.FINDINGS else Status.MISSING  # unknown: it raises
+            shown, severity = outcomes.outcome(known, outcomes.RUN)
+            findings.append(Finding(line, Category.MODELARTS, name, shown, severity, status.detail))
         return findings
 
     @staticmethod
@@ -315,6 +335,21 @@ class _NameFindings:
             Severity.READY,
             f"served by {names.describe_adapter(resolved.obj)}",
         )
+
+
+def object_url_findings(urls: tuple[tuple[int, str], ...]) -> list[Finding]:
+    """Where each obs:// or s3:// literal of a file goes on this host under `run` (as `run` would say it)."""
+    findings = []
+    for line, url in urls:
+        try:
+            where = STORAGE.locate(url)
+        except ObjectStorageError as error:
+            findings.append(Finding(line, Category.OBJECT_URL, url, Outcome.INVALID, Severity.BLOCKED, str(error)))
+            continue
+        detail = STORAGE.describe() + "; `run --obs-root DIR` makes it DIR/" + f"{where.bucket}/{where.key}"
+        severity = Severity.READY if STORAGE.endpoint() else Severity.WARNING
+        findings.append(Finding(line, Category.OBJECT_URL, url, Outcome.AT_RUN_TIME, severity, detail))
+    return findings
 
 
 def _folders_up_to(directory: str, root: str) -> tuple[str, ...]:

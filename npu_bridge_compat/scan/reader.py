@@ -20,7 +20,8 @@ from npu_bridge_compat.legacy.era.table import FILLED, MODULES
 ADAPTER_ROOTS = frozenset(ALIASED_PACKAGES) | {"npu_bridge_compat"}  # where NPU configuration calls come from
 # the modules of the ports' NumPy and Python era, from its table: numpy, collections, time, inspect, imp, distutils, xml
 ERA_ROOTS = frozenset(path.split(".")[0] for path in (*FILLED, *MODULES))
-RECORDED_ROOTS = ADAPTER_ROOTS | ERA_ROOTS | {"tensorflow"}  # packages whose names the classifier checks one by one
+# packages whose names the classifier checks one by one (moxing: ModelArts' library, which `run` serves)
+RECORDED_ROOTS = ADAPTER_ROOTS | ERA_ROOTS | {"tensorflow", "moxing"}
 _BUILTINS = frozenset(dir(builtins)) | {"__file__", "__builtins__", "__cached__", "__annotations__", "__path__"}
 _IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
 _NAME_ERRORS = frozenset({"AttributeError", "ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
@@ -98,6 +99,7 @@ class FileFacts(NamedTuple):
     tree_option_sets: tuple[TreeOptionSet, ...] = ()
     search_paths: tuple[str, ...] = ()  # literal folders the script adds with sys.path.append / insert
     str_enum_values: tuple[int, ...] = ()  # lines of absl DEFINE_enum calls given a str as enum_values
+    object_urls: tuple[tuple[int, str], ...] = ()  # (line, literal) of each obs:// or s3:// string
 
 
 def read_file(path: str) -> FileFacts:
@@ -135,7 +137,20 @@ def read_source(source: bytes | str, path: str) -> FileFacts:
         tuple(reader.tree_option_sets),
         tuple(reader.search_paths),
         _str_enum_values(tree) if (b"_enum" if isinstance(source, bytes) else "_enum") in source else (),
+        _object_urls(tree) if any(scheme in source for scheme in _URL_MARKS[isinstance(source, bytes)]) else (),
     )
+
+
+_URL_MARKS = {False: ("obs://", "s3://"), True: (b"obs://", b"s3://")}
+
+
+def _object_urls(tree: ast.Module) -> tuple[tuple[int, str], ...]:
+    """The obs:// and s3:// literals of a file (ModelArts' object-storage URLs), in order, each once."""
+    found = {}
+    for node in ast.walk(tree):
+        if type(node) is ast.Constant and isinstance(node.value, str) and node.value.startswith(("obs://", "s3://")):
+            found.setdefault(node.value, node.lineno)
+    return tuple(sorted((line, url) for url, line in found.items()))
 
 
 _ENUM_DEFINES = frozenset({"DEFINE_enum", "DEFINE_multi_enum"})

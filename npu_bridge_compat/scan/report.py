@@ -41,6 +41,8 @@ class Category(enum.StrEnum):
     # Python removed, which `run` serves in both worlds (era.py)
     NUMPY = "NumPy < 1.24 name"
     PYTHON = "Python 3.7 name"
+    MODELARTS = "ModelArts name"  # moxing, ModelArts' file library, which `run` serves in both worlds
+    OBJECT_URL = "object URL"  # an obs:// or s3:// literal, and where it goes on this host
     PACKAGE = "package"
     SYNTAX = "syntax"
 

@@ -43,6 +43,7 @@ from npu_bridge_compat.distributed.launch import unshare_refusal
 from npu_bridge_compat.imports.world import Status
 from npu_bridge_compat.legacy import ALIASED_PACKAGES
 from npu_bridge_compat.legacy.keras2 import KERAS2
+from npu_bridge_compat.legacy.modelarts import MODELARTS
 from npu_bridge_compat.legacy.tf26.world import TF26
 from npu_bridge_compat.scan.era import era_category, is_served_module
 from npu_bridge_compat.scan.reader import FileFacts, read_file
@@ -113,7 +114,6 @@ PIP_NAMES = {
 # Packages of Ascend's own platforms, which no public index has.
 ASCEND_PACKAGES = {
     "acl": "pyACL, of Ascend's CANN toolkit",
-    "moxing": "ModelArts' storage package",
     "tbe": "Ascend's CANN toolkit",
     "te": "Ascend's CANN toolkit",
 }
@@ -132,6 +132,7 @@ class TrialOutcome(enum.StrEnum):
     TF1_NAME = "TF 1.15 name missing"
     TF2_NAME = "TF 2.6 name missing"
     KERAS2_NAME = "Keras 2.2 name missing"  # the standalone Keras 2.2 / 2.3 world's stand-in (`run --tf1`)
+    MODELARTS_NAME = "ModelArts name missing"  # moxing's training framework (mox.run, ...), which `run` stands in for
     NUMPY_NAME = "NumPy < 1.24 name missing"  # NumPy's removed names (1.24's aliases, 2.0's spellings): era.py
     PYTHON_NAME = "Python 3.7 name missing"  # Python's removed names and modules (collections' ABCs, imp, ...)
     SCRIPT = "script's own error"
@@ -584,12 +585,17 @@ _ERA_OUTCOMES = {Category.NUMPY: TrialOutcome.NUMPY_NAME, Category.PYTHON: Trial
 
 
 # The worlds whose stand-ins' messages say the world after the name, and the outcome of each.
-_LABELLED_STAND_INS = ((TF26, TrialOutcome.TF2_NAME), (KERAS2, TrialOutcome.KERAS2_NAME))
+_LABELLED_STAND_INS = (
+    (TF26, TrialOutcome.TF2_NAME),
+    (KERAS2, TrialOutcome.KERAS2_NAME),
+    (MODELARTS, TrialOutcome.MODELARTS_NAME),
+)
 
 
 def _stand_in(message: str) -> tuple[TrialOutcome, str]:
     """The outcome of a world's stand-in that was used, by which world's name it stands for: the era's (NumPy's,
-    Python's), TF 2.6's or the standalone Keras 2.2's (their messages say so after the name), or TF 1.15's."""
+    Python's), TF 2.6's, the standalone Keras 2.2's or ModelArts' moxing's (their messages say so after the name),
+    or TF 1.15's."""
     named = message.split(" ", 1)[0]
     dotted = _public(named)
     category = era_category(dotted)

@@ -1,4 +1,4 @@
-"""An entry point for Huawei ModelArts: it copies data with moxing, which is not installed on a host."""
+"""An entry point for Huawei ModelArts: it copies data with moxing, ModelArts' own library, which `run` serves."""
 import moxing as mox
 import tensorflow as tf
 from npu_bridge.npu_init import *
