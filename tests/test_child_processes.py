@@ -20,6 +20,9 @@ from npu_bridge_compat import processes
 from npu_bridge_compat.cli import main
 from npu_bridge_compat.legacy.tf1.world import TF1_VERSION
 
+# Every test starts a command under `run`, with the Python processes it starts.
+pytestmark = pytest.mark.starts_processes
+
 HERE = Path(__file__).parent
 TIMEOUT_S = 400
 

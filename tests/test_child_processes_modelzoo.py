@@ -29,7 +29,10 @@ CONVNET = "TensorFlow2/built-in/keras_sample/cv/mnist_convnet_ID2524_for_TensorF
 DISTILLATION = "TensorFlow2/built-in/keras_sample/cv/knowledge_disti_ID2517_for_TensorFlow2.X"
 TIMEOUT_S = 1800
 
-pytestmark = pytest.mark.skipif(not MODELZOO, reason="NPU_BRIDGE_COMPAT_MODELZOO names no ModelZoo-TensorFlow checkout")
+pytestmark = [
+    pytest.mark.skipif(not MODELZOO, reason="NPU_BRIDGE_COMPAT_MODELZOO names no ModelZoo-TensorFlow checkout"),
+    pytest.mark.starts_processes,
+]
 
 # Saves each session's trainable variables when it closes, to $WEIGHTS_DIR/<RANK_ID>.npz: a test's observer,
 # installed after TensorFlow's session module loads (the program's `run` chooses TensorFlow's Keras first).

@@ -58,8 +58,10 @@ class ChildProcess:
 
     def describe(self) -> str:
         line = shlex.join(self.command).replace("\n", "\\n")  # one line per process
-        if len(line) > _SUMMARY_WIDTH:
-            line = line[: _SUMMARY_WIDTH - 3] + "..."
+        if len(line) > _SUMMARY_WIDTH:  # cut, but a script's path always whole: it names the process
+            script = next((i for i, part in enumerate(self.command) if part.endswith(".py")), None)
+            kept = shlex.join(self.command[: script + 1]) if script is not None else ""
+            line = f"{kept} ..." if len(kept) > _SUMMARY_WIDTH - 4 else line[: _SUMMARY_WIDTH - 3] + "..."
         if self.served in ("tf1", "tf2"):
             served = f"run as a {self.served} program ({self.decided})"
         elif self.served == "adapter":
