@@ -17,7 +17,6 @@ from collections.abc import Sequence
 from npu_bridge_compat import changes
 from npu_bridge_compat.changes import Owner
 from npu_bridge_compat.compat import select_keras_2
-from npu_bridge_compat.compat.estimator_library import serve_estimator_imports
 from npu_bridge_compat.compat.xla import reserve_fusion_flags
 from npu_bridge_compat.distributed.ranks import export_scheduler_ranks
 from npu_bridge_compat.errors import NpuConfigError
@@ -93,7 +92,6 @@ def run_program(
     to decide from the program's signs (choose_world). `graph_kernel`: a fusion mode for every plan (off, auto,
     on: graph_kernel_request). Raises ScriptNotFound, or an NpuConfigError for an adapter environment that the
     adapter would refuse, before the script starts."""
-    from npu_bridge_compat.legacy import install_aliases
     from npu_bridge_compat.legacy.tf1 import TF1_VERSION
     from npu_bridge_compat.logs import defer_tensorflow_handler, log_line, quiet_library_deprecations
     from npu_bridge_compat.scan.tf1 import tf1_hint
@@ -108,9 +106,8 @@ def run_program(
     reserve_fusion_flags()  # before the script starts TensorFlow, in case one of its configurations asks for fusion
     run_as = RunAs(choose_world(script, world))
     tf1 = run_as is RunAs.TF1
-    install_aliases()
-    for served in run_as.worlds:
-        served.serve_program()
+    for served in run_as.worlds:  # legacy/runs.py's one list: the adapter's paths, the program's era, tf.estimator
+        served.serve()
     if tf1:
         import tensorflow as tf
 
@@ -119,7 +116,6 @@ def run_program(
             f"1.15's API and version (tf.__version__ {TF1_VERSION}); installed libraries see TensorFlow "
             f"{tf.__version__}"
         )
-    serve_estimator_imports()  # tf.estimator on TensorFlow 2.16 and later: loaded when the program uses it
     defer_tensorflow_handler()  # TensorFlow's messages are printed once, should the script configure logging
     if not show_deprecations:
         quiet_library_deprecations()

@@ -384,9 +384,9 @@ class World:
         self.install_more()
         return True
 
-    def serve_program(self) -> bool:
-        """`install()`, and the program's own imports get the world's view (its `program_import`, through the one
-        hook of program.py) while the world is installed."""
+    def serve(self) -> bool:
+        """What `run` does with the world: `install()`, and the program's own imports get the world's view (its
+        `program_import`, through the one hook of program.py) while the world is installed."""
         if not self.install():
             return False
         if self.program_tops:

@@ -145,10 +145,10 @@ class _Tf1World(World):
         repair_tf1_layers_normalization()
         restore_names_tf_slim_uses(owner=self.owner)
 
-    def serve_program(self) -> bool:
+    def serve(self) -> bool:
         """As every world's, and TF2 behaviour is disabled process-wide: TF 1.15 programs build graphs and run
         sessions."""
-        if not super().serve_program():
+        if not super().serve():
             return False
         disable_v2_behaviour(
             owner=self.owner, reason="TF 1.15 programs build graphs and run sessions (tf.compat.v1.disable_v2_behavior)"
