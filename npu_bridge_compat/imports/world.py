@@ -1,6 +1,6 @@
 """The one engine of the worlds a ported program's imports are served from: the adapter's import paths, TF 1.15,
 TF 2.6, the standalone Keras 2.2 and the ports' NumPy and Python era (legacy/), and tensorflow-estimator 2.15 on
-TensorFlow 2.16 and later (compat/estimator_library.py). A world is a table of `Module` rows read by this engine:
+TensorFlow 2.16 and later (estimator_library.py). A world is a table of `Module` rows read by this engine:
 
 - A module path of the table, or one derived from it (a child module of its sources, a path the world redirects),
   is served by the world's import finder: as today's module itself where it is one (an alias), else as a

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import enum
 
-from npu_bridge_compat.compat.estimator_library import ESTIMATOR_LIBRARY
+from npu_bridge_compat.estimator_library import ESTIMATOR_LIBRARY
 from npu_bridge_compat.imports.world import World
 from npu_bridge_compat.legacy.adapter import ADAPTER
 from npu_bridge_compat.legacy.era import ERA
