@@ -43,7 +43,7 @@ from npu_bridge_compat.compat.estimator_library import (
 )
 from npu_bridge_compat.compat.versions import ESTIMATOR_TENSORFLOW, _stand_in, tensorflow_version, version_tuple
 from npu_bridge_compat.errors import TensorFlowVersionError
-from npu_bridge_compat.imports.world import Module, World, WorldFinder
+from npu_bridge_compat.imports.world import ENGINE_DEFAULT, Module, Rules, World, WorldFinder
 
 # The world's table: TensorFlow 2.15's module paths that later lines lack, each an alias of the package's module it
 # forwarded to (their child modules derived from it), and the modules the package imports that TensorFlow lacks.
@@ -54,53 +54,44 @@ MODULES = {
 }
 
 
-class _EstimatorLibraryWorld(World):
-    """tensorflow-estimator 2.15 on this TensorFlow: its table's module paths, and three rules. The package's own
-    import first gives TensorFlow the names it exports under; `import tensorflow.compat.v1` (tf_keras does) loads
-    another copy of the API module, which becomes tf.compat.v1, so today's loader of the API parents is wrapped to
-    give that copy its tf.estimator too; the modules TensorFlow lacks are written here (`_served_module`)."""
-
-    own_trees = tuple(MODULES)
-
-    def can_install(self) -> bool:
-        return library_is_served() and package_is_usable()
-
-    def finder_serves(self, fullname: str) -> bool:
-        return fullname == PACKAGE_MODULE or fullname in API_PARENTS or super().finder_serves(fullname)
-
-    def replaces_todays(self, fullname: str) -> bool:
-        return fullname in MODULES
-
-    def module_spec(
-        self, fullname: str, todays: importlib.machinery.ModuleSpec | None, finder: WorldFinder
-    ) -> importlib.machinery.ModuleSpec | None:
-        if fullname == PACKAGE_MODULE:
-            register_estimator_api()  # the path finder then loads the package as usual
-            return None
-        if fullname in API_PARENTS:
-            if todays is not None and todays.loader is not None:
-                todays.loader = _WithEstimatorApi(todays.loader, API_PARENTS[fullname])
-            return todays
-        if fullname in SERVED:
-            return importlib.machinery.ModuleSpec(fullname, finder)  # a module, not a package
-        return super().module_spec(fullname, todays, finder)
-
-    def module_for_import(self, fullname: str) -> types.ModuleType:
-        if fullname in SERVED:
-            return served_module(fullname)
-        return super().module_for_import(fullname)
-
-    def install_more(self) -> None:
-        _give_api_parents()
+def _module_spec(
+    world: World, fullname: str, todays: importlib.machinery.ModuleSpec | None, finder: WorldFinder
+) -> Any:
+    """The package's own import first gives TensorFlow the names it exports under; `import tensorflow.compat.v1`
+    (tf_keras does) loads another copy of the API module, which becomes tf.compat.v1, so today's loader of the API
+    parents is wrapped to give that copy its tf.estimator too; the modules TensorFlow lacks are made here."""
+    if fullname == PACKAGE_MODULE:
+        register_estimator_api()  # the path finder then loads the package as usual
+        return None
+    if fullname in API_PARENTS:
+        if todays is not None and todays.loader is not None:
+            todays.loader = _WithEstimatorApi(todays.loader, API_PARENTS[fullname])
+        return todays
+    if fullname in SERVED:
+        return importlib.machinery.ModuleSpec(fullname, finder)  # a module, not a package
+    return ENGINE_DEFAULT
 
 
-ESTIMATOR_LIBRARY = _EstimatorLibraryWorld(
+def _module_for_import(world: World, fullname: str) -> Any:
+    return served_module(fullname) if fullname in SERVED else ENGINE_DEFAULT
+
+
+ESTIMATOR_LIBRARY = World(
     name="estimator_library",
     owner=OWNER,
     era="TensorFlow 2.15's Estimator",
     modules=MODULES,
     roots=tuple(MODULES),
     serves="tensorflow-estimator 2.15 and TensorFlow 2.15's Estimator module paths import on this TensorFlow",
+    rules=Rules(
+        own_trees=tuple(MODULES),
+        finder_paths=(PACKAGE_MODULE, *API_PARENTS),
+        replaces_todays=lambda world, fullname: fullname in MODULES,
+        module_spec=_module_spec,
+        module_for_import=_module_for_import,
+        can_install=lambda world: library_is_served() and package_is_usable(),
+        install_more=lambda world: _give_api_parents(),
+    ),
 )
 
 

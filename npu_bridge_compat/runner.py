@@ -44,7 +44,7 @@ def graph_kernel_request(flag: bool) -> str | None:
 
 def choose_world(script: str, world: str | None) -> str:
     """The world to run `script` in: `world` when the user chose one (tf1, tf2), else the one its signs decide
-    (scan/world.py: its file and the project modules it imports, read, never run), said in one line on stderr
+    (scan/run_decision.py: its file and the project modules it imports, read, never run), said in one line on stderr
     when the signs had to be weighed. Imports TensorFlow (after select_keras_2) to look names up."""
     if world is not None:
         if world not in tuple(RunAs):

@@ -8,7 +8,7 @@ order is also the order in which the worlds' views answer the program's imports 
 the ports' NumPy and Python era (the ports were all written for NumPy < 1.24 and Python 3.7) and tensorflow-
 estimator 2.15 on TensorFlow 2.16 and later; TF 1.15 programs also get TF 1.15's trees and the standalone Keras 2.2
 / 2.3 that ran beside TensorFlow 1.15, TF2 programs TF 2.6's names. `scan` decides between the two runs with the
-same members (scan/world.py).
+same members (scan/run_decision.py).
 
 Adding a world: its module, and one line in `WORLDS` (plus one in `ONLY_FOR` when only one kind of run gets it).
 """
