@@ -100,6 +100,10 @@ def explain(arguments: argparse.Namespace) -> int:
         status = explain_ranks()
         if status or (not arguments.assignments and not arguments.config and not arguments.changes):
             return status
+    if arguments.worlds:
+        print(describe_worlds())
+        if not arguments.assignments and not arguments.config and not arguments.changes:
+            return 0
     if arguments.changes:
         print(changes.describe())
         if not arguments.assignments and not arguments.config:
@@ -143,6 +147,18 @@ def explain(arguments: argparse.Namespace) -> int:
     print(plan.report)
     print(settings_text(plan))
     return 0
+
+
+def describe_worlds() -> str:
+    """The worlds `run` can serve, in the order it serves them (legacy/runs.py's one list): which runs get each,
+    and what it serves."""
+    from npu_bridge_compat.legacy.runs import WORLDS, RunAs
+
+    lines = ["The worlds `run` serves, in this order:"]
+    for world in WORLDS:
+        runs = ", ".join(f"run {run_as.flag}" for run_as in RunAs if world in run_as.worlds)
+        lines.append(f"  {world.name} ({world.era}; {runs}): {world.serves}")
+    return "\n".join(lines)
 
 
 def explain_ranks() -> int:
@@ -396,6 +412,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="list what npu_bridge_compat changed in TensorFlow, Keras, user objects and the process that runs this "
         "(call main(['explain', '--changes']) in a program, or use `run --changes`)",
+    )
+    explain_parser.add_argument(
+        "--worlds",
+        action="store_true",
+        help="list the worlds `run` serves a ported program's imports from (the adapter's paths, TF 1.15, TF 2.6, "
+        "...), in the order it serves them, and which runs get each",
     )
     explain_parser.add_argument(
         "--ranks",

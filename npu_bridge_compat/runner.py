@@ -17,7 +17,6 @@ from collections.abc import Sequence
 from npu_bridge_compat import changes
 from npu_bridge_compat.changes import Owner
 from npu_bridge_compat.compat import select_keras_2
-from npu_bridge_compat.compat.estimator_library import serve_estimator_imports
 from npu_bridge_compat.compat.xla import reserve_fusion_flags
 from npu_bridge_compat.distributed.ranks import export_scheduler_ranks
 from npu_bridge_compat.errors import NpuConfigError
@@ -45,7 +44,7 @@ def graph_kernel_request(flag: bool) -> str | None:
 
 def choose_world(script: str, world: str | None) -> str:
     """The world to run `script` in: `world` when the user chose one (tf1, tf2), else the one its signs decide
-    (scan/world.py: its file and the project modules it imports, read, never run), said in one line on stderr
+    (scan/run_decision.py: its file and the project modules it imports, read, never run), said in one line on stderr
     when the signs had to be weighed. Imports TensorFlow (after select_keras_2) to look names up."""
     if world is not None:
         if world not in tuple(RunAs):
@@ -95,7 +94,6 @@ def run_program(
     on: graph_kernel_request). `obs_root`: a folder the program's obs:// and s3:// URLs map to (obs://b/k is
     obs_root/b/k) instead of object storage. Raises ScriptNotFound, or an NpuConfigError for an adapter environment
     that the adapter would refuse or an --obs-root that is no folder, before the script starts."""
-    from npu_bridge_compat.legacy import install_aliases
     from npu_bridge_compat.legacy.modelarts import use_obs_root
     from npu_bridge_compat.legacy.tf1 import TF1_VERSION
     from npu_bridge_compat.logs import defer_tensorflow_handler, log_line, quiet_library_deprecations
@@ -113,9 +111,8 @@ def run_program(
         log_line(f"npu_bridge_compat: {use_obs_root(obs_root)}")
     run_as = RunAs(choose_world(script, world))
     tf1 = run_as is RunAs.TF1
-    install_aliases()
-    for served in run_as.worlds:
-        served.serve_program()
+    for served in run_as.worlds:  # legacy/runs.py's one list: the adapter's paths, the program's era, tf.estimator
+        served.serve()
     if tf1:
         import tensorflow as tf
 
@@ -124,7 +121,6 @@ def run_program(
             f"1.15's API and version (tf.__version__ {TF1_VERSION}); installed libraries see TensorFlow "
             f"{tf.__version__}"
         )
-    serve_estimator_imports()  # tf.estimator on TensorFlow 2.16 and later: loaded when the program uses it
     defer_tensorflow_handler()  # TensorFlow's messages are printed once, should the script configure logging
     if not show_deprecations:
         quiet_library_deprecations()

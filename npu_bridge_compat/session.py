@@ -21,12 +21,12 @@ from typing import Any
 import tensorflow as tf
 from tensorflow.core.protobuf import config_pb2, rewriter_config_pb2
 
-from npu_bridge_compat.compat import estimator_class
 from npu_bridge_compat.compat.batchnorm import install_horizon_gate
 from npu_bridge_compat.compat.sessions import session_running_hooks, session_without_runtime
 from npu_bridge_compat.distributed import get_local_rank_id, get_local_rank_size, get_rank_id, get_rank_size
 from npu_bridge_compat.distributed.rank_doors import rank_session
 from npu_bridge_compat.errors import NpuOptionValueError
+from npu_bridge_compat.estimator_library import estimator_class
 from npu_bridge_compat.options import options_from_config_proto
 from npu_bridge_compat.options.readers import NPU_OPTIMIZER
 from npu_bridge_compat.plan.features import BatchNormWorkaround

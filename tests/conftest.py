@@ -14,7 +14,7 @@ os.environ.setdefault("NPU_BRIDGE_COMPAT_CACHE_DIR", tempfile.mkdtemp(prefix="np
 
 import pytest  # noqa: E402
 
-from npu_bridge_compat import changes, compat  # noqa: E402
+from npu_bridge_compat import changes, compat, estimator_library  # noqa: E402
 from npu_bridge_compat.compat.xla import reserve_fusion_flags  # noqa: E402
 from npu_bridge_compat.plan import HostFacts, detect_host, host_plan  # noqa: E402
 from npu_bridge_compat.plan.platform import Support  # noqa: E402
@@ -27,15 +27,15 @@ reserve_fusion_flags()
 # Tests that only make sense on one TensorFlow line: marker -> (whether this line has it, why others skip).
 LINE_MARKERS = {
     "needs_estimator": (
-        lambda: compat.estimator_api() is not None,
+        lambda: estimator_library.estimator_api() is not None,
         "need tf.estimator: tensorflow-estimator 2.15 (the cpu and gpu extras install it), served from TensorFlow 2.16",
     ),
     "without_estimator": (
-        lambda: compat.estimator_api() is None,
+        lambda: estimator_library.estimator_api() is None,
         "check the Estimator door's error where tensorflow-estimator is not installed",
     ),
     "serves_estimator": (
-        lambda: compat.estimator_library.library_is_served() and compat.estimator_api() is not None,
+        lambda: estimator_library.library_is_served() and estimator_library.estimator_api() is not None,
         "check tensorflow-estimator 2.15 served on TensorFlow 2.16 and later, which lack tf.estimator",
     ),
     "needs_keras_2": (

@@ -167,3 +167,14 @@ def test_config_file_and_command_line_are_validated_together(capsys, tmp_path):
     code, out, err = explain(capsys, "--config", path, "mix_compile_mode=true")
     assert code == 0, err
     assert "in_out_pair=" in section(out, "approximated")
+
+
+def test_explain_worlds_lists_every_world_of_the_one_list_in_the_order_run_serves_them(capsys):
+    from npu_bridge_compat.legacy.runs import WORLDS
+
+    code, out, err = explain(capsys, "--worlds")
+    lines = out.splitlines()
+    assert code == 0 and err == ""
+    assert [line.split()[0] for line in lines[1:]] == [world.name for world in WORLDS]
+    assert lines[1].startswith("  adapter (Ascend's TF Adapter; run --tf1, run --tf2): npu_bridge.*")
+    assert "tf1 (TF 1.15; run --tf1)" in lines[2] and "tf26 (TF 2.6; run --tf2)" in lines[4]

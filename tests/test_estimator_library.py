@@ -82,14 +82,14 @@ def test_tpu_only_and_coordinator_paths_raise_naming_the_feature(monkeypatch):
 def test_an_api_module_that_lost_its_estimator_gets_it_again_when_the_api_is_asked_for():
     # A copy of tensorflow.compat.v1 loaded after the world's install (tf_keras imports it) gets its tf.estimator
     # through a change made at its loading; once that change is undone (a test's end), the world still stands.
-    from npu_bridge_compat import compat
+    from npu_bridge_compat.estimator_library import estimator_api
 
-    compat.estimator_api()
+    estimator_api()
     given = changes.attribute_change(tf.compat.v1, "estimator")
     if given is not None:
         changes.undo(changes=[given])
     assert not hasattr(tf.compat.v1, "estimator")
-    compat.estimator_api()
+    estimator_api()
     assert tf.compat.v1.estimator.tpu.TPUEstimator.__name__ == "TPUEstimator"  # what tf.contrib.tpu derives from
 
 

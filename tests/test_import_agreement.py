@@ -1,5 +1,6 @@
-"""`scan` says what `run` does: every entry of every world's table, imported as a program's own `from M import N`
-under the command that serves the world (`run --tf1`, `run`), on this line, behaves as the world's name status says.
+"""`scan` says what `run` does: every entry of every world's table (every world of legacy/runs.py's one list),
+imported as a program's own `from M import N` under a command that serves the world (`run --tf1`, `run --tf2`), on
+this line, behaves as the world's name status says: a world added to the list without agreeing with `scan` fails.
 
 One subprocess per world imports all of that world's entries; the verdicts are computed here, from the same tables,
 without running the program (as `scan` does).
@@ -15,25 +16,19 @@ import warnings
 import pytest
 
 from npu_bridge_compat.imports.world import Status, World
-from npu_bridge_compat.legacy.era import ERA
-from npu_bridge_compat.legacy.keras2 import KERAS2
-from npu_bridge_compat.legacy.modelarts import MODELARTS
-from npu_bridge_compat.legacy.tf1 import TF1
-from npu_bridge_compat.legacy.tf26 import TF26
+from npu_bridge_compat.legacy.runs import WORLDS, RunAs
 from npu_bridge_compat.plan import HostFacts
 from npu_bridge_compat.scan import scan
 from npu_bridge_compat.scan.outcomes import FINDINGS, RUN, RUN_TF1, outcome
 
+
 pytestmark = pytest.mark.starts_processes
 
-# The world, its name status as `scan` reads it, and the `run` flag that serves it.
-WORLDS = {
-    "tf1": (TF1, "--tf1"),
-    "tf26": (TF26, "--tf2"),
-    "era": (ERA, "--tf2"),
-    "keras2": (KERAS2, "--tf1"),
-    "modelarts": (MODELARTS, "--tf2"),
-}
+
+def run_serving(world: World) -> RunAs:
+    """The first kind of run that serves the world."""
+    return next(run_as for run_as in RunAs if world in run_as.worlds)
+
 
 # What each status promises when the program imports the name.
 PROMISED = {
@@ -47,14 +42,10 @@ PROMISED = {
 PROGRAM = r"""
 import json, sys, warnings
 from npu_bridge_compat.imports.world import DifferenceWarning, Unavailable, WorldModule
-from npu_bridge_compat.legacy.tf1 import TF1
-from npu_bridge_compat.legacy.tf26 import TF26
-from npu_bridge_compat.legacy.era import ERA
-from npu_bridge_compat.legacy.keras2 import KERAS2
-from npu_bridge_compat.legacy.modelarts import MODELARTS
+from npu_bridge_compat.legacy.runs import WORLDS
 
 def happened(module, name):
-    for world in (TF1, TF26, ERA, KERAS2, MODELARTS):
+    for world in WORLDS:
         world.warned.clear()  # each entry's own warning, even where another path warned for the same counterpart
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -115,11 +106,14 @@ def imported_under_run(flag: str, asked: list, folder) -> dict:
     return json.loads(lines[-1][len("RESULT ") :])
 
 
-@pytest.mark.parametrize("name", WORLDS)
-def test_scan_says_what_run_does_for_every_entry_of_the_world(name, tmp_path):
-    world, flag = WORLDS[name]
+def test_every_world_of_the_list_has_entries_to_check():
+    assert all(entries(world) for world in WORLDS)
+
+
+@pytest.mark.parametrize("world", WORLDS, ids=[world.name for world in WORLDS])
+def test_scan_says_what_run_does_for_every_entry_of_the_world(world, tmp_path):
     asked = entries(world)
-    happened = imported_under_run(flag, asked, tmp_path)
+    happened = imported_under_run(run_serving(world).flag, asked, tmp_path)
     disagreements = {}
     for module, entry in asked:
         dotted = f"{module}.{entry}"

@@ -1,7 +1,9 @@
 """Layers that only look down: no module imports one of a layer above its own (docs/architecture.md, "Layers").
 
 Bottom to top: the registry, the errors, logging, compat/ (TensorFlow's internals) and imports/ (the engine that
-serves a program's imports from worlds' tables; compat/'s tensorflow-estimator world is one of them); distributed/
+serves a program's imports from worlds' tables), compat/ never importing imports/; the Estimator library
+(estimator_library.py: tensorflow-estimator 2.15 served as a world on TensorFlow 2.16 and later, and tf.estimator as
+the doors get it on any line); distributed/
 (the ranks, the cluster, the collectives: TensorFlow-level machinery that reads no option, and whose rank facts the
 planner reads); options/; fused/ (Ascend's kernels, which read the options' grammars); plan/ (with the package's
 own __init__, which exports options and plan); runtime/; the doors (estimator/, session.py, keras.py, tf2/, and the
@@ -22,6 +24,7 @@ PACKAGE = Path(__file__).parent.parent / "npu_bridge_compat"
 ROOT = "npu_bridge_compat"
 LAYERS = (
     ("the registry, errors, logs, compat/ and imports/", ("changes", "errors", "logs", "compat", "imports")),
+    ("the Estimator library", ("estimator_library",)),
     ("distributed/", ("distributed",)),
     ("options/", ("options",)),
     ("fused/", ("fused",)),
@@ -96,15 +99,26 @@ MODULES = {
 }
 
 
+def parent_packages(target: str, importer: str) -> list[str]:
+    """The packages whose `__init__` importing `target` runs first, besides those already running for `importer`
+    (its own parents): `compat.keras` brings `compat`'s `__init__` to a module outside compat/. The package
+    itself (`npu_bridge_compat`) is left out: it is loaded before any of its modules, by every one of them."""
+    parts = target.split(".")
+    parents = (".".join(parts[:cut]) for cut in range(2, len(parts)))
+    return [parent for parent in parents if not (importer == parent or importer.startswith(parent + "."))]
+
+
 def import_graph(modules: dict[str, Path], is_module=_is_package_module) -> dict[str, dict[str, int]]:
-    """module -> {module it imports: the first line that does}, for the package's modules."""
+    """module -> {module it imports: the first line that does}, for the package's modules; importing a module also
+    imports its parent packages (parent_packages), whose `__init__` may import more."""
     graph = {}
     for module, path in modules.items():
         package = module if path.name == "__init__.py" else module.rpartition(".")[0]
         imports: dict[str, int] = {}
         for line, target in sorted(imported_modules(path.read_text(), is_module, package)):
-            if target != module:
-                imports.setdefault(target, line)
+            for imported in (*parent_packages(target, module), target):
+                if imported != module:
+                    imports.setdefault(imported, line)
         graph[module] = imports
     return graph
 
@@ -193,6 +207,47 @@ def test_the_loop_check_finds_loops_through_imports_inside_functions(tmp_path):
         "npu_bridge_compat.a (line 1) -> npu_bridge_compat.b (line 5) -> npu_bridge_compat.sub.c (line 1) -> "
         "npu_bridge_compat.a",
     ]
+
+
+def test_the_loop_check_follows_the_parent_packages_an_import_runs(tmp_path):
+    """Importing `pkg.mod` runs `pkg/__init__.py` first: a loop through a package's `__init__` is a loop (the one
+    compat/ and imports/ had: compat's __init__ -> compat.estimator -> compat.estimator_library -> imports.world ->
+    compat.keras, which runs compat's __init__)."""
+    package = tmp_path / ROOT
+    for folder in ("low", "engine"):
+        (package / folder).mkdir(parents=True)
+    sources = {
+        "__init__.py": "",
+        "low/__init__.py": "from npu_bridge_compat.low import door\n",
+        "low/door.py": "from npu_bridge_compat.engine.world import World\n",
+        "low/helpers.py": "",
+        "engine/__init__.py": "",
+        "engine/world.py": "from npu_bridge_compat.low.helpers import helper\n",
+    }
+    for name, source in sources.items():
+        (package / name).write_text(source)
+    modules = {
+        ".".join(path.relative_to(tmp_path).with_suffix("").parts).removesuffix(".__init__"): path
+        for path in sorted(package.rglob("*.py"))
+    }
+
+    def is_module(module: str) -> bool:
+        path = tmp_path.joinpath(*module.split("."))
+        return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
+    assert import_loops(import_graph(modules, is_module)) == [
+        "npu_bridge_compat.engine.world (line 1) -> npu_bridge_compat.low (line 1) -> npu_bridge_compat.low.door "
+        "(line 1) -> npu_bridge_compat.engine.world",
+    ]
+
+
+def test_compat_never_imports_the_import_engine():
+    """compat/ is below the engine that reads its helpers (imports/ imports compat.keras and compat.versions)."""
+    assert {
+        module: sorted(target for target in graph if target.startswith(f"{ROOT}.imports"))
+        for module, graph in import_graph(MODULES).items()
+        if module.startswith(f"{ROOT}.compat") and any(target.startswith(f"{ROOT}.imports") for target in graph)
+    } == {}
 
 
 def test_every_part_of_the_package_has_a_layer():

@@ -16,7 +16,7 @@ import tensorflow as tf
 from helpers import npu_config
 from test_legacy import _resolves
 
-from npu_bridge_compat import compat, legacy
+from npu_bridge_compat import estimator_library, legacy
 from npu_bridge_compat.cli import main
 from npu_bridge_compat.errors import DeviceOnlyFeatureError, NpuOptionValueError
 from npu_bridge_compat.imports.world import NameStatus, Status
@@ -443,7 +443,7 @@ def test_every_alias_run_installs_is_known_to_scan(tmp_path):
     (tmp_path / "every_alias.py").write_text("".join(f"from {module} import {name}\n" for module, name in pairs))
     findings = {f.name: f for f in scan([str(tmp_path)], host=CPU).scripts[0].findings}
     assert set(findings) == {f"{module}.{name}" for module, name in pairs}
-    estimator_door = set() if compat.estimator_api() is not None else {Outcome.OTHER_TENSORFLOW}
+    estimator_door = set() if estimator_library.estimator_api() is not None else {Outcome.OTHER_TENSORFLOW}
     assert {f.outcome for f in findings.values()} == {TRANSLATED, Outcome.DEVICE_ONLY, *estimator_door}
     device_only = [name for name, f in findings.items() if f.outcome == Outcome.DEVICE_ONLY]
     assert len(device_only) >= 10

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from npu_bridge_compat import compat
+from npu_bridge_compat import compat, estimator_library
 from npu_bridge_compat.errors import TensorFlowVersionError
 from npu_bridge_compat.keras import NPUCallback
 
@@ -41,10 +41,10 @@ def test_the_estimator_door_names_the_tensorflow_it_needs_when_used():
 
 def test_stand_in_classes_import_and_refuse_construction(monkeypatch):
     """What the Estimator door derives from where tf.estimator is gone, on any line."""
-    monkeypatch.setattr(compat.estimator, "estimator_api", lambda: None)
-    monkeypatch.setattr(compat.estimator, "tensorflow_version", lambda: "2.21.0")
-    monkeypatch.setattr(compat.estimator_library, "package_version", lambda: None)
-    base = compat.estimator_class("Estimator")
+    monkeypatch.setattr(estimator_library, "estimator_api", lambda: None)
+    monkeypatch.setattr(estimator_library, "tensorflow_version", lambda: "2.21.0")
+    monkeypatch.setattr(estimator_library, "package_version", lambda: None)
+    base = estimator_library.estimator_class("Estimator")
 
     class Derived(base):
         def __init__(self, *args):
@@ -52,7 +52,7 @@ def test_stand_in_classes_import_and_refuse_construction(monkeypatch):
 
     with pytest.raises(TensorFlowVersionError, match=f"^Derived {NEEDS_PACKAGE}"):
         Derived(1, 2)
-    monkeypatch.setattr(compat.estimator, "tensorflow_version", lambda: "2.15.1")
+    monkeypatch.setattr(estimator_library, "tensorflow_version", lambda: "2.15.1")
     with pytest.raises(
         TensorFlowVersionError,
         match=r"takes from the tensorflow-estimator package: pip install "

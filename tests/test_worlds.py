@@ -1,6 +1,7 @@
 """The worlds ported programs were written in, on one engine (imports/world.py): one Keras per process under `run`,
 the ports' NumPy and Python era, and every world's changes undone by the registry."""
 
+import ast
 import builtins
 import collections
 import importlib
@@ -17,8 +18,9 @@ from absl import flags as absl_flags
 from test_legacy import run
 
 from npu_bridge_compat import changes
-from npu_bridge_compat.imports.world import NoCounterpartError
+from npu_bridge_compat.imports.world import NoCounterpartError, World, WorldFinder
 from npu_bridge_compat.legacy.era import ERA, EraNameWarning, era_name_status, install_era_world
+from npu_bridge_compat.legacy.runs import WORLDS, RunAs
 
 HERE = Path(__file__).parent
 MIXED = {"PYTHONPATH": os.pathsep.join([str(HERE / "fixtures" / "mixed_keras"), os.environ.get("PYTHONPATH", "")])}
@@ -175,3 +177,27 @@ def test_the_tf26_world_caches_nothing_into_keras_and_forgets_its_modules_when_u
     assert inspect.getattr_static(keras_utils, "__getattr__", None) is None
     with pytest.raises(AttributeError):
         keras_utils.multi_gpu_model  # noqa: B018
+
+
+def test_every_world_is_data_served_by_the_one_server():
+    """A world is a table and its rules, served by `World` itself: no module of the package subclasses the server or
+    its finder, and every world of the one list is a `World`, named once."""
+    package = Path(__file__).parent.parent / "npu_bridge_compat"
+    subclasses = [
+        f"{path.relative_to(package)}: {node.name}"
+        for path in package.rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.ClassDef)
+        and any(isinstance(base, ast.Name) and base.id in ("World", "WorldFinder") for base in node.bases)
+    ]
+    assert subclasses == []
+    assert all(type(world) is World and type(world.finder) is WorldFinder for world in WORLDS)
+    assert len({world.name for world in WORLDS}) == len(WORLDS)
+
+
+def test_each_run_gets_the_worlds_of_the_list_in_its_order():
+    names = {run_as: [world.name for world in run_as.worlds] for run_as in RunAs}
+    assert names == {
+        RunAs.TF1: ["adapter", "tf1", "keras2", "era", "estimator_library"],
+        RunAs.TF2: ["adapter", "tf26", "era", "estimator_library"],
+    }

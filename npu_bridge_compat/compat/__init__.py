@@ -7,15 +7,16 @@
 
 Sessions, hooks, v1 optimizers, graph-mode collectives and grappler's passes are the same on both lines, so the
 session door and the run-time units need no version checks. The doors ask this package instead of checking versions:
-the Estimator door for its base classes (stand-ins that raise `TensorFlowVersionError` where tensorflow-estimator
-is not installed), the Keras door for the trainer internals that Keras 2 and Keras 3 name differently, `run` for
-the Keras a ported script gets.
+the Estimator door for what tensorflow-estimator 2.15 needs of TensorFlow 2.16 and later (the door's base classes
+themselves are npu_bridge_compat/estimator_library.py's), the Keras door for the trainer internals that Keras 2 and
+Keras 3 name differently, `run` for the Keras a ported script gets.
 
 Modules, one per part of TensorFlow they touch (every private TensorFlow, Keras or Estimator name the package
 uses is in one of them, with the versions it was checked on):
 - versions: the TensorFlow version and stand-ins for classes a line lacks;
-- estimator: tf.estimator; estimator_training: the Estimator's private training steps; estimator_library:
-  tensorflow-estimator 2.15 on TensorFlow 2.16 and later (what it imports that TensorFlow removed);
+- estimator: a built Estimator's internals; estimator_training: the Estimator's private training steps;
+  estimator_library: what tensorflow-estimator 2.15 needs of TensorFlow 2.16 and later (what it imports that
+  TensorFlow removed, the estimator API's export names);
 - keras: Keras 2 and Keras 3 trainer internals, the Keras a ported script gets;
 - graph: graphs, ops and v1 control flow;
 - sessions: TF1 sessions and the hook driver;
@@ -29,12 +30,8 @@ This package's namespace re-exports the version, Estimator and Keras helpers the
 """
 
 from npu_bridge_compat.compat.estimator import (  # noqa: F401
-    estimator_api,
-    estimator_class,
-    estimator_missing,
     estimator_model_fn,
     estimator_warm_start,
-    keras_model_to_estimator,
 )
 from npu_bridge_compat.compat.keras import (  # noqa: F401
     LEGACY_KERAS_ENV,

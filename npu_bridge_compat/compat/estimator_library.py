@@ -1,35 +1,28 @@
-"""tf.estimator on TensorFlow 2.16 and later: the real tensorflow-estimator 2.15 package, with what it imports from
-TensorFlow 2.15 that later lines removed served here. Checked on TensorFlow 2.21 with tensorflow-estimator 2.15.0
-(Python 3.11, 3.12 and 3.13).
+"""tensorflow-estimator 2.15 on TensorFlow 2.16 and later: what the package needs of TensorFlow's internals. Checked
+on TensorFlow 2.21 with tensorflow-estimator 2.15.0 (Python 3.11, 3.12 and 3.13).
 
 The package is pure Python. On TensorFlow 2.21 it stops importing at:
-- `tensorflow.python.distribute.estimator_training`, the Estimator's distribute-coordinator steps: served as a
-  module whose `init_run_config` sets a RunConfig with a distribution strategy up as TensorFlow 2.15 did for local
-  training and clusters with a master; the distribute coordinator (a strategy over a TF_CONFIG cluster of workers)
-  is refused when the RunConfig is built;
+- `tensorflow.python.distribute.estimator_training`, the Estimator's distribute-coordinator steps: `served_module`
+  makes a module whose `init_run_config` sets a RunConfig with a distribution strategy up as TensorFlow 2.15 did
+  for local training and clusters with a master; the distribute coordinator (a strategy over a TF_CONFIG cluster
+  of workers) is refused when the RunConfig is built;
 - `tf_export.ESTIMATOR_API_NAME` and the estimator API's entries in `tf_export.API_ATTRS` / `API_ATTRS_V1`, which
-  its `estimator_export` decorator writes the exported names under;
+  its `estimator_export` decorator writes the exported names under (`register_estimator_api`);
 - `tensorflow.python.tpu`'s `session_support`, `tpu_embedding` (the embedding optimizers' parameter classes) and
   `tpu_embedding_gradient`, which only TPUEstimator's TPU path (use_tpu=True) and TPU embeddings reach: served as
   modules whose names raise TensorFlowVersionError naming the feature when used.
 TensorFlow 2.16 also dropped `tf.estimator`, `tf.compat.v1.estimator`, `tf.compat.v2.estimator` and the
-`tensorflow.python.estimator` modules that forwarded to the package: they are served again.
-
-Two steps, each through the changes registry (Owner.ESTIMATOR_LIBRARY), each idempotent:
-- `serve_estimator_imports()` (`run`, `run --tf1`): the world `ESTIMATOR_LIBRARY` (its table read by the one import
-  engine, imports/world.py) and the `tf.estimator` attributes, which load nothing until a program uses them; a
-  program's first Estimator import or `tf.estimator.<name>` takes step two;
-- `load_estimator_api(...)` (the Estimator door): the `tf_export` names, then the package itself.
-The package's Keras paths (model_to_estimator, Keras metrics in eval_metric_ops) use Keras 2 (tf_keras), also in a
-process whose tf.keras is Keras 3: that is the Keras an Estimator's graph-mode models are built with.
+`tensorflow.python.estimator` modules that forwarded to the package (ALIASES). The world that serves all of these
+paths, and the package's loading, are npu_bridge_compat/estimator_library.py's; this module holds the module paths
+and the pieces that reach TensorFlow's and the package's internals. The package's Keras paths (model_to_estimator,
+Keras metrics in eval_metric_ops) meet Keras 2 (tf_keras, `meet_keras_2`), also in a process whose tf.keras is
+Keras 3: that is the Keras an Estimator's graph-mode models are built with.
 """
 
 from __future__ import annotations
 
 import functools
 import importlib
-import importlib.abc
-import importlib.machinery
 import os
 import sys
 import types
@@ -45,7 +38,6 @@ from npu_bridge_compat.compat.versions import (
     version_tuple,
 )
 from npu_bridge_compat.errors import TensorFlowVersionError
-from npu_bridge_compat.imports.world import Module, World, WorldFinder
 
 OWNER = Owner.ESTIMATOR_LIBRARY
 PACKAGE = "tensorflow-estimator"
@@ -69,6 +61,9 @@ TPU_ONLY = {  # TensorFlow 2.15's TPU modules the package imports, and what uses
 }
 # The package's modules whose Keras paths must meet Keras 2: model_to_estimator, and eval_metric_ops' Keras metrics.
 KERAS_2_MODULES = ("tensorflow_estimator.python.estimator.keras_lib", "tensorflow_estimator.python.estimator.model_fn")
+PACKAGE_MODULE = "tensorflow_estimator"
+SERVED = (DISTRIBUTE_COORDINATOR, *TPU_ONLY)  # the modules TensorFlow lacks that `served_module` makes
+API_PARENTS = {"tensorflow.compat.v1": "v1", "tensorflow.compat.v2": "v2"}  # the API modules that hold an estimator
 
 
 def library_is_served() -> bool:
@@ -171,150 +166,14 @@ def _tpu_only(qualified: str, feature: str) -> type:
     return type(qualified.rpartition(".")[2], (), {"__new__": __new__, "__module__": qualified.rpartition(".")[0]})
 
 
-def _served_module(name: str) -> types.ModuleType:
+def served_module(name: str) -> types.ModuleType:
+    """The module of SERVED called `name`, as this TensorFlow lacks it."""
     if name == DISTRIBUTE_COORDINATOR:
         return _estimator_training_module()
     return _TpuOnlyModule(name, TPU_ONLY[name])
 
 
-# --- step one: the imports ----------------------------------------------------------------------------------------
-
-
-# The world's table: TensorFlow 2.15's module paths that later lines lack, each an alias of the package's module it
-# forwarded to (their child modules derived from it), and the modules the package imports that TensorFlow lacks.
-MODULES = {
-    **{path: Module(sources=(target,)) for path, target in ALIASES.items()},
-    DISTRIBUTE_COORDINATOR: Module(note="the Estimator's steps without the distribute coordinator"),
-    **{path: Module(note=f"a stand-in: {feature} raise when used") for path, feature in TPU_ONLY.items()},
-}
-PACKAGE_MODULE = "tensorflow_estimator"
-_SERVED = (DISTRIBUTE_COORDINATOR, *TPU_ONLY)
-_API_PARENTS = {"tensorflow.compat.v1": "v1", "tensorflow.compat.v2": "v2"}
-
-
-class _EstimatorLibraryWorld(World):
-    """tensorflow-estimator 2.15 on this TensorFlow: its table's module paths, and three rules. The package's own
-    import first gives TensorFlow the names it exports under; `import tensorflow.compat.v1` (tf_keras does) loads
-    another copy of the API module, which becomes tf.compat.v1, so today's loader of the API parents is wrapped to
-    give that copy its tf.estimator too; the modules TensorFlow lacks are written here (`_served_module`)."""
-
-    own_trees = tuple(MODULES)
-
-    def can_install(self) -> bool:
-        return library_is_served() and package_is_usable()
-
-    def finder_serves(self, fullname: str) -> bool:
-        return fullname == PACKAGE_MODULE or fullname in _API_PARENTS or super().finder_serves(fullname)
-
-    def replaces_todays(self, fullname: str) -> bool:
-        return fullname in MODULES
-
-    def module_spec(
-        self, fullname: str, todays: importlib.machinery.ModuleSpec | None, finder: WorldFinder
-    ) -> importlib.machinery.ModuleSpec | None:
-        if fullname == PACKAGE_MODULE:
-            register_estimator_api()  # the path finder then loads the package as usual
-            return None
-        if fullname in _API_PARENTS:
-            if todays is not None and todays.loader is not None:
-                todays.loader = _WithEstimatorApi(todays.loader, _API_PARENTS[fullname])
-            return todays
-        if fullname in _SERVED:
-            return importlib.machinery.ModuleSpec(fullname, finder)  # a module, not a package
-        return super().module_spec(fullname, todays, finder)
-
-    def module_for_import(self, fullname: str) -> types.ModuleType:
-        if fullname in _SERVED:
-            return _served_module(fullname)
-        return super().module_for_import(fullname)
-
-    def install_more(self) -> None:
-        _give_api_parents()
-
-
-ESTIMATOR_LIBRARY = _EstimatorLibraryWorld(
-    name="estimator_library",
-    owner=OWNER,
-    era="TensorFlow 2.15's Estimator",
-    modules=MODULES,
-    roots=tuple(MODULES),
-    serves="tensorflow-estimator 2.15 and TensorFlow 2.15's Estimator module paths import on this TensorFlow",
-)
-
-
-class _LazyEstimatorApi(types.ModuleType):
-    """`tf.estimator` (or its v1 API) before the package is loaded: its first name loads it (as TensorFlow 2.15's
-    own lazy loader did)."""
-
-    def __init__(self, api: str) -> None:
-        super().__init__(API_MODULES[api], f"tf.estimator ({api} API), served by npu_bridge_compat")
-        self._api = api
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):
-            raise AttributeError(name)
-        value = getattr(load_estimator_api(self._api), name)
-        setattr(self, name, value)  # read once: the package stays loaded (undoing forgets only TensorFlow's paths)
-        return value
-
-    def __dir__(self) -> list[str]:
-        return dir(load_estimator_api(self._api))
-
-    def __repr__(self) -> str:
-        return f"<module {self.__name__!r} (tf.estimator, served by npu_bridge_compat)>"
-
-
-_LAZY_APIS = {api: _LazyEstimatorApi(api) for api in API_MODULES}
-
-
-class _WithEstimatorApi(importlib.abc.Loader):
-    """Loads a TensorFlow API module as its own loader does, then gives it its `estimator`."""
-
-    def __init__(self, loader: importlib.abc.Loader, api: str) -> None:
-        self._loader, self._api = loader, api
-
-    def create_module(self, spec):
-        return self._loader.create_module(spec)
-
-    def exec_module(self, module) -> None:
-        self._loader.exec_module(module)
-        _give_estimator_api(module, module.__name__, self._api)
-
-
-def _give_api_parents() -> None:
-    """tf, tf.compat.v1 and tf.compat.v2 get their tf.estimator where they lack it: when the world is installed,
-    and again when the API is asked for, as a copy of an API module loaded after the world's install (`import
-    tensorflow.compat.v1`) holds its tf.estimator only while the change made at its loading is in force."""
-    import tensorflow as tf
-
-    for label, module, api in (
-        ("tensorflow", tf, "v2"),
-        ("tensorflow.compat.v1", tf.compat.v1, "v1"),
-        ("tensorflow.compat.v2", tf.compat.v2, "v2"),
-    ):
-        if not hasattr(module, "estimator"):
-            _give_estimator_api(module, label, api)
-
-
-def _give_estimator_api(module: types.ModuleType, label: str, api: str) -> None:
-    changes.replace_attribute(
-        module,
-        "estimator",
-        _LAZY_APIS[api],
-        owner=OWNER,
-        label=label,
-        reason="tf.estimator (tensorflow-estimator 2.15)",
-    )
-
-
-def serve_estimator_imports() -> bool:
-    """Make tf.estimator, tf.compat.v1.estimator, tensorflow_estimator and `tensorflow.python.estimator...`
-    resolve on this TensorFlow, loading nothing until a program uses them. False (and nothing changed) where
-    TensorFlow has its own tf.estimator or tensorflow-estimator 2.15 is not installed."""
-    return ESTIMATOR_LIBRARY.install()
-
-
-# --- step two: the package ------------------------------------------------------------------------------------
+# --- the package ---------------------------------------------------------------------------------------------
 
 
 def register_estimator_api() -> None:
@@ -337,32 +196,7 @@ def _with_estimator(table: str, suffix: str) -> dict:
     return {**changes.original(tf_export, table), "estimator": attributes}
 
 
-def load_estimator_api(api: str = "v2") -> types.ModuleType:
-    """tf.estimator (`api="v1"`: tf.compat.v1.estimator) from the package, serving what it needs on this
-    TensorFlow; raises TensorFlowVersionError naming what to install where it cannot be served."""
-    if not package_is_usable():
-        version = package_version()
-        found = f"tensorflow-estimator {version} is installed" if version else "tensorflow-estimator is not installed"
-        raise TensorFlowVersionError(
-            f"tf.estimator on TensorFlow {tensorflow_version()} is tensorflow-estimator {PACKAGE_VERSION} served by "
-            f'npu_bridge_compat, and {found}: pip install "{PACKAGE}=={PACKAGE_VERSION}.0".'
-        )
-    serve_estimator_imports()
-    _give_api_parents()
-    register_estimator_api()
-    constructors = _tensorflow_constructors()
-    module = importlib.import_module(API_MODULES[api])
-    changes.record_library_rewrites(
-        constructors,
-        owner=OWNER,
-        reason="tensorflow-estimator's estimator_export marks the TensorFlow classes it exports (session-run hooks, "
-        "export outputs, ...) deprecated by wrapping their constructors, as loading it on TensorFlow 2.15 does",
-    )
-    _meet_keras_2()
-    return module
-
-
-def _tensorflow_constructors() -> dict[tuple[type, str], Any]:
+def tensorflow_constructors() -> dict[tuple[type, str], Any]:
     """(class, `__init__` / `__new__`) -> what the class itself holds (`changes.NOTHING`: nothing), for the classes
     of TensorFlow's loaded modules."""
     found = {}
@@ -376,7 +210,7 @@ def _tensorflow_constructors() -> dict[tuple[type, str], Any]:
     return found
 
 
-def _meet_keras_2() -> None:
+def meet_keras_2() -> None:
     """The package reaches Keras through `tf.keras`; unless TF_USE_LEGACY_KERAS made that tf_keras, its Keras paths
     get Keras 2's API."""
     import tensorflow as tf

@@ -17,8 +17,8 @@ from collections.abc import Iterator
 
 from absl import logging
 
-from npu_bridge_compat.compat import estimator_class
 from npu_bridge_compat.compat.estimator import told_when_an_estimator_is_built
+from npu_bridge_compat.estimator_library import estimator_class
 from npu_bridge_compat.options import options_from_kwargs
 from npu_bridge_compat.options.readers import config_proto_values
 from npu_bridge_compat.options.run_config import (  # noqa: F401 - the holders are the Estimator door's names too
@@ -220,4 +220,6 @@ class NPURunConfig(RunConfigArguments, estimator_class("RunConfig")):
     def steps_per_run(self) -> int:
         return self.npu_plan.steps_per_run
 
-    device_fn = told_when_an_estimator_is_built(_enter_plan_of_plain_estimator)
+    device_fn = told_when_an_estimator_is_built(
+        _enter_plan_of_plain_estimator, estimator_class("RunConfig"), estimator_class("Estimator")
+    )

@@ -18,12 +18,12 @@ from typing import Any
 
 import tensorflow as tf
 
-from npu_bridge_compat.compat import estimator_class
 from npu_bridge_compat.compat.batchnorm import batchnorm_workaround
-from npu_bridge_compat.compat.estimator_training import EstimatorWithTrainingHooks
+from npu_bridge_compat.compat.estimator_training import with_training_hooks
 from npu_bridge_compat.distributed.rank_doors import rank_estimator, rank_training_done
 from npu_bridge_compat.errors import NpuCompatWarning, NpuOptionValueError, warn
 from npu_bridge_compat.estimator.config import NPURunConfig, building_npu_estimator
+from npu_bridge_compat.estimator_library import estimator_class
 from npu_bridge_compat.plan.features import BatchNormWorkaround
 from npu_bridge_compat.runtime.doors import RUN_UNITS, SESSION_SETTINGS, Door, enter_plan
 from npu_bridge_compat.runtime.loop import loop_train_op
@@ -110,7 +110,7 @@ def _run_host_call(spec) -> list:
     return [op for op in tf.nest.flatten(result) if op is not None]
 
 
-class NPUEstimator(EstimatorWithTrainingHooks):
+class NPUEstimator(with_training_hooks(estimator_class("Estimator"))):
     """The adapter's NPUEstimator on host TensorFlow (no JOB_ID needed; several ranks
     as in npu_bridge_compat.distributed)."""
 

@@ -1,5 +1,6 @@
 """The program's imports: one hook (`PROGRAM_IMPORTS`, `builtins.__import__`) gives the user's own modules the
-worlds' views of their imports, asking the worlds in an order given as data (`ProgramImports.ORDER`).
+worlds' views of their imports, asking the worlds in the order they were served (`run` serves them in the order
+of the one list of worlds, legacy/runs.py's `WORLDS`).
 
 Every module whose file lies outside the Python installation and site-packages (the script, its folder, sibling
 packages on PYTHONPATH, vendored libraries in them, a launcher and what it runs with runpy) is the program;
@@ -95,7 +96,7 @@ NOT_SERVED = object()  # a view's answer for an import it leaves to the next vie
 class ProgramView(Protocol):
     """A world's view of the program's imports (imports/world.py's World is one)."""
 
-    name: str  # its place in ProgramImports.ORDER
+    name: str
     program_tops: tuple[str, ...]  # the top-level packages whose imports it may answer
 
     def installed(self) -> bool: ...
@@ -107,12 +108,9 @@ class ProgramView(Protocol):
 
 class ProgramImports:
     """The one hook of the program's imports. An absolute import by the program's own code of a package some
-    installed view answers for is asked of those views in ORDER, the first answer winning; every other import
-    (relative ones, libraries' ones, other packages) goes straight to the import function it replaced."""
-
-    # TF 1.15's view answers all of `tensorflow` and `keras` (its tf.compat.v1 and TF 1.15 Keras); TF 2.6's only
-    # the stale `tensorflow.python.keras`. A world of its own adds its name here.
-    ORDER = ("tf1", "tf26")
+    installed view answers for is asked of those views in the order they were served (the one list's, under
+    `run`), the first answer winning; every other import (relative ones, libraries' ones, other packages) goes
+    straight to the import function it replaced."""
 
     def __init__(self) -> None:
         self._views: dict[str, ProgramView] = {}
@@ -121,10 +119,10 @@ class ProgramImports:
         self._hook = self._import  # one object, so that installing again is the same change
 
     def serve(self, view: ProgramView) -> None:
-        """Give the program's imports `view` while it is installed (its undo, through its own owner, ends it)."""
-        if view.name not in self.ORDER:
-            raise ValueError(f"no place for the view {view.name!r} in ProgramImports.ORDER {self.ORDER}")
-        self._views[view.name] = view
+        """Give the program's imports `view` while it is installed (its undo, through its own owner, ends it),
+        after the views served before it."""
+        self._views = {name: known for name, known in self._views.items() if known.installed()}  # undone ones go
+        self._views.setdefault(view.name, view)
         self._tops = frozenset(top for known in self._views.values() for top in known.program_tops)
         if builtins.__import__ is not self._hook:
             self._original = builtins.__import__
@@ -133,12 +131,12 @@ class ProgramImports:
                 "__import__",
                 self._hook,
                 owner=Owner.PROGRAM_IMPORTS,
-                reason="the program's own imports (not libraries') get its worlds' views: " + ", ".join(self.ORDER),
+                reason="the program's own imports (not libraries') get its worlds' views",
             )
 
     def views(self) -> list[ProgramView]:
-        """The installed views, in ORDER."""
-        return [self._views[name] for name in self.ORDER if name in self._views and self._views[name].installed()]
+        """The installed views, in the order they were served."""
+        return [view for view in self._views.values() if view.installed()]
 
     def _import(self, name, globals=None, locals=None, fromlist=(), level=0):
         original = self._original

@@ -1,6 +1,8 @@
 """The one engine of the worlds a ported program's imports are served from: the adapter's import paths, TF 1.15,
 TF 2.6, the standalone Keras 2.2 and the ports' NumPy and Python era (legacy/), and tensorflow-estimator 2.15 on
-TensorFlow 2.16 and later (compat/estimator_library.py). A world is a table of `Module` rows read by this engine:
+TensorFlow 2.16 and later (estimator_library.py). A world is data: a table of `Module` rows and a `Rules` object
+(what it does besides reading its table, as data and functions it supplies), served by one class, `World`, with
+one finder class, `WorldFinder`; no world subclasses them. legacy/runs.py lists every world a run serves.
 
 - A module path of the table, or one derived from it (a child module of its sources, a path the world redirects),
   is served by the world's import finder: as today's module itself where it is one (an alias), else as a
@@ -277,6 +279,8 @@ class WorldModule(types.ModuleType):
         self.__path__ = []  # a package: its submodules come from the finder
         self.__package__ = path
         self._world = world
+        if "__version__" in getattr(world.modules.get(path), "names", ()):  # a module's dunder names are not looked up
+            self.__version__ = world.attribute(path, "__version__")  # (the standalone Keras' keras.__version__)
 
     def __getattr__(self, name: str) -> Any:
         if name == "__all__":
@@ -294,8 +298,57 @@ class WorldModule(types.ModuleType):
         return f"<module {self.__name__!r} ({self._world.module_found(self.__name__).detail}; npu_bridge_compat)>"
 
 
+ENGINE_DEFAULT: Any = object()  # a rule's answer that leaves the question to the engine
+
+
+@dataclass(frozen=True)
+class Rules:
+    """What a world does besides reading its table: data, and functions of the world that supply it, each asked
+    by the one server (`World`) where it has a default of its own. A function returning ENGINE_DEFAULT leaves that
+    case to the engine.
+
+    - `module_class`: the class of the modules it serves (WorldModule, or a subclass that only names the world);
+    - `program_tops` + `program_import(world, name, globals, locals, fromlist, original)`: its view of the program's
+      own imports of those packages (NOT_SERVED leaves an import to the next world);
+    - `own_trees`: trees whose every module in sys.modules is the world's (undoing its finder forgets them all);
+    - `finder_paths`: single paths its finder takes part in besides its trees (a library whose import it prepares);
+    - `where(path)`: what a name of `path` runs on, for messages;
+    - `redirect(path)`: another module path whose entry this one is; `fallback(path)`: the entry of a path neither
+      listed nor derived from its parent;
+    - `replaces_todays(world, fullname)`: its finder serves `fullname` even where today has a module of that name;
+    - `module_spec(world, fullname, todays, finder)`: how the import system gets a path of its trees (a module
+      loaded its own way, a wrapped loader); `module_for_import(world, fullname)`: the module its finder creates;
+    - `module_found(world, path)`: the status of a module it serves;
+    - `can_install(world)`: whether it may be served in this process (False, or an NpuConfigError naming why not);
+    - `filled_modules(world, key)`: today's modules that get the names of its `filled` entry `key`;
+      `fill_reason(world, key)`: why, in the registry's words;
+    - `install_more(world)`: what it serves besides its modules and filled names; `serve_more(world)`: what `run`
+      serves with it besides the program's view (`World.serve`).
+    """
+
+    module_class: type[WorldModule] = WorldModule
+    program_tops: tuple[str, ...] = ()
+    program_import: Callable[..., Any] | None = None
+    own_trees: tuple[str, ...] = ()
+    finder_paths: tuple[str, ...] = ()
+    where: Callable[[str], str] | None = None
+    redirect: Callable[[str], str | None] | None = None
+    fallback: Callable[[str], Module | None] | None = None
+    replaces_todays: Callable[[World, str], bool] | None = None
+    module_spec: Callable[..., Any] | None = None
+    module_for_import: Callable[[World, str], Any] | None = None
+    module_found: Callable[[World, str], Any] | None = None
+    can_install: Callable[[World], bool] | None = None
+    filled_modules: Callable[[World, str], Any] | None = None
+    fill_reason: Callable[[World, str], str] | None = None
+    install_more: Callable[[World], None] | None = None
+    serve_more: Callable[[World], None] | None = None
+
+
 class World:
-    """One era's modules and names, from its table, and how they are served here.
+    """One era's modules and names, from its table, and how they are served here: the one server of every world
+    (its finder, the names it fills into today's modules, its view of the program's imports), configured by the
+    world's `rules`.
 
     `modules`: the era's module paths (full dotted paths) and where their names live. `filled`: today's modules that
     lack names of the era. `roots`: the trees the world answers for; `finder_roots`: the ones its finder serves
@@ -306,13 +359,6 @@ class World:
     served as that module itself (monkeypatching it patches the library); else every module is one of its own.
     `first_child_only`: a module derived from its parent's sources is the first source's child (else the children
     of all sources, merged)."""
-
-    module_class: type[WorldModule] = WorldModule
-
-    program_tops: tuple[str, ...] = ()  # the packages whose imports by the program its view answers (program.py)
-    # Trees whose every module in sys.modules is the world's (none of today's): undoing the finder forgets them all,
-    # the modules a world's rule loaded its own way (`module_spec`) included.
-    own_trees: tuple[str, ...] = ()
 
     def __init__(
         self,
@@ -330,8 +376,8 @@ class World:
         stand_in_unknown: bool = False,
         first_child_only: bool = False,
         aliases: bool = True,
-        where: Callable[[str], str] | None = None,
         serves: str = "",
+        rules: Rules = Rules(),
     ) -> None:
         self.name, self.owner = name, owner
         self.era, self.modules, self.warning = era, modules, warning
@@ -344,7 +390,8 @@ class World:
         self.stand_in_unknown = stand_in_unknown
         self.first_child_only = first_child_only
         self.aliases = aliases
-        self._where = where
+        self.rules = rules
+        self.program_tops = rules.program_tops  # the packages whose imports by the program its view answers
         self.unknown_detail = f"not a {era} name npu_bridge_compat maps"
         self.warned: set[str] = set()
         self.entry = functools.cache(self._entry)
@@ -360,9 +407,9 @@ class World:
         return self.finder in sys.meta_path
 
     def can_install(self) -> bool:
-        """Whether the world can be served in this process (a world's rule: True by default; a world raises
+        """Whether the world can be served in this process (its rule: True by default; a world raises
         NpuConfigError for a process it must not touch)."""
-        return True
+        return self.rules.can_install is None or self.rules.can_install(self)
 
     def install(self) -> bool:
         """Serve the world for the rest of the process (idempotent), every change through the registry under the
@@ -377,30 +424,36 @@ class World:
             self.finder,
             owner=self.owner,
             reason=self.serves,
-            packages=self.own_trees,
+            packages=self.rules.own_trees,
             forget=self.finder.forget_created,
         )
         self.fill_names()
-        self.install_more()
+        if self.rules.install_more is not None:
+            self.rules.install_more(self)
         return True
 
-    def serve_program(self) -> bool:
-        """`install()`, and the program's own imports get the world's view (its `program_import`, through the one
-        hook of program.py) while the world is installed."""
+    def serve(self) -> bool:
+        """What `run` does with the world: `install()`, and the program's own imports get the world's view (its
+        `program_import`, through the one hook of program.py) while the world is installed."""
         if not self.install():
             return False
         if self.program_tops:
             PROGRAM_IMPORTS.serve(self)
+        if self.rules.serve_more is not None:
+            self.rules.serve_more(self)
         return True
 
-    def install_more(self) -> None:
-        """What a world serves besides its modules and filled names (a world's rule; nothing by default)."""
-
     def filled_modules(self, key: str) -> list[types.ModuleType]:
-        """Today's modules that get the names of the `filled` entry `key` (a world's rule: the module `key`)."""
+        """Today's modules that get the names of the `filled` entry `key` (its rule; the module `key`)."""
+        if self.rules.filled_modules is not None:
+            modules = self.rules.filled_modules(self, key)
+            if modules is not ENGINE_DEFAULT:
+                return modules
         return [importlib.import_module(key)]
 
     def fill_reason(self, key: str) -> str:
+        if self.rules.fill_reason is not None:
+            return self.rules.fill_reason(self, key)
         return f"{self.era}'s {key} had names this line keeps elsewhere"
 
     def fill_names(self) -> None:
@@ -423,26 +476,24 @@ class World:
         self, name: str, globals: dict | None, locals: Any, fromlist: Any, original: Callable[..., Any]
     ) -> Any:
         """What the program's `import name` (absolute, from its own code) gets in this world, or NOT_SERVED to leave
-        it to the next world (a world's rule: none by default)."""
-        return NOT_SERVED
+        it to the next world (its rule: none by default)."""
+        if self.rules.program_import is None:
+            return NOT_SERVED
+        return self.rules.program_import(self, name, globals, locals, fromlist, original)
 
     # --- the table -------------------------------------------------------------------------------------------
 
     def where(self, path: str) -> str:
         """What a name of `path` runs on here, for messages: 'TensorFlow 2.15.1' unless the world says."""
-        return self._where(path) if self._where else f"TensorFlow {tensorflow_version()}"
+        return self.rules.where(path) if self.rules.where else f"TensorFlow {tensorflow_version()}"
 
     @staticmethod
     def in_tree(path: str, roots: tuple[str, ...]) -> bool:
         return any(path == root or path.startswith(root + ".") for root in roots)
 
     def redirect(self, path: str) -> str | None:
-        """Another module path whose entry this one is (a world's rule; none by default)."""
-        return None
-
-    def fallback(self, path: str) -> Module | None:
-        """The entry of a path neither listed nor derived from its parent (a world's rule; none by default)."""
-        return None
+        """Another module path whose entry this one is (its rule; none by default)."""
+        return self.rules.redirect(path) if self.rules.redirect else None
 
     def _entry(self, path: str) -> Module | None:
         """The table entry of a module path, or one derived from it; None for a path the world does not serve."""
@@ -469,10 +520,14 @@ class World:
                             break
                 if children:
                     return Module(sources=tuple(children))
-            return self.fallback(path)
+            return self.rules.fallback(path) if self.rules.fallback else None
 
     def module_found(self, path: str) -> Found:
         """The status of a module the world serves."""
+        if self.rules.module_found is not None:
+            found = self.rules.module_found(self, path)
+            if found is not ENGINE_DEFAULT:
+                return found
         entry = self.entry(path)
         if entry.gone:
             return Found(Status.MISSING, entry.gone, module=path)
@@ -581,28 +636,36 @@ class World:
             raise ModuleNotFoundError(f"No module named '{path}'", name=path)
         if self.aliases and entry.is_alias:
             return importlib.import_module(source(entry.sources[0]))
-        return self.module_class(self, path)
+        return self.rules.module_class(self, path)
 
     def module_for_import(self, fullname: str) -> types.ModuleType:
         """What `import fullname` gives through the world's finder."""
+        if self.rules.module_for_import is not None:
+            module = self.rules.module_for_import(self, fullname)
+            if module is not ENGINE_DEFAULT:
+                return module
         return self.served_module(fullname)
 
     def finder_serves(self, fullname: str) -> bool:
-        """Whether the world's finder takes part in importing `fullname`: a path in its `finder_roots`' trees (a
-        world's rule may add single paths, such as a library whose import the world prepares)."""
-        return self.in_tree(fullname, self.finder_roots)
+        """Whether the world's finder takes part in importing `fullname`: a path in its `finder_roots`' trees, or
+        one of its rules' single `finder_paths`."""
+        return fullname in self.rules.finder_paths or self.in_tree(fullname, self.finder_roots)
 
     def replaces_todays(self, fullname: str) -> bool:
-        """Whether the finder serves `fullname` even where today has a module of that name (a world's rule)."""
-        return False
+        """Whether the finder serves `fullname` even where today has a module of that name (its rule)."""
+        return self.rules.replaces_todays is not None and self.rules.replaces_todays(self, fullname)
 
     def module_spec(
         self, fullname: str, todays: importlib.machinery.ModuleSpec | None, finder: WorldFinder
     ) -> importlib.machinery.ModuleSpec | None:
         """How the import system gets `fullname`, a path in the finder's trees; `todays` is today's spec of it
         (None where today has none, or the world replaces it). Today's module wins; a path of the table is the
-        finder's to create (`module_for_import`); None leaves the path to the import system. A world's rule may
+        finder's to create (`module_for_import`); None leaves the path to the import system. The world's rule may
         load a module of its own way (the adapter's files under their import paths) or wrap today's loader."""
+        if self.rules.module_spec is not None:
+            spec = self.rules.module_spec(self, fullname, todays, finder)
+            if spec is not ENGINE_DEFAULT:
+                return spec
         if todays is not None or self.entry(fullname) is None:
             return None
         return importlib.machinery.ModuleSpec(fullname, finder, is_package=True)

@@ -21,7 +21,7 @@ from npu_bridge_compat.changes import Owner
 from npu_bridge_compat.compat.xla import reserve_fusion_flags
 from npu_bridge_compat.errors import NpuConfigError
 from npu_bridge_compat.imports.program import count_as_program
-from npu_bridge_compat.imports.world import Module, World, WorldFinder
+from npu_bridge_compat.imports.world import Module, Rules, World, WorldFinder
 
 TREES_PACKAGE = "npu_bridge_compat.legacy"  # the package whose subpackages are the adapter's trees
 ALIASED_PACKAGES = ("npu_bridge", "hccl", "npu_device")
@@ -62,53 +62,54 @@ def _tree_module(path: str) -> str:
     return f"{tree}.{rest}" if rest else tree
 
 
-class _AdapterWorld(World):
-    """The adapter's import paths: never today's (a real adapter is refused), each loaded from its tree's file."""
-
-    own_trees = ALIASED_PACKAGES
-
-    def can_install(self) -> bool:
-        for package in ALIASED_PACKAGES:
-            real = importlib.util.find_spec(package)
-            if real is not None:
-                raise NpuConfigError(
-                    f"a real '{package}' package is importable here ({real.origin}); npu_bridge_compat "
-                    "will not shadow it. Run the script without the aliases, or in an environment "
-                    "without the Ascend adapter."
-                )
-        return True
-
-    def replaces_todays(self, fullname: str) -> bool:
-        return True
-
-    def module_spec(
-        self, fullname: str, todays: importlib.machinery.ModuleSpec | None, finder: WorldFinder
-    ) -> importlib.machinery.ModuleSpec | None:
-        if fullname.startswith(TF1_UNDER_TF2 + "."):
-            source = MODULES[TF1_UNDER_TF2].sources[0] + fullname[len(TF1_UNDER_TF2) :]
-            real = importlib.util.find_spec(_tree_module(source))
-            if real is None:
-                return None
-            loader = _CopyLoader(source, DROPPED_UNDER_TF2)
-            return importlib.util.spec_from_loader(
-                fullname, loader, is_package=real.submodule_search_locations is not None
+def _can_install(world: World) -> bool:
+    """Never over a real adapter: its import paths are never today's."""
+    for package in ALIASED_PACKAGES:
+        real = importlib.util.find_spec(package)
+        if real is not None:
+            raise NpuConfigError(
+                f"a real '{package}' package is importable here ({real.origin}); npu_bridge_compat "
+                "will not shadow it. Run the script without the aliases, or in an environment "
+                "without the Ascend adapter."
             )
-        real = importlib.util.find_spec(_tree_module(fullname))
+    return True
+
+
+def _module_spec(
+    world: World, fullname: str, todays: importlib.machinery.ModuleSpec | None, finder: WorldFinder
+) -> importlib.machinery.ModuleSpec | None:
+    """Each of the adapter's modules is loaded from its tree's file."""
+    if fullname.startswith(TF1_UNDER_TF2 + "."):
+        source = MODULES[TF1_UNDER_TF2].sources[0] + fullname[len(TF1_UNDER_TF2) :]
+        real = importlib.util.find_spec(_tree_module(source))
         if real is None:
             return None
-        return importlib.util.spec_from_file_location(
-            fullname, real.origin, submodule_search_locations=real.submodule_search_locations
-        )
+        loader = _CopyLoader(source, DROPPED_UNDER_TF2)
+        return importlib.util.spec_from_loader(fullname, loader, is_package=real.submodule_search_locations is not None)
+    real = importlib.util.find_spec(_tree_module(fullname))
+    if real is None:
+        return None
+    return importlib.util.spec_from_file_location(
+        fullname, real.origin, submodule_search_locations=real.submodule_search_locations
+    )
 
-    def install_more(self) -> None:
-        reserve_fusion_flags()  # the adapter's scripts may ask for graph-kernel fusion before TensorFlow starts
+
+def _install_more(world: World) -> None:
+    reserve_fusion_flags()  # the adapter's scripts may ask for graph-kernel fusion before TensorFlow starts
 
 
-ADAPTER = _AdapterWorld(
+ADAPTER = World(
     name="adapter",
     owner=Owner.ADAPTER_ALIASES,
     era="Ascend's TF Adapter",
     modules=MODULES,
     roots=ALIASED_PACKAGES,
     serves="npu_bridge.*, hccl.* and npu_device.* resolve to npu_bridge_compat",
+    rules=Rules(
+        own_trees=ALIASED_PACKAGES,
+        replaces_todays=lambda world, fullname: True,
+        module_spec=_module_spec,
+        can_install=_can_install,
+        install_more=_install_more,
+    ),
 )

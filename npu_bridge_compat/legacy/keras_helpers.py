@@ -7,15 +7,11 @@ import tensorflow as tf
 
 from npu_bridge_compat import changes
 from npu_bridge_compat.changes import Owner
-from npu_bridge_compat.compat import (
-    estimator_class,
-    estimator_model_fn,
-    estimator_warm_start,
-    keras_model_to_estimator,
-)
+from npu_bridge_compat.compat import estimator_model_fn, estimator_warm_start
 from npu_bridge_compat.compat.sessions import keras_global_session
 from npu_bridge_compat.errors import NpuOptionValueError
 from npu_bridge_compat.estimator import NPUEstimator, NPURunConfig
+from npu_bridge_compat.estimator_library import estimator_class, keras_model_to_estimator
 from npu_bridge_compat.session import NPUSession
 
 KERAS_SESSION = "Keras' global session"

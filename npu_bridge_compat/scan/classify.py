@@ -23,9 +23,7 @@ from npu_bridge_compat.scan.era import (
 )
 from npu_bridge_compat.scan.reader import ADAPTER_ROOTS, AT_IMPORT, IN_FUNCTION, Call, FileFacts, read_file
 from npu_bridge_compat.scan.report import Category, Finding, Outcome, ScriptReport, Severity
-from npu_bridge_compat.scan.tf1 import classify_tf1_name, in_tf1_namespace
-from npu_bridge_compat.scan.tf26 import classify_keras2_name, classify_tf26_name
-from npu_bridge_compat.scan.world import (
+from npu_bridge_compat.scan.run_decision import (
     ProgramFile,
     Sign,
     WorldDecision,
@@ -35,6 +33,8 @@ from npu_bridge_compat.scan.world import (
     reached_files,
     tensorflow_signs,
 )
+from npu_bridge_compat.scan.tf1 import classify_tf1_name, in_tf1_namespace
+from npu_bridge_compat.scan.tf26 import classify_keras2_name, classify_tf26_name
 
 
 def _is_private_keras(dotted: str) -> bool:

@@ -15,7 +15,7 @@ from npu_bridge_compat.options.spec import Effect
 from npu_bridge_compat.plan.report import IGNORED
 
 if TYPE_CHECKING:
-    from npu_bridge_compat.scan.world import Sign, WorldDecision
+    from npu_bridge_compat.scan.run_decision import Sign, WorldDecision
 
 
 class Severity(enum.IntEnum):

@@ -18,7 +18,7 @@ from npu_bridge_compat.plan import HostFacts, detect_host
 from npu_bridge_compat.scan.classify import Classifier
 from npu_bridge_compat.scan.reader import FileFacts, read_file
 from npu_bridge_compat.scan.report import ScanReport, ScriptReport
-from npu_bridge_compat.scan.world import Imported, ProgramFile, decide, local_modules, reached_files
+from npu_bridge_compat.scan.run_decision import Imported, ProgramFile, decide, local_modules, reached_files
 
 PARALLEL_FROM = 200  # files; below this, starting worker processes costs more than it saves
 

@@ -48,9 +48,7 @@ from npu_bridge_compat.legacy.tf26.world import TF26
 from npu_bridge_compat.scan.era import era_category, is_served_module
 from npu_bridge_compat.scan.reader import FileFacts, read_file
 from npu_bridge_compat.scan.report import Category
-from npu_bridge_compat.scan.scanner import SourceFile, default_workers, python_files, scan
-from npu_bridge_compat.scan.tf1 import tf1_name_status
-from npu_bridge_compat.scan.world import (
+from npu_bridge_compat.scan.run_decision import (
     TF1,
     Imported,
     ProgramFile,
@@ -59,6 +57,8 @@ from npu_bridge_compat.scan.world import (
     local_modules,
     reached_files,
 )
+from npu_bridge_compat.scan.scanner import SourceFile, default_workers, python_files, scan
+from npu_bridge_compat.scan.tf1 import tf1_name_status
 
 DEFAULT_TIME_LIMIT_S = 60.0
 ENTRY_MARKS = re.compile(rb"""__name__\s*==\s*['"]__main__['"]|['"]__main__['"]\s*==\s*__name__|\bapp\.run\(""")

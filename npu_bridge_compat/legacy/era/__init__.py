@@ -16,11 +16,20 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import sys
-import types
+from typing import Any
 
 from npu_bridge_compat import changes
 from npu_bridge_compat.changes import Owner
-from npu_bridge_compat.imports.world import DifferenceWarning, Found, NameStatus, Status, World, importable
+from npu_bridge_compat.imports.world import (
+    ENGINE_DEFAULT,
+    DifferenceWarning,
+    Found,
+    NameStatus,
+    Rules,
+    Status,
+    World,
+    importable,
+)
 from npu_bridge_compat.legacy.era.absl_flags import STR_ENUM_VALUES, refuses_str_enum_values, str_enum_values_init
 from npu_bridge_compat.legacy.era.table import FILLED, MODULES, NO_SETUPTOOLS
 
@@ -43,55 +52,59 @@ def _is_distutils(path: str) -> bool:
     return path == "distutils" or path.startswith("distutils.")
 
 
-class _EraWorld(World):
-    def module_for_import(self, fullname: str) -> types.ModuleType:
-        try:
-            return super().module_for_import(fullname)
-        except ImportError:
-            if _is_distutils(fullname):
-                raise ModuleNotFoundError(f"{fullname}: {NO_SETUPTOOLS}.", name=fullname) from None
-            raise
-
-    def module_found(self, path: str) -> Found:
-        """As the engine's, but distutils without setuptools is missing, as importing it raises (so that `scan`
-        says so rather than calling it served)."""
-        if _is_distutils(path) and not importable(MODULES["distutils"].sources[0]):
-            return Found(Status.MISSING, NO_SETUPTOOLS, module=path)
-        return super().module_found(path)
-
-    def filled_modules(self, key: str) -> list[types.ModuleType]:
-        if key == "numpy" and importlib.util.find_spec("numpy") is None:
-            return []
-        return super().filled_modules(key)
-
-    def fill_reason(self, key: str) -> str:
-        return (
-            f"names ported programs use that {_where(key)} removed ({', '.join(sorted(FILLED[key].names)[:4])}, "
-            "...), served by their counterparts"
-        )
-
-    def install_more(self) -> None:
-        """absl-py < 2.0's str `enum_values`."""
-        if not refuses_str_enum_values():
-            return
-        from absl import flags
-
-        def on_first_use() -> bool:
-            first = STR_ENUM_VALUES not in self.warned
-            self.warned.add(STR_ENUM_VALUES)
-            return first
-
-        changes.replace_attribute(
-            flags.EnumParser,
-            "__init__",
-            str_enum_values_init(flags.EnumParser.__init__, on_first_use, EraNameWarning),
-            owner=self.owner,
-            label="absl.flags.EnumParser",
-            reason=f"a str as DEFINE_enum's enum_values, as the TF official models' flags pass one: {STR_ENUM_VALUES}",
-        )
+def _module_for_import(world: World, fullname: str) -> Any:
+    """distutils without setuptools: an import error saying so."""
+    if not _is_distutils(fullname):
+        return ENGINE_DEFAULT
+    try:
+        return world.served_module(fullname)
+    except ImportError:
+        raise ModuleNotFoundError(f"{fullname}: {NO_SETUPTOOLS}.", name=fullname) from None
 
 
-ERA = _EraWorld(
+def _module_found(world: World, path: str) -> Any:
+    """distutils without setuptools is missing, as importing it raises (so that `scan` says so rather than calling
+    it served)."""
+    if _is_distutils(path) and not importable(MODULES["distutils"].sources[0]):
+        return Found(Status.MISSING, NO_SETUPTOOLS, module=path)
+    return ENGINE_DEFAULT
+
+
+def _filled_modules(world: World, key: str) -> Any:
+    if key == "numpy" and importlib.util.find_spec("numpy") is None:
+        return []
+    return ENGINE_DEFAULT
+
+
+def _fill_reason(world: World, key: str) -> str:
+    return (
+        f"names ported programs use that {_where(key)} removed ({', '.join(sorted(FILLED[key].names)[:4])}, "
+        "...), served by their counterparts"
+    )
+
+
+def _install_more(world: World) -> None:
+    """absl-py < 2.0's str `enum_values`."""
+    if not refuses_str_enum_values():
+        return
+    from absl import flags
+
+    def on_first_use() -> bool:
+        first = STR_ENUM_VALUES not in world.warned
+        world.warned.add(STR_ENUM_VALUES)
+        return first
+
+    changes.replace_attribute(
+        flags.EnumParser,
+        "__init__",
+        str_enum_values_init(flags.EnumParser.__init__, on_first_use, EraNameWarning),
+        owner=world.owner,
+        label="absl.flags.EnumParser",
+        reason=f"a str as DEFINE_enum's enum_values, as the TF official models' flags pass one: {STR_ENUM_VALUES}",
+    )
+
+
+ERA = World(
     name="era",
     owner=OWNER,
     era="NumPy < 1.24 / Python 3.7",
@@ -100,9 +113,16 @@ ERA = _EraWorld(
     filled=FILLED,
     roots=(*MODULES, *FILLED),
     finder_roots=tuple(MODULES),
-    where=_where,
     serves="imp, distutils and xml.etree.cElementTree (removed in Python 3.9 and 3.12) where this Python lacks them, "
     "from the era table",
+    rules=Rules(
+        where=_where,
+        module_for_import=_module_for_import,
+        module_found=_module_found,
+        filled_modules=_filled_modules,
+        fill_reason=_fill_reason,
+        install_more=_install_more,
+    ),
 )
 
 

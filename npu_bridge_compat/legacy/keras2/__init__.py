@@ -16,12 +16,10 @@ import importlib
 import types
 
 from npu_bridge_compat.changes import Owner
-from npu_bridge_compat.imports.world import DifferenceWarning, Module, World, WorldModule, keras_root
+from npu_bridge_compat.imports.world import DifferenceWarning, Rules, World, keras_root
 from npu_bridge_compat.legacy.keras2.table import MODULES
 
 __all__ = ["KERAS2", "Keras2DifferenceWarning", "keras2_module"]
-
-_NO_ENTRY = Module()
 
 
 class Keras2DifferenceWarning(DifferenceWarning):
@@ -32,21 +30,7 @@ def _keras_version() -> str:
     return importlib.import_module(keras_root()).__version__
 
 
-class Keras2Module(WorldModule):
-    """A Keras 2.2 module whose names resolve from the table on first access; a `__version__` in its table entry
-    (the package's: `keras.__version__`) is set when it is made, since a module's dunder names are not looked up."""
-
-    def __init__(self, world: World, path: str) -> None:
-        super().__init__(world, path)
-        if "__version__" in world.modules.get(path, _NO_ENTRY).names:
-            self.__version__ = world.attribute(path, "__version__")
-
-
-class _Keras2World(World):
-    module_class = Keras2Module
-
-
-KERAS2 = _Keras2World(
+KERAS2 = World(
     name="keras2",
     owner=Owner.KERAS2_WORLD,
     era="standalone Keras 2.2 / 2.3",
@@ -55,8 +39,8 @@ KERAS2 = _Keras2World(
     roots=("keras",),
     program_roots=("keras",),  # under `run --tf1` the program's `import keras...` gets the table's modules
     label=" (standalone Keras)",
-    where=lambda path: f"Keras {_keras_version()} (tf.compat.v1.keras)",
     serves="standalone Keras 2.2 / 2.3 module paths (keras.engine.topology, ...), from the Keras 2.2 name table",
+    rules=Rules(where=lambda path: f"Keras {_keras_version()} (tf.compat.v1.keras)"),
 )
 
 

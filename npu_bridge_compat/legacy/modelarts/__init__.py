@@ -15,7 +15,7 @@ import os
 
 from npu_bridge_compat import changes
 from npu_bridge_compat.changes import Owner
-from npu_bridge_compat.imports.world import NameStatus, World
+from npu_bridge_compat.imports.world import NameStatus, Rules, World
 from npu_bridge_compat.legacy.modelarts.file_api import MoxFile
 from npu_bridge_compat.legacy.modelarts.storage import ObjectStorage, ObjectStorageError, StorageSettings
 from npu_bridge_compat.legacy.modelarts.table import MODULES
@@ -52,7 +52,7 @@ MODELARTS = World(
     roots=("moxing",),
     aliases=False,  # every moxing module is one of its own, its names read from the table
     label=" (ModelArts' moxing)",
-    where=lambda path: "this host (npu_bridge_compat's moxing)",
+    rules=Rules(where=lambda path: "this host (npu_bridge_compat's moxing)"),
     serves="moxing, ModelArts' file library (mox.file on local paths and obs:// / s3:// URLs), from its table",
 )
 

@@ -36,4 +36,4 @@ def install_tf1_world() -> None:
 def install_tf1_imports() -> None:
     """Give the user's program TF 1.15's `tensorflow` (idempotent, through the changes registry); TF2 behaviour is
     disabled process-wide."""
-    TF1.serve_program()
+    TF1.serve()

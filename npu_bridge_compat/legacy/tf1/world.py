@@ -34,6 +34,7 @@ from npu_bridge_compat.imports.world import (
     DifferenceWarning,
     NameStatus,
     NoCounterpartError,
+    Rules,
     Status,
     Unavailable,
     World,
@@ -116,105 +117,100 @@ def tf1_api(v1: types.ModuleType) -> WithOwnNames:
     return WithOwnNames(v1, __version__=TF1_VERSION, VERSION=TF1_VERSION, GIT_VERSION=TF1_GIT_VERSION, version=version)
 
 
-class _Tf1World(World):
-    module_class = Tf1Module
-    program_tops = ("tensorflow", "keras")
-
-    def replaces_todays(self, fullname: str) -> bool:
-        return True  # can_install refuses a TensorFlow that has a tensorflow.contrib of its own
-
-    def can_install(self) -> bool:
-        real = importlib.util.find_spec("tensorflow.contrib")
-        if real is not None:
-            raise NpuConfigError(
-                f"this TensorFlow has its own tensorflow.contrib ({real.origin}); npu_bridge_compat will not shadow it."
-            )
-        return True
-
-    def install_more(self) -> None:
-        import tensorflow as tf
-
-        changes.replace_attribute(
-            tf.compat.v1,
-            "contrib",
-            served_module("contrib"),
-            owner=self.owner,
-            reason="tf.contrib in TF 1.15 programs",
-            label="tensorflow.compat.v1",
+def _can_install(world: World) -> bool:
+    real = importlib.util.find_spec("tensorflow.contrib")
+    if real is not None:
+        raise NpuConfigError(
+            f"this TensorFlow has its own tensorflow.contrib ({real.origin}); npu_bridge_compat will not shadow it."
         )
-        repair_tf1_layers_normalization()
-        restore_names_tf_slim_uses(owner=self.owner)
+    return True
 
-    def serve_program(self) -> bool:
-        """As every world's, and TF2 behaviour is disabled process-wide: TF 1.15 programs build graphs and run
-        sessions."""
-        if not super().serve_program():
-            return False
-        disable_v2_behaviour(
-            owner=self.owner, reason="TF 1.15 programs build graphs and run sessions (tf.compat.v1.disable_v2_behavior)"
-        )
-        return True
 
-    @functools.cached_property
-    def api(self) -> WithOwnNames:
-        """`tensorflow` as the program sees it, `tf.examples` included (`tf.contrib` is on tf.compat.v1 itself)."""
-        import tensorflow as tf
+def _install_more(world: World) -> None:
+    import tensorflow as tf
 
-        api = tf1_api(tf.compat.v1)
-        api.examples = served_module("examples")
-        return api
+    changes.replace_attribute(
+        tf.compat.v1,
+        "contrib",
+        served_module("contrib"),
+        owner=world.owner,
+        reason="tf.contrib in TF 1.15 programs",
+        label="tensorflow.compat.v1",
+    )
+    repair_tf1_layers_normalization()
+    restore_names_tf_slim_uses(owner=world.owner)
 
-    def _module_for(self, path: str) -> Any:
-        """The module `tensorflow.<path>` as the program sees it."""
-        if _per_importer(path):
-            return served_module(path)
-        if path == "version":
-            return self.api.version
-        module = sys.modules.get(f"tensorflow.{path}")  # imported by the original import, or an API attribute
-        if module is None:
-            module = functools.reduce(getattr, path.split("."), self.api)
-        # `from tensorflow.python import keras` gets the redirected one too
-        redirected = {root: functools.partial(served_module, root) for root in _PER_IMPORTER_ROOTS}
-        return with_child(module, path, redirected)
 
-    def program_import(
-        self, name: str, globals: dict | None, locals: Any, fromlist: Any, original: Callable[..., Any]
-    ) -> Any:
-        if name.partition(".")[0] == "keras":
-            return self._keras_import(name, globals, locals, fromlist, original)
-        parts = name.split(".")[1:]
-        if not _per_importer(".".join(parts)):
-            try:
-                original(name, globals, locals, fromlist, 0)
-            except ModuleNotFoundError:  # a module of TF 1.15's API alone, imported by its path (tensorflow.layers)
-                if not isinstance(_attribute_path(self.api, parts), types.ModuleType):
-                    raise
-        if fromlist:
-            return self._module_for(".".join(parts)) if parts else self.api
-        # `import tensorflow.a.b` binds `tensorflow`: the API, whose `a.b` leads to the module just imported
-        return bound_by_import(self.api, parts, self._module_for)
+def _serve_more(world: World) -> None:
+    """TF2 behaviour is disabled process-wide: TF 1.15 programs build graphs and run sessions."""
+    disable_v2_behaviour(
+        owner=world.owner, reason="TF 1.15 programs build graphs and run sessions (tf.compat.v1.disable_v2_behavior)"
+    )
 
-    def _keras_import(self, name, globals, locals, fromlist, original) -> Any:
-        """The program's `import keras...` gets the Keras of its `tf.keras`: Keras 2's TF 1.15 API, whose
-        optimizers work in graph mode (Keras 2.15's own new optimizers need eager execution); the standalone
-        Keras 2.2 table answers the package itself and what that API lacks."""
-        tf1_keras = self.api.keras.__name__  # keras.api._v1.keras, or tf_keras.api._v1.keras from TensorFlow 2.16
-        rest = name.partition(".")[2]
+
+@functools.cache
+def program_api() -> WithOwnNames:
+    """`tensorflow` as the program sees it, `tf.examples` included (`tf.contrib` is on tf.compat.v1 itself)."""
+    import tensorflow as tf
+
+    api = tf1_api(tf.compat.v1)
+    api.examples = served_module("examples")
+    return api
+
+
+def _module_for(path: str) -> Any:
+    """The module `tensorflow.<path>` as the program sees it."""
+    if _per_importer(path):
+        return served_module(path)
+    if path == "version":
+        return program_api().version
+    module = sys.modules.get(f"tensorflow.{path}")  # imported by the original import, or an API attribute
+    if module is None:
+        module = functools.reduce(getattr, path.split("."), program_api())
+    # `from tensorflow.python import keras` gets the redirected one too
+    redirected = {root: functools.partial(served_module, root) for root in _PER_IMPORTER_ROOTS}
+    return with_child(module, path, redirected)
+
+
+def _program_import(
+    world: World, name: str, globals: dict | None, locals: Any, fromlist: Any, original: Callable[..., Any]
+) -> Any:
+    if name.partition(".")[0] == "keras":
+        return _keras_import(name, globals, locals, fromlist, original)
+    parts = name.split(".")[1:]
+    if not _per_importer(".".join(parts)):
         try:
-            module = original(f"{tf1_keras}.{rest}" if rest else tf1_keras, globals, locals, ["_"], 0)
-        except ImportError:
-            module = None
-        if not rest or module is None or any(item != "*" and not hasattr(module, item) for item in fromlist or ()):
-            module = keras2_module(name) or module
-        if module is None:
-            try:  # Keras 2's own module paths of the era (keras.layers.convolutional), from the TF 2.6 table
-                module = TF26.served_module(name)
-            except ImportError:  # Keras' own modules (keras.src...): as they are
-                return original(name, globals, locals, fromlist, 0)
-        return module if fromlist else keras2_module("keras")
+            original(name, globals, locals, fromlist, 0)
+        except ModuleNotFoundError:  # a module of TF 1.15's API alone, imported by its path (tensorflow.layers)
+            if not isinstance(_attribute_path(program_api(), parts), types.ModuleType):
+                raise
+    if fromlist:
+        return _module_for(".".join(parts)) if parts else program_api()
+    # `import tensorflow.a.b` binds `tensorflow`: the API, whose `a.b` leads to the module just imported
+    return bound_by_import(program_api(), parts, _module_for)
 
 
-TF1 = _Tf1World(
+def _keras_import(name, globals, locals, fromlist, original) -> Any:
+    """The program's `import keras...` gets the Keras of its `tf.keras`: Keras 2's TF 1.15 API, whose
+    optimizers work in graph mode (Keras 2.15's own new optimizers need eager execution); the standalone
+    Keras 2.2 table answers the package itself and what that API lacks."""
+    tf1_keras = program_api().keras.__name__  # keras.api._v1.keras, or tf_keras.api._v1.keras from TensorFlow 2.16
+    rest = name.partition(".")[2]
+    try:
+        module = original(f"{tf1_keras}.{rest}" if rest else tf1_keras, globals, locals, ["_"], 0)
+    except ImportError:
+        module = None
+    if not rest or module is None or any(item != "*" and not hasattr(module, item) for item in fromlist or ()):
+        module = keras2_module(name) or module
+    if module is None:
+        try:  # Keras 2's own module paths of the era (keras.layers.convolutional), from the TF 2.6 table
+            module = TF26.served_module(name)
+        except ImportError:  # Keras' own modules (keras.src...): as they are
+            return original(name, globals, locals, fromlist, 0)
+    return module if fromlist else keras2_module("keras")
+
+
+TF1 = World(
     name="tf1",
     owner=Owner.TF1_WORLD,
     era="TF 1.15",
@@ -226,6 +222,15 @@ TF1 = _Tf1World(
     stand_in_unknown=True,
     aliases=False,  # a closed tree: each module answers for its names, a stand-in for any it does not know
     serves="tensorflow.contrib and tensorflow.examples, from the TF 1.15 name table",
+    rules=Rules(
+        module_class=Tf1Module,
+        program_tops=("tensorflow", "keras"),
+        program_import=_program_import,
+        replaces_todays=lambda world, fullname: True,  # can_install refuses a TensorFlow with a tensorflow.contrib
+        can_install=_can_install,
+        install_more=_install_more,
+        serve_more=_serve_more,
+    ),
 )
 
 

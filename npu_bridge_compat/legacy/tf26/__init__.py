@@ -41,4 +41,4 @@ def install_tf26_world() -> None:
     """Make TF 2.6's and Keras 2.6's names resolve for the rest of the process (idempotent; undone with
     `changes.undo(owner=OWNER)`). Call it before the program imports Keras (`run` does): from TensorFlow 2.16
     `import keras` is served as tf_keras only while Keras 3 is not loaded yet."""
-    TF26.serve_program()
+    TF26.serve()

@@ -25,10 +25,12 @@ from npu_bridge_compat.errors import warn
 from npu_bridge_compat.imports.program import NOT_SERVED, bound_by_import, with_child
 from npu_bridge_compat.imports.world import (
     CURRENT,
+    ENGINE_DEFAULT,
     DifferenceWarning,
     Module,
     NameStatus,
     NoCounterpartError,
+    Rules,
     World,
     WorldModule,
     fills_names,
@@ -66,128 +68,134 @@ class Tf26Module(WorldModule):
     """A TF 2.6 module that this line lacks under its name; its names resolve from the table on first access."""
 
 
-class _Tf26World(World):
-    module_class = Tf26Module
-    program_tops = ("tensorflow",)
+def _redirect(path: str) -> str | None:
+    for mirror in KERAS_MIRRORS:
+        if path.startswith(mirror + "."):
+            return "keras" + path[len(mirror) :]
+    return None
 
-    def redirect(self, path: str) -> str | None:
-        for mirror in KERAS_MIRRORS:
-            if path.startswith(mirror + "."):
-                return "keras" + path[len(mirror) :]
-        return None
 
-    def fallback(self, path: str) -> Module | None:
-        if path == "keras":
-            return Module(sources=(KERAS,)) if keras_is_aliased() else None
-        if path.startswith("keras."):  # Keras' one move
-            rest = path[len("keras.") :]
-            for candidate in (f"{KERAS}.{rest}", f"{KERAS}.src.{rest}"):
-                if importable(candidate.replace(KERAS, keras_root())):
-                    return Module(sources=(candidate,))
-        return None
+def _fallback(path: str) -> Module | None:
+    if path == "keras":
+        return Module(sources=(KERAS,)) if keras_is_aliased() else None
+    if path.startswith("keras."):  # Keras' one move
+        rest = path[len("keras.") :]
+        for candidate in (f"{KERAS}.{rest}", f"{KERAS}.src.{rest}"):
+            if importable(candidate.replace(KERAS, keras_root())):
+                return Module(sources=(candidate,))
+    return None
 
-    def replaces_todays(self, fullname: str) -> bool:
-        if tf_keras_module(fullname) is not None:  # the tf.keras module itself, not a second copy of its file
-            return True
-        return keras_is_aliased() and (fullname == "keras" or fullname.startswith("keras."))
 
-    def module_for_import(self, fullname: str) -> types.ModuleType:
-        return tf_keras_module(fullname) or self.served_module(fullname)
-
-    # --- installing ---
-
-    def can_install(self) -> bool:
-        """Not where the user chose Keras 3 (TF_USE_LEGACY_KERAS=0): Keras 2.6's names cannot map onto it."""
-        import tensorflow  # noqa: F401 - the line's Keras is known once TensorFlow is loaded
-
-        restore_names_tf_slim_uses(owner=self.owner)
-        if tf_keras_is_keras_3():
-            warn(
-                "tf.keras is Keras 3 here, so TF 2.6 / Keras 2.6 names (keras.utils.control_flow_util, "
-                "tf.keras.optimizers as OptimizerV2, ...) are not mapped; TF_USE_LEGACY_KERAS=1 with tf_keras maps "
-                "them.",
-                Tf26DifferenceWarning,
-            )
-            return False
+def _replaces_todays(world: World, fullname: str) -> bool:
+    if tf_keras_module(fullname) is not None:  # the tf.keras module itself, not a second copy of its file
         return True
+    return keras_is_aliased() and (fullname == "keras" or fullname.startswith("keras."))
 
-    def _apis(self) -> dict[str, types.ModuleType]:
-        import tensorflow as tf
 
-        return {  # tf.keras is a lazy loader from TensorFlow 2.16
-            "tf.keras": importlib.import_module(tf.keras.__name__),
-            "tf.compat.v2.keras": importlib.import_module(tf.compat.v2.keras.__name__),
-        }
+def _module_for_import(world: World, fullname: str) -> Any:
+    return tf_keras_module(fullname) or ENGINE_DEFAULT
 
-    def filled_modules(self, key: str) -> list[types.ModuleType]:
-        """The module `key`; a `keras.<path>` key names Keras 2's module and the tf.keras APIs' modules of that
-        path; `keras` itself is the Keras 2 package (Keras 2.6's modules below it, keras.engine, by Keras' move)."""
-        if key == "keras":
-            return [importlib.import_module(keras_root())]
-        if not key.startswith("keras."):
-            return [importlib.import_module(key)]
-        rest = key[len("keras.") :]
-        modules = [_keras_module(rest)]
-        for api in self._apis().values():
-            module: Any = api
-            for part in rest.split("."):
-                module = getattr(module, part, None)
-            if isinstance(module, types.ModuleType):
-                modules.append(module)
-        return modules
 
-    def install_more(self) -> None:
-        apis = self._apis()
-        keras_package = importlib.import_module(keras_root())
-        for label, api in apis.items():
+# --- installing ---
+
+
+def _can_install(world: World) -> bool:
+    """Not where the user chose Keras 3 (TF_USE_LEGACY_KERAS=0): Keras 2.6's names cannot map onto it."""
+    import tensorflow  # noqa: F401 - the line's Keras is known once TensorFlow is loaded
+
+    restore_names_tf_slim_uses(owner=world.owner)
+    if tf_keras_is_keras_3():
+        warn(
+            "tf.keras is Keras 3 here, so TF 2.6 / Keras 2.6 names (keras.utils.control_flow_util, "
+            "tf.keras.optimizers as OptimizerV2, ...) are not mapped; TF_USE_LEGACY_KERAS=1 with tf_keras maps "
+            "them.",
+            Tf26DifferenceWarning,
+        )
+        return False
+    return True
+
+
+def _apis() -> dict[str, types.ModuleType]:
+    import tensorflow as tf
+
+    return {  # tf.keras is a lazy loader from TensorFlow 2.16
+        "tf.keras": importlib.import_module(tf.keras.__name__),
+        "tf.compat.v2.keras": importlib.import_module(tf.compat.v2.keras.__name__),
+    }
+
+
+def _filled_modules(world: World, key: str) -> list[types.ModuleType]:
+    """The module `key`; a `keras.<path>` key names Keras 2's module and the tf.keras APIs' modules of that
+    path; `keras` itself is the Keras 2 package (Keras 2.6's modules below it, keras.engine, by Keras' move)."""
+    if key == "keras":
+        return [importlib.import_module(keras_root())]
+    if not key.startswith("keras."):
+        return [importlib.import_module(key)]
+    rest = key[len("keras.") :]
+    modules = [_keras_module(rest)]
+    for api in _apis().values():
+        module: Any = api
+        for part in rest.split("."):
+            module = getattr(module, part, None)
+        if isinstance(module, types.ModuleType):
+            modules.append(module)
+    return modules
+
+
+def _install_more(world: World) -> None:
+    apis = _apis()
+    keras_package = importlib.import_module(keras_root())
+    for label, api in apis.items():
+        changes.replace_attribute(
+            api,
+            "__version__",
+            keras_package.__version__,
+            owner=world.owner,
+            label=label,
+            reason="TF 2.6's tf.keras had a __version__: the version of the Keras 2 behind it",
+        )
+    legacy = apis["tf.keras"].optimizers.legacy
+    every = (apis["tf.keras"].optimizers, apis["tf.compat.v2.keras"].optimizers, _keras_module("optimizers"))
+    for optimizers in {id(m): m for m in every}.values():
+        for name in LEGACY_OPTIMIZERS:
             changes.replace_attribute(
-                api,
-                "__version__",
-                keras_package.__version__,
-                owner=self.owner,
-                label=label,
-                reason="TF 2.6's tf.keras had a __version__: the version of the Keras 2 behind it",
+                optimizers,
+                name,
+                getattr(legacy, name),
+                owner=world.owner,
+                label=optimizers.__name__,
+                reason="TF 2.6's Keras optimizers were the OptimizerV2 classes (today's optimizers.legacy), "
+                "which ported optimizers subclass",
             )
-        legacy = apis["tf.keras"].optimizers.legacy
-        every = (apis["tf.keras"].optimizers, apis["tf.compat.v2.keras"].optimizers, _keras_module("optimizers"))
-        for optimizers in {id(m): m for m in every}.values():
-            for name in LEGACY_OPTIMIZERS:
-                changes.replace_attribute(
-                    optimizers,
-                    name,
-                    getattr(legacy, name),
-                    owner=self.owner,
-                    label=optimizers.__name__,
-                    reason="TF 2.6's Keras optimizers were the OptimizerV2 classes (today's optimizers.legacy), "
-                    "which ported optimizers subclass",
-                )
 
-    # --- the program's view: one Keras per process ---
 
-    def program_import(
-        self, name: str, globals: dict | None, locals: Any, fromlist: Any, original: Callable[..., Any]
-    ) -> Any:
-        """The program's `tensorflow.python.keras...` (and `from tensorflow.python import keras`) get the live
-        Keras 2 modules of this world, not the stale copy TensorFlow's own modules imported (see the package's
-        docstring); the stale modules are in `sys.modules` already, so no finder is asked for them."""
-        if not name.startswith("tensorflow.python"):
-            return NOT_SERVED
-        parts = name.split(".")
-        if parts[: len(_STALE)] != _STALE:
-            module = original(name, globals, locals, fromlist, 0)
-            if name == "tensorflow.python" and fromlist and "keras" in fromlist:
-                return _module_for("python")  # `from tensorflow.python import keras`
-            return module
-        if fromlist:
-            return self.served_module(name)
-        import tensorflow as tf
+# --- the program's view: one Keras per process ---
 
-        return bound_by_import(tf, parts[1:], _module_for)  # `import tensorflow.python.keras.x` binds `tensorflow`
+
+def _program_import(
+    world: World, name: str, globals: dict | None, locals: Any, fromlist: Any, original: Callable[..., Any]
+) -> Any:
+    """The program's `tensorflow.python.keras...` (and `from tensorflow.python import keras`) get the live
+    Keras 2 modules of this world, not the stale copy TensorFlow's own modules imported (see the package's
+    docstring); the stale modules are in `sys.modules` already, so no finder is asked for them."""
+    if not name.startswith("tensorflow.python"):
+        return NOT_SERVED
+    parts = name.split(".")
+    if parts[: len(_STALE)] != _STALE:
+        module = original(name, globals, locals, fromlist, 0)
+        if name == "tensorflow.python" and fromlist and "keras" in fromlist:
+            return _module_for("python")  # `from tensorflow.python import keras`
+        return module
+    if fromlist:
+        return world.served_module(name)
+    import tensorflow as tf
+
+    return bound_by_import(tf, parts[1:], _module_for)  # `import tensorflow.python.keras.x` binds `tensorflow`
 
 
 _STALE = STALE_KERAS.split(".")
 
-TF26 = _Tf26World(
+TF26 = World(
     name="tf26",
     owner=Owner.TF26_WORLD,
     era="TF 2.6",
@@ -199,6 +207,18 @@ TF26 = _Tf26World(
     label=" (TF 2.6)",
     first_child_only=True,  # TF 2.6's module is the first source's child; later sources' are other modules
     serves="TF 2.6 / Keras 2.6 module paths resolve to their counterparts on this line",
+    rules=Rules(
+        module_class=Tf26Module,
+        program_tops=("tensorflow",),
+        program_import=_program_import,
+        redirect=_redirect,
+        fallback=_fallback,
+        replaces_todays=_replaces_todays,
+        module_for_import=_module_for_import,
+        can_install=_can_install,
+        filled_modules=_filled_modules,
+        install_more=_install_more,
+    ),
 )
 
 

@@ -6,10 +6,10 @@ import inspect
 
 import tensorflow as tf
 
-from npu_bridge_compat import compat
+from npu_bridge_compat.estimator_library import estimator_api, estimator_missing
 
-if compat.estimator_api() is None:  # the table then reports TPUEstimator as missing, with this reason
-    raise ImportError(compat.estimator_missing("TPUEstimator"))
+if estimator_api() is None:  # the table then reports TPUEstimator as missing, with this reason
+    raise ImportError(estimator_missing("TPUEstimator"))
 _TPUEstimator = tf.compat.v1.estimator.tpu.TPUEstimator
 _SIGNATURE = inspect.signature(_TPUEstimator.__init__)
 

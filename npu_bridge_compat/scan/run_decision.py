@@ -1,4 +1,4 @@
-"""Which world a program was written for: TF 1.15 (`run --tf1`) or TensorFlow 2 (TF 2.6, `run`'s TF2 world).
+"""Which run a program gets: written for TF 1.15 (`run --tf1`) or TensorFlow 2 (TF 2.6, `run --tf2`).
 
 Decided from the program's own signs, read statically from the script and the project modules it imports
 (`decide`, with the rules of where a sign counts):
@@ -37,41 +37,43 @@ WORLDS = tuple(RunAs)
 WORLD_NAMES = {TF1: "TF 1.15", TF2: "TF2"}
 
 
-class Kind(NamedTuple):
+class SignWeight(NamedTuple):
+    """What one kind of sign (a key of SIGN_WEIGHTS) says: the run it points to, and how much it weighs."""
+
     world: str
     weight: int  # what one kind of sign weighs
     label: str  # for the text report and run's line
     decisive: bool = False  # only its world serves it: where it surely runs, it decides alone
 
 
-KINDS = {
+SIGN_WEIGHTS = {
     # TF 1.15
-    "tf.contrib": Kind(TF1, 5, "tf.contrib", decisive=True),
-    "TF 1.15 name": Kind(TF1, 5, "TF 1.15 names", decisive=True),
-    "TF1 adapter": Kind(TF1, 4, "the TF1 adapter (npu_bridge)", decisive=True),
-    "session": Kind(TF1, 3, "sessions"),
-    "placeholder": Kind(TF1, 3, "placeholders"),
-    "graph variables": Kind(TF1, 2, "graph variables and collections"),
-    "TF1 training": Kind(TF1, 2, "TF1 optimizers and global steps"),
-    "tf.layers": Kind(TF1, 2, "tf.layers"),
-    "session config": Kind(TF1, 1, "session configs"),
-    "Estimator": Kind(TF1, 1, "Estimators"),
+    "tf.contrib": SignWeight(TF1, 5, "tf.contrib", decisive=True),
+    "TF 1.15 name": SignWeight(TF1, 5, "TF 1.15 names", decisive=True),
+    "TF1 adapter": SignWeight(TF1, 4, "the TF1 adapter (npu_bridge)", decisive=True),
+    "session": SignWeight(TF1, 3, "sessions"),
+    "placeholder": SignWeight(TF1, 3, "placeholders"),
+    "graph variables": SignWeight(TF1, 2, "graph variables and collections"),
+    "TF1 training": SignWeight(TF1, 2, "TF1 optimizers and global steps"),
+    "tf.layers": SignWeight(TF1, 2, "tf.layers"),
+    "session config": SignWeight(TF1, 1, "session configs"),
+    "Estimator": SignWeight(TF1, 1, "Estimators"),
     # TensorFlow 2
-    "TF2-only name": Kind(TF2, 5, "names only TensorFlow 2 has", decisive=True),
-    "TF2 adapter": Kind(TF2, 4, "the TF2 adapter (npu_device)", decisive=True),
-    "tf.function": Kind(TF2, 3, "tf.function"),
-    "GradientTape": Kind(TF2, 3, "GradientTape"),
-    "Keras mixed precision": Kind(TF2, 2, "Keras mixed precision"),
-    "TF 2.6 name": Kind(TF2, 2, "TF 2.6 names"),
-    "eager execution": Kind(TF2, 2, "eager execution turned on"),
-    "Keras model": Kind(TF2, 2, "Keras models"),
-    "TF2 API": Kind(TF2, 1, "TF2 APIs (tf.config, tf.distribute, checkpoints)"),
+    "TF2-only name": SignWeight(TF2, 5, "names only TensorFlow 2 has", decisive=True),
+    "TF2 adapter": SignWeight(TF2, 4, "the TF2 adapter (npu_device)", decisive=True),
+    "tf.function": SignWeight(TF2, 3, "tf.function"),
+    "GradientTape": SignWeight(TF2, 3, "GradientTape"),
+    "Keras mixed precision": SignWeight(TF2, 2, "Keras mixed precision"),
+    "TF 2.6 name": SignWeight(TF2, 2, "TF 2.6 names"),
+    "eager execution": SignWeight(TF2, 2, "eager execution turned on"),
+    "Keras model": SignWeight(TF2, 2, "Keras models"),
+    "TF2 API": SignWeight(TF2, 1, "TF2 APIs (tf.config, tf.distribute, checkpoints)"),
 }
 _SIGNS_WHEN_GUARDED = frozenset({"TF1 adapter", "TF2 adapter"})  # (decide)
 
 
 class Sign(NamedTuple):
-    kind: str  # a key of KINDS
+    kind: str  # a key of SIGN_WEIGHTS
     name: str  # as the program spells it, TensorFlow as `tf` (tf.compat.v1.Session, npu_bridge.npu_init)
     line: int
     place: int  # reader.AT_IMPORT, IN_FUNCTION or GUARDED
@@ -211,10 +213,10 @@ class Evidence:
 
     @property
     def world(self) -> str:
-        return KINDS[self.kind].world
+        return SIGN_WEIGHTS[self.kind].world
 
     def as_json(self) -> dict:
-        kind = KINDS[self.kind]
+        kind = SIGN_WEIGHTS[self.kind]
         return {
             "world": kind.world,
             "kind": self.kind,
@@ -268,7 +270,7 @@ class WorldDecision:
             (item for item in self.evidence if item.world == world),
             key=lambda item: (not item.decisive, -item.weight),
         )
-        shown = [f"{KINDS[item.kind].label} ({item.first}, {item.where})" for item in chosen[:limit]]
+        shown = [f"{SIGN_WEIGHTS[item.kind].label} ({item.first}, {item.where})" for item in chosen[:limit]]
         more = f", and {len(chosen) - limit} more" if len(chosen) > limit else ""
         return ", ".join(shown) + more
 
@@ -312,17 +314,17 @@ def decide(files: Iterable[ProgramFile]) -> WorldDecision:
             first.setdefault(sign.kind, (sign, where))
             if place == AT_IMPORT:
                 sure.add(sign.kind)
-                if KINDS[sign.kind].decisive:
+                if SIGN_WEIGHTS[sign.kind].decisive:
                     deciding.setdefault(sign.kind, (sign, where))
             names[sign.kind].add(sign.name)
             uses[sign.kind] += 1
 
     def evidence_of(kind: str) -> Evidence:
         sign, where = deciding.get(kind) or first[kind]
-        weight = KINDS[kind].weight if kind in sure else -(-KINDS[kind].weight // 2)
+        weight = SIGN_WEIGHTS[kind].weight if kind in sure else -(-SIGN_WEIGHTS[kind].weight // 2)
         return Evidence(kind, sign.name, where, len(names[kind]), uses[kind], kind in deciding, weight)
 
-    evidence = tuple(evidence_of(kind) for kind in KINDS if kind in first)
+    evidence = tuple(evidence_of(kind) for kind in SIGN_WEIGHTS if kind in first)
     scores = {world: sum(item.weight for item in evidence if item.world == world) for world in WORLDS}
     decisive = {world: any(item.decisive and item.world == world for item in evidence) for world in WORLDS}
     if decisive[TF1] != decisive[TF2]:
