@@ -21,7 +21,6 @@ from npu_bridge_compat.plan import HostFacts
 from npu_bridge_compat.scan import scan
 from npu_bridge_compat.scan.outcomes import FINDINGS, RUN, RUN_TF1, outcome
 
-
 pytestmark = pytest.mark.starts_processes
 
 

@@ -198,6 +198,6 @@ def test_every_world_is_data_served_by_the_one_server():
 def test_each_run_gets_the_worlds_of_the_list_in_its_order():
     names = {run_as: [world.name for world in run_as.worlds] for run_as in RunAs}
     assert names == {
-        RunAs.TF1: ["adapter", "tf1", "keras2", "era", "estimator_library"],
-        RunAs.TF2: ["adapter", "tf26", "era", "estimator_library"],
+        RunAs.TF1: ["adapter", "tf1", "keras2", "era", "estimator_library", "modelarts"],
+        RunAs.TF2: ["adapter", "tf26", "era", "estimator_library", "modelarts"],
     }
