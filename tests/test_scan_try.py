@@ -4,6 +4,7 @@ Most scripts here do not import TensorFlow (a trial then takes about a second); 
 TensorFlow names) live in a tree of their own, tried with a longer time limit.
 """
 
+import importlib.util
 import io
 import json
 import os
@@ -15,7 +16,7 @@ import pytest
 
 from npu_bridge_compat.cli import EXIT_FAILED_CHECK, main
 from npu_bridge_compat.legacy.era.table import NO_SETUPTOOLS
-from npu_bridge_compat.scan import render_trial_json, render_trial_text, trial
+from npu_bridge_compat.scan import render_trial_json, render_trial_text
 from npu_bridge_compat.scan.progress import ProgressBar
 from npu_bridge_compat.scan.trial import (
     TrialOutcome,
@@ -477,6 +478,7 @@ def test_a_trial_stopped_on_a_name_is_filed_under_its_world(error, tf1, expected
 
 
 def test_numpy_itself_missing_is_a_package(monkeypatch):
-    monkeypatch.setattr(trial, "_installed", lambda module: False)
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "numpy" else find_spec(name, *a))
     error = {"type": "ModuleNotFoundError", "message": "No module named 'numpy'", "module": "numpy"}
     assert classify({"error": error}, 1, False, False, frozenset(), 60.0)[:2] == (TrialOutcome.PACKAGE, "numpy")
