@@ -63,37 +63,38 @@ class CudnnCompatibleGRUCell(_rnn_cell.GRUCell):
 
     def __init__(self, num_units: int, reuse=None, kernel_initializer=None, name: str = "cudnn_compatible_gru_cell"):
         super().__init__(num_units, reuse=reuse, kernel_initializer=kernel_initializer, name=name)
+        self.units, self.kernel_initializer = num_units, kernel_initializer  # GRUCell keeps its own privately
 
     def build(self, inputs_shape) -> None:
         input_depth = tf.compat.dimension_value(inputs_shape[-1])
         if input_depth is None:
             raise ValueError(f"Expected inputs.shape[-1] to be known, saw shape: {inputs_shape}")
-        units = self._num_units
-        self._gate_kernel = self.add_weight(
-            "gates/kernel", shape=[input_depth + units, 2 * units], initializer=self._kernel_initializer
+        units = self.units
+        self.gates_kernel = self.add_weight(
+            "gates/kernel", shape=[input_depth + units, 2 * units], initializer=self.kernel_initializer
         )
-        self._gate_bias = self.add_weight("gates/bias", shape=[2 * units], initializer=v1.constant_initializer(1.0))
-        self._candidate_input_kernel = self.add_weight(
-            "candidate/input_projection/kernel", shape=[input_depth, units], initializer=self._kernel_initializer
+        self.gates_bias = self.add_weight("gates/bias", shape=[2 * units], initializer=v1.constant_initializer(1.0))
+        self.candidate_input_kernel = self.add_weight(
+            "candidate/input_projection/kernel", shape=[input_depth, units], initializer=self.kernel_initializer
         )
-        self._candidate_hidden_kernel = self.add_weight(
-            "candidate/hidden_projection/kernel", shape=[units, units], initializer=self._kernel_initializer
+        self.candidate_hidden_kernel = self.add_weight(
+            "candidate/hidden_projection/kernel", shape=[units, units], initializer=self.kernel_initializer
         )
-        self._candidate_input_bias = self.add_weight(
+        self.candidate_input_bias = self.add_weight(
             "candidate/input_projection/bias", shape=[units], initializer=v1.zeros_initializer()
         )
-        self._candidate_hidden_bias = self.add_weight(
+        self.candidate_hidden_bias = self.add_weight(
             "candidate/hidden_projection/bias", shape=[units], initializer=v1.zeros_initializer()
         )
         self.built = True
 
     def call(self, inputs, state):
-        gates = tf.sigmoid(tf.matmul(tf.concat([inputs, state], 1), self._gate_kernel) + self._gate_bias)
+        gates = tf.sigmoid(tf.matmul(tf.concat([inputs, state], 1), self.gates_kernel) + self.gates_bias)
         reset, update = tf.split(gates, 2, axis=1)
         candidate = tf.tanh(
-            tf.matmul(inputs, self._candidate_input_kernel)
-            + self._candidate_input_bias
-            + reset * (tf.matmul(state, self._candidate_hidden_kernel) + self._candidate_hidden_bias)
+            tf.matmul(inputs, self.candidate_input_kernel)
+            + self.candidate_input_bias
+            + reset * (tf.matmul(state, self.candidate_hidden_kernel) + self.candidate_hidden_bias)
         )
         new_h = update * state + (1 - update) * candidate
         return new_h, new_h

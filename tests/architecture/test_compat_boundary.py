@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).parent.parent / "npu_bridge_compat"
+PACKAGE = Path(__file__).parents[2] / "npu_bridge_compat"
 ALLOWED = (PACKAGE / "compat", PACKAGE / "changes.py")
 PRIVATE_MODULES = ("tensorflow.python", "tensorflow_estimator.python", "keras.src", "tf_keras.src")
 # The TF 1.15 and TF 2.6 worlds' name tables hold the module paths of those versions as data: the worlds' import

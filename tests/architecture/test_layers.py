@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).parent.parent / "npu_bridge_compat"
+PACKAGE = Path(__file__).parents[2] / "npu_bridge_compat"
 ROOT = "npu_bridge_compat"
 LAYERS = (
     ("the registry, errors, logs, compat/ and imports/", ("changes", "errors", "logs", "compat", "imports")),

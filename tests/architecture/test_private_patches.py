@@ -6,7 +6,7 @@ tests/ that names a private attribute (one leading underscore) fails here, with 
 import ast
 from pathlib import Path
 
-TESTS = Path(__file__).parent
+TESTS = Path(__file__).parents[1]
 PATCHERS = {"setattr", "delattr", "patch", "object"}  # monkeypatch.setattr, mock.patch, mock.patch.object, ...
 
 
