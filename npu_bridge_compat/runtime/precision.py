@@ -49,7 +49,7 @@ from npu_bridge_compat.plan.platform import (
     REDUCED_PRECISION_ENV,
     Support,
 )
-from npu_bridge_compat.plan.precision import MEASURED_HOW, precision_key
+from npu_bridge_compat.plan.precision import LISTS_NOTE, MEASURED_HOW, precision_key
 from npu_bridge_compat.runtime.trial import (
     Trial,
     Trials,
@@ -211,7 +211,13 @@ def resolve_precision(plan: HostPlan, measure: Callable[[str], dict] | None = No
 
 def _without_pass(plan: HostPlan, mixed: MixedPrecision, measured: str) -> HostPlan:
     how = f"{measured}: float32 kept; set {REDUCED_PRECISION_ENV}=on to run {mixed.dtype} anyway"
-    resolved = dataclasses.replace(plan, features=tuple(f for f in plan.features if f is not mixed))
+    resolved = dataclasses.replace(
+        plan,
+        features=tuple(f for f in plan.features if f is not mixed),
+        report=dataclasses.replace(
+            plan.report, notes=tuple(note for note in plan.report.notes if not note.startswith(LISTS_NOTE))
+        ),
+    )
     resolved = resolved.with_entry(precision_key(plan.options), Effect.APPROXIMATED.value, how)
     if plan.options.modify_mixlist:
         resolved = resolved.with_entry(
