@@ -23,10 +23,12 @@ forces it, so that a host whose bfloat16 is emulated measures what a native one 
 
 Each (program, precision) runs its seeds in one process (a worker started through `run --tf1` in the program's
 copied folder, running the script once per seed with its flags reset), as the import and start-up of TensorFlow
-cost more than a tiny run. Seeds choose the synthetic data and the graph-level random seed (the BERT script's
-Estimator makes its own graph, unseeded: its initial weights differ from run to run as the script leaves them).
+cost more than a tiny run. Seeds choose the synthetic data and the default graph's random seed (the BERT script's
+Estimator builds a graph of its own, which that seed does not reach). mlp.py's printed accuracy is that of its
+training set (the script evaluates its predictions for the training inputs), LeNet.py's that of ten test batches.
 
-    python benchmarks/precision_convergence.py --modelzoo PATH [--seeds 10] [--programs bert,mlp,lenet]
+    python benchmarks/precision_convergence.py --modelzoo PATH [--seeds 10] [--first-seed 0]
+        [--programs bert,mlp,lenet] [--precisions float32,bfloat16]
 
 The table goes to stdout (markdown), each run's figures to stderr.
 """
@@ -290,6 +292,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--modelzoo", default=os.environ.get("NPU_BRIDGE_COMPAT_MODELZOO"))
     parser.add_argument("--seeds", type=int, default=10)
+    parser.add_argument("--first-seed", type=int, default=0)
+    parser.add_argument("--precisions", default=",".join(PRECISIONS))
     parser.add_argument("--programs", default="bert,mlp,lenet")
     options = parser.parse_args()
     if not options.modelzoo:
@@ -300,12 +304,15 @@ def main() -> None:
         parser.error(f"--programs: unknown {', '.join(unknown)}; known: {', '.join(FOLDERS)}")
     import tensorflow as tf
 
-    seeds = list(range(options.seeds))
+    seeds = list(range(options.first_seed, options.first_seed + options.seeds))
+    precisions = options.precisions.split(",")
+    if any(name not in PRECISIONS for name in precisions):
+        parser.error(f"--precisions: known are {', '.join(PRECISIONS)}")
     rows = []
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as scratch:
         for program in programs:
-            for precision in PRECISIONS:
+            for precision in precisions:
                 runs = run_worker(Path(options.modelzoo), program, precision, seeds, Path(scratch))
                 rows.append((program, precision, *summary(runs, THRESHOLDS[program])))
     print(
