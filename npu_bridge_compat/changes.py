@@ -58,6 +58,7 @@ class Owner(str, enum.Enum):
     KERAS_2 = "Keras 2 for ported scripts"
     GRAPH_KERNEL_FUSION = "graph-kernel fusion"
     PRECISION = "mixed precision (measured)"
+    TIMED_TRIALS = "timed trials"
     BATCH_NORM_HORIZON = "mixed compute (FusedBatchNormV3 horizon)"
     ESTIMATOR_DOOR = "Estimator door"
     ESTIMATOR_LIBRARY = "tf.estimator on the newest TensorFlow"

@@ -107,7 +107,9 @@ def test_seed_004_mixlist_on_a_gpu_host(capsys, tmp_path):
     code, out, err = explain(capsys, "precision_mode_v2=mixed_float16", f"modify_mixlist={path}", "--host", "gpu")
     assert code == 0, err
     assert "grappler auto_mixed_precision lists: DENYLIST_REMOVE=Xlog1py,BiasAdd" in section(out, "translated")
-    assert "environment TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_DENYLIST_ADD=MatMul,Cast" in out
+    assert "environment TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_DENYLIST_ADD=Acosh,Asinh,Inv" in out
+    assert "ResourceApplyProximalGradientDescent,MatMul,Cast" in out  # the NPU's black list, then the file's
+    assert "mixed-precision lists in force (grappler auto_mixed_precision): deny (float32): " in out
     assert "ConfigProto graph_options.rewrite_options.auto_mixed_precision = ON" in out
 
 

@@ -52,11 +52,12 @@ def test_a_clear_winner_is_kept_after_two_timed_pairs_and_warm_ups_do_not_count(
     assert forms == TRIAL_ORDER[:6] and not decision.fused
 
 
-def test_a_threefold_winner_is_kept_after_one_pair():
-    forms, decision = run_trial([1 * UNIT], [3.5 * UNIT])
-    assert forms == TRIAL_ORDER[:4] and decision.fused and decision.unfused_seconds == (3.5 * UNIT,)
-    forms, decision = run_trial([4 * UNIT], [1 * UNIT])
-    assert forms == TRIAL_ORDER[:4] and not decision.fused
+def test_a_wide_margin_in_one_pair_decides_only_when_a_second_pair_shows_it_too():
+    forms, decision = run_trial([1 * UNIT, 1 * UNIT], [3.5 * UNIT, 3.4 * UNIT])
+    assert forms == TRIAL_ORDER[:6] and decision.fused and decision.unfused_seconds == (3.5 * UNIT, 3.4 * UNIT)
+    # a fivefold first pair that the second look does not confirm: the pairs go on, the median decides
+    forms, decision = run_trial([1 * UNIT] * 6, [5 * UNIT] + [1 * UNIT] * 5)
+    assert forms == TRIAL_ORDER and not decision.fused
 
 
 def test_fusion_that_pays_in_every_pair_is_kept_after_three_pairs():

@@ -76,10 +76,71 @@ def test_mixlist_keeps_a_black_listed_op_in_float32(tmp_path, monkeypatch):
     detect_host.cache_clear()
     plain = executed_dtypes(config_with(precision_mode="allow_mix_precision"))
     assert "matmul-0-CastToFp16-0-AutoMixedPrecision" in plain
+    restore_environment()  # the NPU's default lists, set for the first configuration
     mixlist = tmp_path / "ops_info.json"
     mixlist.write_text('{"black-list": {"to-add": ["MatMulV2"]}}  // Ascend name of MatMul')
     dtypes = executed_dtypes(config_with(precision_mode="allow_mix_precision", modify_mixlist=str(mixlist)))
     assert dtypes["matmul"] == "float32" and not any(name.startswith("matmul-0-CastToFp16") for name in dtypes)
+
+
+def list_dtypes(config) -> dict[str, str]:
+    """Run x -> MatMul -> BiasAdd -> Selu -> MatMul, and x -> BiasAdd (no converted op beside it), in an
+    NPUSession; the dtype each node of the executed graphs computes in."""
+    with tf.Graph().as_default():
+        x = v1.placeholder(tf.float32, [4, 8], name="x")
+        first, second, bias = (
+            v1.get_variable(name, shape) for name, shape in (("w1", [8, 8]), ("w2", [8, 8]), ("b", [8]))
+        )
+        biased = tf.nn.bias_add(tf.matmul(x, first, name="matmul"), bias, name="bias_add")
+        outputs = [  # through an Identity each: grappler leaves the fetched nodes themselves as they are
+            tf.identity(tf.matmul(tf.nn.selu(biased, name="selu"), second, name="matmul_after_selu")),
+            tf.identity(tf.nn.bias_add(x, bias, name="bias_add_alone")),
+        ]
+        with NPUSession(config=config) as sess:
+            sess.run(v1.global_variables_initializer())
+            metadata = v1.RunMetadata()
+            run_options = v1.RunOptions(output_partition_graphs=True)
+            sess.run(outputs, {x: np.ones([4, 8])}, options=run_options, run_metadata=metadata)
+    restore_environment()  # the next configuration may carry other lists
+    return node_dtypes(metadata.partition_graphs)
+
+
+def mixlist_config(tmp_path, mixlist: str):
+    path = tmp_path / "ops_info.json"
+    path.write_text(mixlist, encoding="utf-8")
+    return config_with(precision_mode="allow_mix_precision", modify_mixlist=str(path))
+
+
+needs_bfloat16_kernels = pytest.mark.skipif(
+    detect_host().cpu_bfloat16 not in BFLOAT16_KERNELS, reason="bfloat16 on a CPU needs AVX-512"
+)
+
+
+@needs_bfloat16_kernels
+def test_black_list_op_stays_float32_unless_modify_mixlist_makes_it_gray(tmp_path):
+    # Selu is black on the NPU (precision_reduce false) and on grappler's infer list: float32 by the NPU's list.
+    dtypes = list_dtypes(config_with(precision_mode="allow_mix_precision"))
+    assert dtypes["bias_add"] == "bfloat16" and dtypes["selu"] == "float32"
+    gray = list_dtypes(mixlist_config(tmp_path, '{"black-list": {"to-remove": ["Selu"]}}'))
+    assert gray["selu"] == "bfloat16"  # gray between converted ops: converted, as grappler's own list has it
+
+
+@needs_bfloat16_kernels
+def test_white_list_op_is_converted_and_leaves_the_allow_list_with_modify_mixlist(tmp_path):
+    # MatMul (Ascend's MatMulV2 / MatMulV3) is white on the NPU and on grappler's allow list: always converted.
+    dtypes = list_dtypes(config_with(precision_mode="allow_mix_precision"))
+    assert dtypes["matmul"] == "bfloat16" and dtypes["matmul_after_selu"] == "bfloat16"
+    gray = list_dtypes(mixlist_config(tmp_path, '{"white-list": {"to-remove": ["MatMulV2"]}}'))
+    assert gray["matmul"] == "float32" and gray["matmul_after_selu"] == "float32"  # gray, no converted op beside
+
+
+@needs_bfloat16_kernels
+def test_infer_list_op_follows_its_neighbours_unless_modify_mixlist_makes_it_white(tmp_path):
+    # BiasAdd is on grappler's infer list: converted between converted ops only.
+    dtypes = list_dtypes(config_with(precision_mode="allow_mix_precision"))
+    assert dtypes["bias_add"] == "bfloat16" and dtypes["bias_add_alone"] == "float32"
+    white = list_dtypes(mixlist_config(tmp_path, '{"white-list": {"to-add": ["Bias"]}}'))  # Ascend's BiasAdd
+    assert white["bias_add_alone"] == "bfloat16" and white["selu"] == "float32"
 
 
 def test_two_configurations_with_different_lists_in_one_process_is_an_error(tmp_path, avx512_host):

@@ -12,12 +12,14 @@ from npu_bridge_compat.keras import NPUCallback
 from npu_bridge_compat.options import Effect, options_from_config_proto, options_from_kwargs
 from npu_bridge_compat.plan import PlanEnvironment, build_plan, detect_host, log_once
 from npu_bridge_compat.plan import features as f
+from npu_bridge_compat.plan.mixlists import default_list_edits
 from npu_bridge_compat.plan.platform import Support, cpu_support, reduced_precision_mode
 from npu_bridge_compat.plan.precision import BFLOAT16_PASS
 from npu_bridge_compat.plan.report import IGNORED
 
 LISTS = "TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_"
 ON, OFF = 1, 2  # RewriterConfig.Toggle
+NPU_LISTS = tuple((variable, tuple(ops)) for variable, ops in default_list_edits().items())  # the NPU's black list
 KEPT, MEASURED, PROBED = f.PrecisionChoice.KEPT, f.PrecisionChoice.MEASURED, f.PrecisionChoice.PROBED
 
 
@@ -27,7 +29,7 @@ def plan(host, **values):
 
 def test_mixed_float16_is_grappler_amp_on_a_gpu_with_tensor_cores(gpu_host):
     result = plan(gpu_host, precision_mode="allow_mix_precision")
-    assert result.mixed_precision == f.MixedPrecision("auto_mixed_precision", dtype="float16", choice=KEPT)
+    assert result.mixed_precision == f.MixedPrecision("auto_mixed_precision", NPU_LISTS, dtype="float16", choice=KEPT)
     assert result.host_config().graph_options.rewrite_options.auto_mixed_precision == ON
     assert result.report.entry("precision_mode").effect == Effect.TRANSLATED.value
 
@@ -41,7 +43,7 @@ def test_a_gpu_without_float16_tensor_cores_keeps_float32_unless_forced(gpu_host
     assert "compute capability 6.1 has no float16 tensor cores" in how and "float32 kept" in how
     assert "NPU_BRIDGE_COMPAT_REDUCED_PRECISION=on" in how
     forced = plan(dataclasses.replace(pascal, reduced_precision="on"), precision_mode="allow_mix_precision")
-    assert forced.mixed_precision == f.MixedPrecision("auto_mixed_precision", dtype="float16", choice=KEPT)
+    assert forced.mixed_precision == f.MixedPrecision("auto_mixed_precision", NPU_LISTS, dtype="float16", choice=KEPT)
 
 
 @pytest.mark.parametrize(
@@ -51,7 +53,7 @@ def test_a_gpu_without_float16_tensor_cores_keeps_float32_unless_forced(gpu_host
 def test_mixed_precision_on_a_cpu_is_bfloat16_decided_by_what_the_flags_tell(cpu_host, support, choice):
     host = dataclasses.replace(cpu_host, cpu_bfloat16=support)
     result = plan(host, precision_mode_v2="mixed_float16")
-    assert result.mixed_precision == f.MixedPrecision(BFLOAT16_PASS, choice=choice)
+    assert result.mixed_precision == f.MixedPrecision(BFLOAT16_PASS, NPU_LISTS, choice=choice)
     entry = result.report.entry("precision_mode_v2")
     assert entry.effect == Effect.APPROXIMATED.value and "bfloat16 instead of float16" in entry.how
     assert "where it pays" in entry.how and "first runs" in entry.how
@@ -70,13 +72,15 @@ def test_a_cpu_without_avx512_runs_float32(cpu_host):
 def test_float16_emulation_is_kept_when_asked(cpu_host):
     with pytest.warns(NpuCompatWarning, match="float16-emulation pass .* segmentation fault"):
         emulating = plan(dataclasses.replace(cpu_host, cpu_float16_emulation=True), precision_mode_v2="mixed_float16")
-    assert emulating.mixed_precision == f.MixedPrecision("auto_mixed_precision_cpu", dtype="float16", choice=KEPT)
+    assert emulating.mixed_precision == f.MixedPrecision(
+        "auto_mixed_precision_cpu", NPU_LISTS, dtype="float16", choice=KEPT
+    )
 
 
 def test_reduced_precision_on_keeps_the_pass_and_off_turns_it_off(cpu_host):
     emulating = dataclasses.replace(cpu_host, cpu_bfloat16=Support.EMULATED)
     forced = plan(dataclasses.replace(emulating, reduced_precision="on"), precision_mode="allow_mix_precision")
-    assert forced.mixed_precision == f.MixedPrecision(BFLOAT16_PASS, choice=KEPT)
+    assert forced.mixed_precision == f.MixedPrecision(BFLOAT16_PASS, NPU_LISTS, choice=KEPT)
     assert "kept: NPU_BRIDGE_COMPAT_REDUCED_PRECISION=on" in forced.report.entry("precision_mode").how
     off = plan(dataclasses.replace(emulating, reduced_precision="off"), precision_mode="allow_mix_precision")
     assert off.mixed_precision is None and dict(off.environment) == {}
@@ -103,7 +107,7 @@ def test_an_unknown_reduced_precision_value_is_refused_with_the_allowed_ones(mon
 
 def test_mixed_bfloat16(cpu_host, gpu_host):
     assert plan(cpu_host, precision_mode="allow_mix_precision_bf16").mixed_precision == f.MixedPrecision(
-        BFLOAT16_PASS, choice=MEASURED
+        BFLOAT16_PASS, NPU_LISTS, choice=MEASURED
     )
     assert (
         plan(cpu_host, precision_mode="allow_mix_precision_bf16").report.entry("precision_mode").effect
@@ -188,10 +192,11 @@ def test_seed_mixlist_becomes_grappler_lists_with_tf_op_names(tmp_path, gpu_host
         # black to-remove Xlog1py: leaves the deny list and becomes gray (infer), as on Ascend
         "DENYLIST_REMOVE": "Xlog1py,BiasAdd",
         "INFERLIST_ADD": "Xlog1py,Conv2D",
-        # black to-add Matmul (TensorFlow's MatMul) and Cast: deny, and out of every other list
-        "DENYLIST_ADD": "MatMul,Cast",
+        # black to-add Matmul (TensorFlow's MatMul) and Cast: deny, and out of every other list, beside the
+        # NPU's own black list
+        "DENYLIST_ADD": ",".join([*dict(NPU_LISTS)["DENYLIST_ADD"], "MatMul", "Cast"]),
         "ALLOWLIST_REMOVE": "MatMul,Cast,Conv2D",
-        "INFERLIST_REMOVE": "MatMul,Cast,BiasAdd",
+        "INFERLIST_REMOVE": "Inv,Selu,MatMul,Cast,BiasAdd",
         "CLEARLIST_REMOVE": "MatMul,Cast,BiasAdd",
         # white to-add Bias (TensorFlow's BiasAdd)
         "ALLOWLIST_ADD": "BiasAdd",
@@ -428,3 +433,20 @@ def test_hifloat8_modes_are_accepted_and_run_float32(cpu_host, tmp_path):
         ValueError, match="precision_mode_v2 is assigned to 'mixed_float16' or 'mixed_bfloat16' or 'mixed_hif8'"
     ):
         plan(cpu_host, precision_mode_v2="cube_hif8", modify_mixlist=str(mixlist))
+
+
+def test_the_npus_black_list_is_kept_float32_and_modify_mixlist_moves_its_ops(tmp_path, cpu_host):
+    host = dataclasses.replace(cpu_host, cpu_bfloat16=Support.NATIVE)
+    result = plan(host, precision_mode="allow_mix_precision")
+    deny = result.environment[LISTS + "DENYLIST_ADD"].split(",")
+    assert {"Selu", "Inv", "Acosh", "ResourceApplyAdam"} <= set(deny) and "L2Loss" not in deny  # grappler's own
+    assert result.environment[LISTS + "INFERLIST_REMOVE"] == "Inv,Selu"
+    (note,) = [note for note in result.report.notes if note.startswith("mixed-precision lists in force")]
+    assert "deny (float32): Acosh, " in note and ", Selu, SoftmaxCrossEntropyWithLogits" in note
+    assert "allow: BatchMatMul, BatchMatMulV2, Conv2D" in note and "infer: grappler's less Inv, Selu" in note
+    path = tmp_path / "ops_info.json"
+    path.write_text('{"black-list": {"to-remove": ["Selu"]}}')
+    gray = plan(host, precision_mode="allow_mix_precision", modify_mixlist=str(path))
+    assert "Selu" not in gray.environment[LISTS + "DENYLIST_ADD"].split(",")
+    assert gray.environment[LISTS + "INFERLIST_REMOVE"] == "Inv"
+    assert gray.environment[LISTS + "INFERLIST_ADD"] == gray.environment[LISTS + "DENYLIST_REMOVE"] == "Selu"

@@ -24,6 +24,7 @@ uses is in one of them, with the versions it was checked on):
 - distribute: the one-device strategy that knows the ranks;
 - batchnorm: the FusedBatchNormV3 horizon gate of mixed compute;
 - optimizers: TF1 optimizers' internal state (tf.contrib.opt's Adam variants);
+- measuring: what a timed run may carry besides its step (profiler, checkpoints, summaries);
 - xla: XLA's process-wide fusion flags; config: process switches the public API only turns on.
 What these functions replace in TensorFlow and Keras goes through npu_bridge_compat.changes.
 This package's namespace re-exports the version, Estimator and Keras helpers the doors ask for.

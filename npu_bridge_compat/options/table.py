@@ -281,7 +281,8 @@ _SPECS = (
         C.PRECISION,
         translated(
             "the black/white/gray edits become grappler's mixed-precision deny/allow/infer lists "
-            "(TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_* variables)"
+            "(TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_* variables), over the NPU's default black list, "
+            "which the host keeps in float32 too"
         ),
         "JSON file that edits the mixed-precision black/white/gray operator lists.",
         g.MixListFile(),

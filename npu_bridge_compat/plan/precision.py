@@ -22,6 +22,7 @@ from npu_bridge_compat.options.precision_modes import Intent, intent_of
 from npu_bridge_compat.options.spec import Effect
 from npu_bridge_compat.plan.contribution import Contribution
 from npu_bridge_compat.plan.features import MixedPrecision, PrecisionChoice, TensorFloat32
+from npu_bridge_compat.plan.mixlists import default_list_edits, lists_in_force, without_ops
 from npu_bridge_compat.plan.platform import (
     BFLOAT16_TENSOR_CORES,
     CPU_FLOAT16_ENV,
@@ -41,6 +42,7 @@ FLOAT16_EMULATION_CRASHES = (
     "bfloat16 (CPUs with AVX-512) or float32 runs instead."
 )
 FORCE_HINT = f"{REDUCED_PRECISION_ENV}=on keeps it even where slower"
+LISTS_NOTE = "mixed-precision lists in force"
 MEASURED_HOW = (
     "each training function's first runs (a session run signature, a Keras or tf.function call, per input shapes) "
     "run it and float32 in turn and keep the faster, logged with the times measured"
@@ -214,23 +216,42 @@ def plan_precision(options, host: HostFacts) -> Contribution:
             result.say(key, Effect.NO_EQUIVALENT, f"TF32 needs compute capability 8.0 ({host.gpu_description})")
         else:
             result.say(key, Effect.NO_EQUIVALENT, "CPU matmuls have no reduced-precision-input mode")
-    amp_pass = mixed.grappler_pass if mixed else None
-    lists = _plan_mixlist(options.parsed_value("modify_mixlist"), amp_pass, result) if options.modify_mixlist else ()
+    lists = _plan_lists(options, mixed, result)
     if mixed is not None:
         result.features.append(dataclasses.replace(mixed, lists=lists))
     return result
 
 
-def _plan_mixlist(mixlist: MixList, amp_pass: str | None, result: Contribution) -> tuple:
-    """The grappler list edits for Ascend's list edits: ((ALLOWLIST_ADD, (op, ...)), ...)."""
-    if amp_pass is None:
-        result.say(
-            "modify_mixlist",
-            Effect.NO_EQUIVALENT,
-            "no mixed-precision pass runs on this host for the precision mode set, so the lists have no effect",
-        )
+def _plan_lists(options, mixed: MixedPrecision | None, result: Contribution) -> tuple:
+    """The grappler list edits of a mixed-precision pass: the NPU's default lists (plan/mixlists.py; none where
+    the pass converts every op it can), then modify_mixlist's moves over them. ((DENYLIST_ADD, (op, ...)), ...)"""
+    if mixed is None:
+        if options.modify_mixlist:
+            result.say(
+                "modify_mixlist",
+                Effect.NO_EQUIVALENT,
+                "no mixed-precision pass runs on this host for the precision mode set, so the lists have no effect",
+            )
         return ()
+    edits = {} if mixed.force_all else default_list_edits()
+    if options.modify_mixlist:
+        moved, moved_ops = _plan_mixlist(options.parsed_value("modify_mixlist"), mixed.grappler_pass, result)
+        edits = without_ops(edits, moved_ops)
+        for variable, ops in moved.items():
+            listed = edits.setdefault(variable, [])
+            listed.extend(op for op in ops if op not in listed)
+    edits = {variable: ops for variable, ops in edits.items() if ops}
+    if not mixed.force_all:
+        result.notes.append(
+            f"{LISTS_NOTE} (grappler {mixed.grappler_pass}): {lists_in_force(mixed.grappler_pass, edits)}"
+        )
+    return tuple((variable, tuple(ops)) for variable, ops in edits.items())
+
+
+def _plan_mixlist(mixlist: MixList, amp_pass: str, result: Contribution) -> tuple[dict[str, list[str]], set[str]]:
+    """The grappler list edits for Ascend's list edits ({ALLOWLIST_ADD: [op, ...], ...}) and the ops they move."""
     lists: dict[str, list[str]] = {}
+    moved: set[str] = set()
     unknown = []
     for list_name, action, ascend_op in mixlist.changes:
         op = tf_op_type(ascend_op)
@@ -239,6 +260,7 @@ def _plan_mixlist(mixlist: MixList, amp_pass: str | None, result: Contribution) 
             continue
         if op != ascend_op:
             result.notes.append(f"modify_mixlist: Ascend op type {ascend_op} is TensorFlow's {op}")
+        moved.add(op)
         for variable in _list_moves(list_name, action):
             lists.setdefault(variable, [])
             if op not in lists[variable]:
@@ -255,7 +277,7 @@ def _plan_mixlist(mixlist: MixList, amp_pass: str | None, result: Contribution) 
         Effect.TRANSLATED,
         f"grappler {amp_pass} lists: " + "; ".join(f"{v}={','.join(ops)}" for v, ops in lists.items()),
     )
-    return tuple((variable, tuple(ops)) for variable, ops in lists.items())
+    return lists, moved
 
 
 def _list_moves(list_name: str, action: str) -> tuple[str, ...]:

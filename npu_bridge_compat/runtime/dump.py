@@ -26,6 +26,7 @@ import tensorflow as tf
 from npu_bridge_compat.distributed.ranks import rank_folders
 from npu_bridge_compat.plan.features import TensorDump
 from npu_bridge_compat.runtime.graph import MERGE_OPS, original_name, step_operations
+from npu_bridge_compat.runtime.trial import DUMP, note_carried
 
 _UNDUMPABLE = (tf.resource, tf.variant, tf.string)
 
@@ -60,6 +61,7 @@ class TensorDumper:
         return wanted
 
     def write(self, step: int, values: dict[tuple[str, str, int], Any]) -> str:
+        note_carried(DUMP)  # a dump written inside a step (the probes' numpy_function): that run is not timed
         directory = os.path.join(self._run_directory(), f"step_{step}")
         os.makedirs(directory, exist_ok=True)
         index = []

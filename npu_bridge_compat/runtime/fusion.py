@@ -30,6 +30,7 @@ from npu_bridge_compat.runtime.trial import (
     Trial,
     Trials,
     Verdict,
+    left_out_text,
     median_speedup,
     per_run_text,
     timed_pairs_text,
@@ -152,6 +153,7 @@ class FusionDecision:
     unfused_seconds: tuple[float, ...]
     uncompared_pairs: int = 0  # timed pairs left out: one of their runs faulted fresh memory in, the other not
     calls_per_run: float = 1.0  # the seconds above are per call
+    left_out: tuple[str, ...] = ()  # runs left out for what they carried besides the step
 
     @classmethod
     def of(cls, verdict: Verdict) -> FusionDecision:
@@ -163,6 +165,7 @@ class FusionDecision:
             verdict.baseline_seconds,
             verdict.uncompared_pairs,
             verdict.calls_per_run,
+            verdict.left_out,
         )
 
     @property
@@ -171,6 +174,11 @@ class FusionDecision:
         return median_speedup(self.fused_seconds, self.unfused_seconds)
 
     def __str__(self) -> str:
+        if not self.fused_seconds:
+            return (
+                f"graph-kernel fusion for {self.where}: unfused form kept, untimed: every run that could be timed "
+                f"carried more than its step{left_out_text(self.left_out)}"
+            )
         fused, unfused = statistics.median(self.fused_seconds), statistics.median(self.unfused_seconds)
         left_out = (
             f", {self.uncompared_pairs} more left out as one of their runs faulted fresh memory in"
@@ -181,7 +189,7 @@ class FusionDecision:
             f"graph-kernel fusion for {self.where}: {'fused' if self.fused else 'unfused'} form kept, "
             f"{fused * 1e3:.3g} ms fused vs {unfused * 1e3:.3g} ms unfused {per_run_text(self.calls_per_run)} "
             f"({timed_pairs_text(len(self.fused_seconds), self.calls_per_run)}{left_out}; {self.speedup:.2f}x, "
-            "the pairs' median ratio)"
+            f"the pairs' median ratio){left_out_text(self.left_out)}"
         )
 
 
@@ -193,6 +201,9 @@ class FusionTrial(Trial):
     for good."""
 
     CANDIDATE_WARMS_FIRST = False
+
+    def form_name(self, candidate: bool) -> str:
+        return "fused" if candidate else "unfused"
 
     @property
     def decision(self) -> FusionDecision | None:

@@ -49,11 +49,12 @@ from npu_bridge_compat.plan.platform import (
     REDUCED_PRECISION_ENV,
     Support,
 )
-from npu_bridge_compat.plan.precision import MEASURED_HOW, precision_key
+from npu_bridge_compat.plan.precision import LISTS_NOTE, MEASURED_HOW, precision_key
 from npu_bridge_compat.runtime.trial import (
     Trial,
     Trials,
     Verdict,
+    left_out_text,
     median_speedup,
     per_run_text,
     timed_pairs_text,
@@ -211,7 +212,13 @@ def resolve_precision(plan: HostPlan, measure: Callable[[str], dict] | None = No
 
 def _without_pass(plan: HostPlan, mixed: MixedPrecision, measured: str) -> HostPlan:
     how = f"{measured}: float32 kept; set {REDUCED_PRECISION_ENV}=on to run {mixed.dtype} anyway"
-    resolved = dataclasses.replace(plan, features=tuple(f for f in plan.features if f is not mixed))
+    resolved = dataclasses.replace(
+        plan,
+        features=tuple(f for f in plan.features if f is not mixed),
+        report=dataclasses.replace(
+            plan.report, notes=tuple(note for note in plan.report.notes if not note.startswith(LISTS_NOTE))
+        ),
+    )
     resolved = resolved.with_entry(precision_key(plan.options), Effect.APPROXIMATED.value, how)
     if plan.options.modify_mixlist:
         resolved = resolved.with_entry(
@@ -235,6 +242,7 @@ class PrecisionDecision:
     float32_seconds: tuple[float, ...]
     uncompared_pairs: int = 0
     calls_per_run: float = 1.0  # the seconds above are per call
+    left_out: tuple[str, ...] = ()  # runs left out for what they carried besides the step
 
     @property
     def speedup(self) -> float:
@@ -242,13 +250,19 @@ class PrecisionDecision:
         return median_speedup(self.reduced_seconds, self.float32_seconds)
 
     def __str__(self) -> str:
-        reduced, float32 = statistics.median(self.reduced_seconds), statistics.median(self.float32_seconds)
         kept = self.dtype if self.reduced else "float32"
         hint = "" if self.reduced else f"; set {REDUCED_PRECISION_ENV}=on to keep {self.dtype} anyway"
+        left_out = left_out_text(self.left_out)
+        if not self.reduced_seconds:
+            return (
+                f"mixed precision for {self.where}: float32 kept, untimed: every run that could be timed carried "
+                f"more than its step{left_out}{hint}"
+            )
+        reduced, float32 = statistics.median(self.reduced_seconds), statistics.median(self.float32_seconds)
         return (
             f"mixed precision for {self.where}: {kept} kept, {self.dtype} {self.speedup:.2f}x float32 "
             f"({reduced * 1e3:.3g} ms against {float32 * 1e3:.3g} ms {per_run_text(self.calls_per_run)}, "
-            f"{timed_pairs_text(len(self.reduced_seconds), self.calls_per_run)}){hint}"
+            f"{timed_pairs_text(len(self.reduced_seconds), self.calls_per_run)}{left_out}){hint}"
         )
 
 
@@ -265,6 +279,9 @@ class PrecisionTrial(Trial):
     def __init__(self, where: str, dtype: str = "bfloat16") -> None:
         super().__init__(where)
         self.dtype = dtype
+
+    def form_name(self, candidate: bool) -> str:
+        return self.dtype if candidate else "float32"
 
     def is_fresh(self, seconds: float, fresh_pages: int) -> bool:
         return fresh_pages * self.SECONDS_PER_FRESH_PAGE >= self.PAYS * seconds and super().is_fresh(
@@ -286,6 +303,7 @@ def _in_words(verdict: Verdict, dtype: str) -> PrecisionDecision:
         verdict.baseline_seconds,
         verdict.uncompared_pairs,
         verdict.calls_per_run,
+        verdict.left_out,
     )
 
 

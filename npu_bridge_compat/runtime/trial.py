@@ -11,7 +11,9 @@ of alternating order, so both forms see the machine in the same state. A timed r
 by tens of percent from call to call (a small Keras model's step: 0.3 to 1.4 ms in a fit's first calls), which
 no pair ratio of single calls can see through. A run's time also holds what the memory allocator did in it: a
 run that maps fresh memory pays a page fault per page, whatever the form, so a pair with one such run and one
-without compares the allocator, not the forms, and is not compared (`Trial.is_fresh`).
+without compares the allocator, not the forms, and is not compared (`Trial.is_fresh`). A run that carried more
+than its step (a profiler start or stop, a dump, a checkpoint save, a summary write: `carried`) is never a timed
+run: it is left out, and its pair is timed again.
 
 Once decided, a trial is settled: `Trials.run` calls the kept form with nothing timed.
 """
@@ -25,12 +27,24 @@ import time
 from collections.abc import Callable, Hashable
 from typing import TypeVar
 
+from npu_bridge_compat import changes
+from npu_bridge_compat.changes import Owner
+from npu_bridge_compat.compat.measuring import checkpoint_writes, profiler_running, summary_event_writer
+
 try:
     import resource
 except ImportError:  # Windows has no resource module: runs are compared without their page faults
     resource = None
 
 Result = TypeVar("Result")
+
+PROFILER = "a profiler start or stop"
+CHECKPOINT = "a checkpoint save"
+SUMMARY = "a summary write"
+DUMP = "a dump"
+
+_noted_lock = threading.Lock()
+_noted: dict[str, int] = {}  # what runs carried so far, process-wide, as `note_carried` was told
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,6 +57,15 @@ class Verdict:
     baseline_seconds: tuple[float, ...]
     uncompared_pairs: int = 0  # timed pairs left out: one of their runs faulted fresh memory in, the other not
     calls_per_run: float = 1.0  # the function's calls per timed run, on average (seconds above are per call)
+    left_out: tuple[str, ...] = ()  # the runs left out for what they carried: "a float32 run carried a dump"
+
+
+def left_out_text(left_out: tuple[str, ...]) -> str:
+    """Which runs a verdict left out and why, for its log line ("" where none)."""
+    if not left_out:
+        return ""
+    counted = {why: left_out.count(why) for why in dict.fromkeys(left_out)}
+    return "; left out: " + ", ".join(f"{why}" + (f" ({n} runs)" if n > 1 else "") for why, n in counted.items())
 
 
 def per_run_text(calls_per_run: float) -> str:
@@ -73,9 +96,8 @@ class Trial:
     (`CANDIDATE_WARMS_FIRST` says which first), then timed pairs, the candidate first in odd pairs and the
     baseline first in even ones, compared pair by pair. A pair with one fresh run (`is_fresh`) is not compared, a
     pair with two is compared for clear margins only (the faults add to both runs alike, diluting their ratio).
-    - After one pair, a form `VERY_CLEAR_MARGIN` faster wins (each further run of the slow form would cost
-      several runs' time); after two pairs, a form whose runs were all faster than all the other's by
-      `CLEAR_MARGIN`.
+    - After two pairs, a form whose runs were all faster than all the other's by `CLEAR_MARGIN`: a margin one pair
+      shows, however wide, decides only when a second pair shows it too.
     - From `FEWEST_PAIRS` pairs without fresh runs, the candidate wins if it was faster by `PAYS` in every one,
       the baseline if the candidate never was: the candidate is kept only where it pays more than a run's noise.
     - Otherwise, at `MOST_PAIRS` such pairs or `MOST_TIMED_PAIRS` timed ones, their median ratio decides (of the
@@ -84,12 +106,12 @@ class Trial:
     time, at most `MOST_TIMED_PAIRS` times the difference. Each run is a real run: a timed one is consecutive calls
     of one form until they last `RUN_SECONDS` (at most `MOST_CALLS_PER_RUN`), compared by their time per call."""
 
-    VERY_CLEAR_MARGIN = 3.0
     CLEAR_MARGIN = 1.5
     PAYS = 0.03
     FEWEST_PAIRS = 3
     MOST_PAIRS = 6
     MOST_TIMED_PAIRS = 10
+    MOST_LEFT_OUT = 20  # runs that carried more than the step; past them, the baseline is kept untimed
     FRESH_PAGES = 256  # 1 MiB in 4 KiB pages: the allocator got memory from the system during the run
     CANDIDATE_WARMS_FIRST = False
     RUN_SECONDS = 0.005
@@ -102,9 +124,45 @@ class Trial:
         self._gathering: tuple[bool, float, int, int] | None = None  # the timed run so far: form, seconds, pages, calls
         self._calls_timed = 0
         self._pending: dict[bool, tuple[float, bool]] = {}  # the current pair's runs: seconds, fresh
+        self._pending_calls = 0  # the calls of the current pair's run so far
         self._settled: list[tuple[float, float]] = []  # (candidate, baseline) seconds of pairs without fresh runs
         self._fresh: list[tuple[float, float]] = []  # of pairs whose two runs were fresh
         self._uncompared: list[tuple[float, float]] = []  # of pairs with one fresh run
+        self._left_out: list[str] = []  # why each run left out was: "a float32 run carried a dump"
+        self.profiling: bool | None = None  # whether the profiler ran at the end of this trial's last run
+
+    def form_name(self, candidate: bool) -> str:
+        """A form in its user's words, for the log."""
+        return "candidate" if candidate else "baseline"
+
+    def left_out(self, candidate: bool, carried: str) -> Verdict | None:
+        """Take a run that carried `carried` besides its step: a warm-up stays one; a timed run is not timed, and
+        its pair is timed again. Past `MOST_LEFT_OUT` such runs the baseline is kept (the verdict, then)."""
+        if self.verdict is not None:
+            return None
+        if candidate not in self._warmed:
+            self._warmed.add(candidate)
+            return None
+        self._gathering = None
+        self._pending = {}
+        self._calls_timed -= self._pending_calls  # the pair's other run, timed again with it
+        self._pending_calls = 0
+        self._left_out.append(f"a {self.form_name(candidate)} run carried {carried}")
+        if len(self._left_out) < self.MOST_LEFT_OUT:
+            return None
+        pairs = self._settled + self._fresh or self._uncompared
+        candidate_times, baseline_times = zip(*pairs) if pairs else ((), ())
+        calls_per_run = self._calls_timed / (2 * self._timed_pairs()) if self._timed_pairs() else 1.0
+        self.verdict = Verdict(
+            self.where,
+            False,
+            candidate_times,
+            baseline_times,
+            self._timed_pairs() - len(pairs),
+            calls_per_run,
+            tuple(self._left_out),
+        )
+        return self.verdict
 
     def is_fresh(self, seconds: float, fresh_pages: int) -> bool:
         """Whether a run's time holds the allocator mapping fresh memory (`FRESH_PAGES` or more pages)."""
@@ -146,7 +204,9 @@ class Trial:
         self._calls_timed += calls
         self._pending[candidate] = (seconds / calls, self.is_fresh(seconds, fresh_pages))
         if len(self._pending) < 2:
+            self._pending_calls = calls
             return None
+        self._pending_calls = 0
         (candidate_time, candidate_fresh), (baseline_time, baseline_fresh) = self._pending[True], self._pending[False]
         self._pending = {}
         if candidate_fresh != baseline_fresh:
@@ -160,19 +220,24 @@ class Trial:
         candidate_times, baseline_times = zip(*pairs)
         calls_per_run = self._calls_timed / (2 * self._timed_pairs())
         self.verdict = Verdict(
-            self.where, keep, candidate_times, baseline_times, self._timed_pairs() - len(pairs), calls_per_run
+            self.where,
+            keep,
+            candidate_times,
+            baseline_times,
+            self._timed_pairs() - len(pairs),
+            calls_per_run,
+            tuple(self._left_out),
         )
         return self.verdict
 
     def _decide(self) -> bool | None:
         """Whether the candidate wins after the pairs so far; None: time another pair."""
         compared = self._settled + self._fresh
-        if compared:
+        if len(compared) >= 2:
             candidate_times, baseline_times = zip(*compared)
-            margin = self.VERY_CLEAR_MARGIN if len(compared) == 1 else self.CLEAR_MARGIN
-            if max(candidate_times) * margin <= min(baseline_times):
+            if max(candidate_times) * self.CLEAR_MARGIN <= min(baseline_times):
                 return True
-            if max(baseline_times) * margin <= min(candidate_times):
+            if max(baseline_times) * self.CLEAR_MARGIN <= min(candidate_times):
                 return False
         if len(self._settled) >= self.FEWEST_PAIRS:
             ratios = paired_ratios(*zip(*self._settled))
@@ -223,18 +288,74 @@ class Trials:
         self.finished(trial, candidate, started)
         return result
 
-    def finished(self, trial: Trial, candidate: bool, started: tuple[float, int]) -> None:
+    def finished(self, trial: Trial, candidate: bool, started: RunStart) -> None:
         """Give `trial` the time and page faults of a run of the form `candidate` that began at `started`
-        (`run_started()`); a verdict it makes is told to `decided`."""
-        ended = run_started()
-        verdict = trial.ran(candidate, ended[0] - started[0], ended[1] - started[1])
+        (`run_started()`), or leave the run out where it carried more than its step; a verdict it makes is told
+        to `decided`."""
+        seconds, pages = time.perf_counter(), _pages_faulted()
+        ended = _carried_so_far()
+        carried = [what for what, count in ended if count != dict(started.carried).get(what, 0)]
+        profiling = profiler_running()
+        if profiling != started.profiling or trial.profiling not in (None, started.profiling):
+            carried.insert(0, PROFILER)  # started or stopped during the run, or just before it (its first trace)
+        trial.profiling = profiling
+        if carried:
+            verdict = trial.left_out(candidate, " and ".join(carried))
+        else:
+            verdict = trial.ran(candidate, seconds - started.seconds, pages - started.pages)
         if verdict is not None:
             self._decided(verdict)
 
 
-def run_started() -> tuple[float, int]:
-    """What `Trials.finished` measures a run from: the clock and the process's page faults so far."""
-    return time.perf_counter(), _pages_faulted()
+@dataclasses.dataclass(frozen=True)
+class RunStart:
+    """What `Trials.finished` measures a run from."""
+
+    seconds: float  # the clock
+    pages: int  # the process's page faults so far
+    profiling: bool  # whether TensorFlow's profiler was tracing
+    carried: tuple[tuple[str, int], ...]  # what runs carried so far (`note_carried`, checkpoint writes)
+
+
+def run_started() -> RunStart:
+    """What `Trials.finished` measures a run from: the clock, the process's page faults and what runs carried
+    so far."""
+    _count_summary_writes()
+    carried, profiling = _carried_so_far(), profiler_running()
+    return RunStart(time.perf_counter(), _pages_faulted(), profiling, carried)
+
+
+def note_carried(what: str) -> None:
+    """A run under way carries `what` besides its step (DUMP, SUMMARY): a timed one is left out."""
+    with _noted_lock:
+        _noted[what] = _noted.get(what, 0) + 1
+
+
+def _carried_so_far() -> tuple[tuple[str, int], ...]:
+    with _noted_lock:
+        noted = dict(_noted)
+    return (*noted.items(), (CHECKPOINT, checkpoint_writes()))
+
+
+def _count_summary_writes() -> None:
+    """Count each summary event a TF1 FileWriter writes (SummarySaverHook's, the Estimator's step counter's):
+    the hooks write in the hook driver's `after_run`, inside a session run's timed span."""
+    writer = summary_event_writer()
+    if changes.is_replaced(writer, "add_event"):
+        return
+    original = writer.add_event
+
+    def add_event(self, event) -> None:
+        note_carried(SUMMARY)
+        original(self, event)
+
+    changes.replace_attribute(
+        writer,
+        "add_event",
+        add_event,
+        owner=Owner.TIMED_TRIALS,
+        reason="a timed run that writes a summary is left out of the trial (runtime/trial.py)",
+    )
 
 
 def _pages_faulted() -> int:

@@ -47,7 +47,7 @@ from npu_bridge_compat.runtime.numeric import numeric_check
 from npu_bridge_compat.runtime.precision import converting_nothing, precision_trials
 from npu_bridge_compat.runtime.probes import StepProbes
 from npu_bridge_compat.runtime.profiling import profiler_trace
-from npu_bridge_compat.runtime.trial import run_started
+from npu_bridge_compat.runtime.trial import DUMP, note_carried, run_started
 
 SessionRunArgs = tf.compat.v1.train.SessionRunArgs
 
@@ -207,7 +207,10 @@ class TensorDumpUnit(_PerFetchStructureUnit):
         if key not in self._dumpers:
             self._dumpers[key] = TensorDumper(self._feature, self._graph_name or key[0])
         dumper = self._dumpers[key]
-        return (dumper.fetches(graph, fetched) or None) if dumper.selects(step) else None
+        if not dumper.selects(step):
+            return None
+        note_carried(DUMP)  # this run fetches the step's tensors: not a timed run
+        return dumper.fetches(graph, fetched) or None
 
     def fetched(self, key, step, values) -> None:
         self._dumpers[key].write(step, values)
