@@ -8,8 +8,8 @@ keep the faster. The users of a trial name the forms in their own words (runtime
 A form's first run is a warm-up (tracing, compilation, first allocations), never timed; then timed runs in pairs
 of alternating order, so both forms see the machine in the same state. A timed run of a function faster than
 `Trial.RUN_SECONDS` is several consecutive calls of one form, timed together: a sub-millisecond call's time varies
-by tens of percent from call to call (a small Keras model's step: 0.3 to 1.4 ms in a fit's first calls), which
-no pair ratio of single calls can see through. A run's time also holds what the memory allocator did in it: a
+by tens of percent from call to call (a small Keras model's step in a fit's first calls), which no pair ratio of
+single calls can see through. A run's time also holds what the memory allocator did in it: a
 run that maps fresh memory pays a page fault per page, whatever the form, so a pair with one such run and one
 without compares the allocator, not the forms, and is not compared (`Trial.is_fresh`). A run that carried more
 than its step (a profiler start or stop, a dump, a checkpoint save, a summary write: `carried`) is never a timed
