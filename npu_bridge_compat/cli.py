@@ -359,7 +359,9 @@ def try_paths(arguments: argparse.Namespace) -> int:
     finally:
         bar.close()
     print(render_trial_json(report) if arguments.format == "json" else render_trial_text(report))
-    spared = {TrialOutcome.STARTED} | ({TrialOutcome.TIMED_OUT} if arguments.fail_on == "blocked" else set())
+    # a launch script whose Python script got as far as reading its (empty) data folder has started
+    spared = {TrialOutcome.STARTED, TrialOutcome.NEEDS_DATA}
+    spared |= {TrialOutcome.TIMED_OUT} if arguments.fail_on == "blocked" else set()
     if arguments.fail_on and any(trial.outcome not in spared for trial in report.trials):
         return EXIT_FAILED_CHECK
     return 0

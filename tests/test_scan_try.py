@@ -23,6 +23,8 @@ from npu_bridge_compat.scan.trial import (
     classify,
     end_marked_processes,
     entry_scripts,
+    launch_command,
+    launch_scripts,
     namespace_refusal,
     try_entry_scripts,
 )
@@ -297,6 +299,158 @@ def test_without_namespaces_a_copy_is_used_and_escaped_children_are_ended(tmp_pa
     assert processes_in(root) == []
 
 
+# A model folder as ModelZoo's template writes it: test/train_*_1p.sh, started from test/ as the README says.
+LAUNCH_SCRIPT = """
+    #!/bin/bash
+    data_path=""
+    for para in $*; do
+        if [[ $para == --data_path* ]]; then
+            data_path=`echo ${para#*=}`
+        elif [[ $para == --train_epochs* ]]; then
+            train_epochs=`echo ${para#*=}`
+        fi
+    done
+    if [[ $data_path == "" ]]; then
+        echo "[Error] para \\"data_path\\" must be config"
+        exit 1
+    fi
+    python3 ../train.py --data_path=$data_path --epochs=$train_epochs
+"""
+TRAIN_WITH_ARGUMENTS = """
+    import argparse, os
+    if __name__ == "__main__":
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--data_path")
+        parser.add_argument("--epochs", type=int)
+        arguments = parser.parse_args()
+        assert arguments.epochs == 1, arguments.epochs  # the fewest epochs
+        assert os.listdir(arguments.data_path) == []
+"""
+LAUNCH_TREE = {
+    "models/starts/test/train_full_1p.sh": LAUNCH_SCRIPT,
+    "models/starts/train.py": TRAIN_WITH_ARGUMENTS,
+    "models/missing_name/test/train_full_1p.sh": LAUNCH_SCRIPT,
+    "models/missing_name/train.py": """
+        if __name__ == "__main__":
+            print(undefined_learning_rate)
+    """,
+    # train_performance_1p.sh is preferred: train_full_1p.sh is never started
+    "models/reads_data/test/train_full_1p.sh": "exit 3\n",
+    "models/reads_data/test/train_performance_1p.sh": LAUNCH_SCRIPT,
+    "models/reads_data/train.py": """
+        import argparse
+        if __name__ == "__main__":
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--data_path")
+            parser.add_argument("--epochs")
+            open(parser.parse_args().data_path + "/train.tfrecord")
+    """,
+    # its argument loop knows --dataset_dir, not --data_path: its check stops it before Python
+    "models/other_argument/test/train_full_1p.sh": LAUNCH_SCRIPT.replace("--data_path*", "--dataset_dir*"),
+    "models/other_argument/train.py": TRAIN_WITH_ARGUMENTS,
+}
+LAUNCH_LIMIT_S = 20.0  # each launch script's Python script imports `run`'s own modules afresh
+
+
+@pytest.fixture(scope="module")
+def launched(tmp_path_factory):
+    root = write_tree(tmp_path_factory.mktemp("launch"), LAUNCH_TREE)
+    before = snapshot(root)
+    report = try_entry_scripts([str(root)], jobs=2, time_limit_s=LAUNCH_LIMIT_S)
+    return root, before, report
+
+
+def test_launch_scripts_are_started_from_their_test_folder_and_classified(launched):
+    root, before, report = launched
+    launches = {path: trial for path, trial in by_script(report, root).items() if trial.kind == "launch script"}
+    found = {path: (trial.outcome, trial.cause) for path, trial in launches.items()}
+    assert found == {
+        "models/starts/test/train_full_1p.sh": (TrialOutcome.STARTED, "started"),
+        "models/missing_name/test/train_full_1p.sh": (TrialOutcome.SCRIPT, "NameError"),
+        "models/reads_data/test/train_performance_1p.sh": (
+            TrialOutcome.NEEDS_DATA,
+            "reads its data at start (--data_path names an empty folder)",
+        ),
+        "models/other_argument/test/train_full_1p.sh": (
+            TrialOutcome.NO_PYTHON,
+            "needs an argument it does not get: --data_path",
+        ),
+    }
+    assert launches["models/starts/test/train_full_1p.sh"].detail == ("1 Python script, exit status 0; the command's 0")
+    missing = launches["models/missing_name/test/train_full_1p.sh"]
+    assert missing.detail == "NameError: name 'undefined_learning_rate' is not defined"
+    assert missing.where == "models/missing_name/train.py:2"
+    assert missing.command == "bash train_full_1p.sh --data_path=EMPTY --train_epochs=1"
+    data = launches["models/reads_data/test/train_performance_1p.sh"]
+    assert data.detail == "FileNotFoundError: [Errno 2] No such file or directory: 'DATA_PATH/train.tfrecord'"
+    assert launches["models/other_argument/test/train_full_1p.sh"].detail == '[Error] para "data_path" must be config'
+    assert all(trial.world is None and not trial.tf1 for trial in launches.values())
+    # beside them, the Python entry scripts are tried as before
+    assert by_script(report, root)["models/missing_name/train.py"].kind == "entry script"
+    assert snapshot(root) == before
+    assert processes_in(root) == []
+
+
+def test_launch_scripts_in_the_reports(launched):
+    root, _, report = launched
+    text = render_trial_text(report)
+    assert "4 entry scripts and 4 launch scripts tried in" in text
+    assert "needs its data: 1 script" in text
+    assert "launch script, started from its folder as: bash train_full_1p.sh --data_path=EMPTY --train_epochs=1" in text
+    as_json = json.loads(render_trial_json(report))
+    assert as_json["totals"]["launch_scripts"] == 4
+    launch = next(script for script in as_json["scripts"] if script["path"].endswith("starts/test/train_full_1p.sh"))
+    assert (launch["kind"], launch["outcome"], launch["world"]) == ("launch script", "started", None)
+
+
+def test_a_launch_script_in_a_copy_of_the_tree(tmp_path):
+    files = {path: text for path, text in LAUNCH_TREE.items() if path.startswith("models/missing_name/test")}
+    files["models/missing_name/train.py"] = "import cv2\n"
+    root = write_tree(tmp_path, files)
+    report = try_entry_scripts([str(root)], jobs=1, time_limit_s=LAUNCH_LIMIT_S, namespaces=False)
+    [trial] = report.trials
+    assert (trial.kind, trial.outcome, trial.cause) == (
+        "launch script",
+        TrialOutcome.PACKAGE,
+        "cv2 (pip install opencv-python)",
+    )
+    assert processes_in(root) == []
+
+
+def test_cli_spares_a_launch_script_that_needs_its_data(tmp_path, capsys):
+    write_tree(tmp_path, {path: text for path, text in LAUNCH_TREE.items() if "/reads_data/" in path})
+    arguments = ["scan", "--try", "--time-limit", str(LAUNCH_LIMIT_S), "--fail-on", "blocked", str(tmp_path)]
+    assert main(arguments) == 0
+    assert "needs its data: 1 script" in capsys.readouterr().out
+
+
+def test_launch_scripts_one_per_model_folder_with_the_fewest_counts(tmp_path):
+    write_tree(
+        tmp_path,
+        {
+            "a/test/train_full_1p.sh": "python3 ../train.py\n",
+            "a/test/train_full_8p.sh": "python3 ../train.py\n",
+            "b/test/train_performance_1p.sh": 'for para in $*; do [[ $para == "--max_steps"* ]] && s=1; done\n',
+            "b/test/train_full_1p.sh": "python3 ../train.py\n",
+            "c/test/train_accuracy_1p.sh": "[[ $para == --train_epochs* ]] || [[ $para == --num_steps* ]]\n",
+            "d/test/run.sh": "python3 ../train.py\n",
+            "e/scripts/train_full_1p.sh": "python3 ../train.py\n",
+        },
+    )
+    found = [os.path.relpath(script.path, tmp_path) for script in launch_scripts([str(tmp_path)])]
+    assert found == ["a/test/train_full_1p.sh", "b/test/train_performance_1p.sh", "c/test/train_accuracy_1p.sh"]
+    assert launch_command(str(tmp_path / "b/test/train_performance_1p.sh"), "/empty") == [
+        "bash",
+        "train_performance_1p.sh",
+        "--data_path=/empty",
+        "--max_steps=1",
+    ]
+    assert launch_command(str(tmp_path / "c/test/train_accuracy_1p.sh"), "/empty")[3:] == [
+        "--train_epochs=1",
+        "--num_steps=1",
+    ]
+
+
 def test_end_marked_processes_ignores_unmarked_ones():
     assert end_marked_processes("no-trial-has-this-marker") == 0
 
@@ -323,7 +477,7 @@ def test_cli_fail_on_and_json(tmp_path, capsys):
     code = main(["scan", "--try", "--format", "json", "--time-limit", "30", "--fail-on", "blocked", str(tmp_path)])
     assert code == EXIT_FAILED_CHECK
     report = json.loads(capsys.readouterr().out)
-    assert report["schema"] == "npu_bridge_compat.scan-try/2"
+    assert report["schema"] == "npu_bridge_compat.scan-try/3"
     assert [(script["outcome"], script["cause"]) for script in report["scripts"]] == [
         ("script's own error", "SyntaxError")
     ]

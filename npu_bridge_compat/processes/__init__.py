@@ -35,6 +35,7 @@ from npu_bridge_compat.errors import NpuConfigError
 HOOK_VARIABLE = "NPU_BRIDGE_COMPAT_HOOK"  # the hook's folder: the hook acts only where it names the hook's own
 FLAGS_VARIABLE = "NPU_BRIDGE_COMPAT_RUN_FLAGS"  # `run`'s flags, passed down to every script of the command
 RANKS_VARIABLE = "NPU_BRIDGE_COMPAT_RANKS"  # the ranks of a script's loop that run on this host
+TREE_VARIABLE = "NPU_BRIDGE_COMPAT_TRIAL_TREE"  # `scan --try`'s tree: where a failed script's traceback is cut
 RECORDS = "processes.txt"  # a line per record: a dict's repr
 _HOOK_SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sitecustomize.py")
 _INTERPRETER_NAMES = ("python", "python3", *(f"python3.{minor}" for minor in range(5, 15)))
@@ -55,6 +56,7 @@ class ChildProcess:
     served: str  # the world of a script (tf1, tf2), "adapter" for -c/-m programs, or why nothing
     decided: str = ""  # how the world was chosen
     status: int | None = None  # its exit status, when it reported one
+    error: dict | None = None  # what stopped a script that raised (scan.trial_child.describe_exception)
 
     def describe(self) -> str:
         line = shlex.join(self.command).replace("\n", "\\n")  # one line per process
@@ -86,6 +88,23 @@ def run_command(command: Sequence[str], run_flags: Sequence[str] = (), ranks: in
     """Start `command` with every Python process it starts under the worlds; its exit status, or the first failed
     Python process's when the command itself succeeded (a shell loop's `wait` does not report its children).
     Prints which processes ran under which world to stderr when it ends."""
+    status, children = start_command(command, run_flags, ranks)
+    sys.stderr.write(summary(command, children) + "\n")
+    failed = [child for child in children if child.status]
+    if status == 0 and failed:
+        sys.stderr.write(
+            f"npu_bridge_compat: the command exited with status 0, but pid {failed[0].pid} "
+            f"({shlex.join(failed[0].command[1:3])}) exited with status {failed[0].status}\n"
+        )
+        return failed[0].status
+    return status
+
+
+def start_command(
+    command: Sequence[str], run_flags: Sequence[str] = (), ranks: int | None = None
+) -> tuple[int, list[ChildProcess]]:
+    """Start `command` under the hook and wait for it and the Python processes it left running: its own exit
+    status and its Python processes."""
     _check_command(command)
     if ranks is not None and ranks < 1:
         raise NpuConfigError(f"--ranks takes a positive number of ranks, got {ranks}")
@@ -97,18 +116,9 @@ def run_command(command: Sequence[str], run_flags: Sequence[str] = (), ranks: in
             _wait_for_stragglers(folder)
         except KeyboardInterrupt:  # a second Ctrl-C: stop waiting, list what ran
             status = status or 130
-        children = read_children(folder)
+        return status, read_children(folder)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    sys.stderr.write(summary(command, children) + "\n")
-    failed = [child for child in children if child.status]
-    if status == 0 and failed:
-        sys.stderr.write(
-            f"npu_bridge_compat: the command exited with status 0, but pid {failed[0].pid} "
-            f"({shlex.join(failed[0].command[1:3])}) exited with status {failed[0].status}\n"
-        )
-        return failed[0].status
-    return status
 
 
 def _check_command(command: Sequence[str]) -> None:
@@ -199,6 +209,7 @@ def read_children(folder: str) -> list[ChildProcess]:
             )
         if "status" in record and pid in found:
             found[pid].status = record["status"]
+            found[pid].error = record.get("error")
     return list(found.values())
 
 

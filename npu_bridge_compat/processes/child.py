@@ -17,7 +17,7 @@ import sys
 from collections.abc import Sequence
 
 from npu_bridge_compat.errors import NpuConfigError
-from npu_bridge_compat.processes import FLAGS_VARIABLE, HOOK_VARIABLE, RANKS_VARIABLE, record
+from npu_bridge_compat.processes import FLAGS_VARIABLE, HOOK_VARIABLE, RANKS_VARIABLE, TREE_VARIABLE, record
 
 EXIT_INVALID = 2
 
@@ -94,7 +94,7 @@ def run_child(argv: Sequence[str]) -> int:
         return EXIT_INVALID
     decided = "given to run" if parsed.world else "decided from its signs"
     record(command=command, served=str(world) if world else "none", decided=decided)
-    status = 1  # an exception out of the script ends the process with 1
+    status, error = 1, None  # an exception out of the script ends the process with 1
     try:
         flags = [flag for flag in flags if flag not in ("--tf1", "--tf2")]
         status = main(["run", *flags, *([f"--{world}"] if world else []), *argv])
@@ -103,5 +103,11 @@ def run_child(argv: Sequence[str]) -> int:
         code = exit.code
         status = code if isinstance(code, int) else (0 if code is None else 1)
         raise
+    except Exception as raised:  # what stopped the script, for `scan --try`; Python still prints it
+        from npu_bridge_compat.scan.trial_child import describe_exception
+
+        tree = os.environ.get(TREE_VARIABLE) or os.path.dirname(os.path.abspath(parsed.script))
+        error = describe_exception(raised, tree)
+        raise
     finally:
-        record(status=status)
+        record(status=status, **({"error": error} if error else {}))

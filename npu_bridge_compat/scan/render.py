@@ -98,11 +98,15 @@ def render_trial_text(report: TrialReport) -> str:
             lines.append(f"  {len(group):>5}  {cause}: {named}{more}")
             if len(group) == 1:
                 lines.append(f"  {'':>5}    {group[0].detail}" + (f" ({group[0].where})" if group[0].where else ""))
+                if group[0].command:
+                    lines.append(f"  {'':>5}    launch script, started from its folder as: {group[0].command}")
         blocks.append("\n".join(lines))
     totals = report.totals()
     minutes, seconds = divmod(round(report.seconds), 60)
+    launches = totals["launch_scripts"]
     summary = [
-        f"{totals['scripts']} entry scripts tried in {minutes} min {seconds} s, {report.jobs} at a time, at most "
+        f"{totals['scripts'] - launches} entry scripts{f' and {launches} launch scripts' if launches else ''} "
+        f"tried in {minutes} min {seconds} s, {report.jobs} at a time, at most "
         f"{report.time_limit_s:g} s each ({totals['with_tf1']} with --tf1; {totals['world_weighed']} of the worlds "
         f"weighed from the signs); {report.isolation}",
         "  " + ", ".join(f"{outcome}: {len(trials)}" for outcome, trials in groups.items()),

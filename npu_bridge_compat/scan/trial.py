@@ -16,6 +16,11 @@ own, with the scanned tree overlaid (its writes thrown away; read-only where the
 whatever the script forked ends with it. Elsewhere each trial is a fresh interpreter in a temporary copy of the
 tree, in the host's network, and what a script leaves behind is found by a marker in its environment and ended.
 Either way nothing of the tree is written to, and each script runs through `run`'s own code (`runner.run_program`).
+
+Each model folder with a launch script (test/train_performance_1p.sh, else test/train_full_1p.sh, else another
+test/train_*_1p.sh) gets one trial more: `run -- bash test/SCRIPT --data_path=EMPTY` from its test/ folder, as its
+README starts it, with the fewest epochs or steps where the script's arguments take a count, in the same isolation
+and time limit; it is classified by what stopped the first of its Python processes that raised.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import enum
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -45,6 +51,7 @@ from npu_bridge_compat.legacy import ALIASED_PACKAGES
 from npu_bridge_compat.legacy.keras2 import KERAS2
 from npu_bridge_compat.legacy.modelarts import MODELARTS
 from npu_bridge_compat.legacy.tf26.world import TF26
+from npu_bridge_compat.processes import TREE_VARIABLE
 from npu_bridge_compat.scan.era import era_category, is_served_module
 from npu_bridge_compat.scan.reader import FileFacts, read_file
 from npu_bridge_compat.scan.report import Category
@@ -86,6 +93,17 @@ NAMESPACES = ("--user", "--map-root-user", "--net", "--mount", "--pid", "--fork"
 _OUTPUT_TAIL_BYTES = 2000
 _HIDDEN = {"overlay": "overlaid (its writes discarded)", "read-only": "read-only"}
 ADAPTER_ROOTS = (*ALIASED_PACKAGES, "npu_bridge_compat")
+ENTRY_SCRIPT, LAUNCH_SCRIPT = "entry script", "launch script"  # a trial's kind
+# Which of a model folder's launch scripts is tried, in order of preference (else the first other one).
+LAUNCH_SCRIPT_PREFERENCE = ("train_performance_1p.sh", "train_full_1p.sh")
+_LAUNCH_SCRIPT_NAME = re.compile(r"train_\w*_1p\.sh$")
+# A count option of a launch script's argument loop (`[[ $para == --train_epochs* ]]`): given 1.
+_COUNT_OPTION = re.compile(
+    r"==\s*[\"']?--((?:(?:train|max|num|total)_)?(?:epochs?|steps?|iterations?|iters?))[\"']?\*", re.IGNORECASE
+)
+_MISSING_ARGUMENT = re.compile(r"para\W+(\w+)\W+must be", re.IGNORECASE)  # ModelZoo's template's check
+_COMMAND_NOT_FOUND = re.compile(r"([\w./-]+): (?:command not found|No such file or directory)")
+_NO_SCRIPT_FILE = re.compile(r"can't open file '([^']+)'")
 
 # Import name -> what to install, where they differ (pip names match import names otherwise, `_` and `-` alike).
 PIP_NAMES = {
@@ -136,13 +154,16 @@ class TrialOutcome(enum.StrEnum):
     NUMPY_NAME = "NumPy < 1.24 name missing"  # NumPy's removed names (1.24's aliases, 2.0's spellings): era.py
     PYTHON_NAME = "Python 3.7 name missing"  # Python's removed names and modules (collections' ABCs, imp, ...)
     SCRIPT = "script's own error"
+    NO_PYTHON = "started no Python script"  # a launch script that ended before its Python script ran
+    NEEDS_DATA = "needs its data"  # a launch script's Python script reached the (empty) data folder
+    CANNOT_START = "cannot be started"  # a launch script this host cannot start (no bash)
     TIMED_OUT = "timed out"
 
 
 @dataclasses.dataclass(frozen=True)
 class Trial:
     path: str  # as the user named it
-    world: WorldDecision  # started with --tf1 or --tf2, and why
+    world: WorldDecision | None  # started with --tf1 or --tf2, and why; None for a launch script
     seconds: float
     outcome: TrialOutcome
     cause: str  # what the report groups by: a package, a name, an exception type
@@ -150,16 +171,18 @@ class Trial:
     where: str | None = None  # file:line in the tree where it was raised
     output_tail: str = ""  # the last lines the script printed (for the failures)
     ended_left_behind: int = 0  # processes it left running that the trial ended (outside a PID namespace)
+    kind: str = ENTRY_SCRIPT  # or LAUNCH_SCRIPT
+    command: str = ""  # a launch script's command, from its test/ folder
 
     @property
     def tf1(self) -> bool:
-        return self.world.world == TF1
+        return self.world is not None and self.world.world == TF1
 
     def as_json(self) -> dict:
         fields = {field.name: getattr(self, field.name) for field in dataclasses.fields(self)}
         return {
             **fields,
-            "world": self.world.as_json(),
+            "world": self.world.as_json() if self.world is not None else None,
             "outcome": self.outcome.value,
             "seconds": round(self.seconds, 2),
         }
@@ -191,15 +214,18 @@ class TrialReport:
     def totals(self) -> dict:
         return {
             "scripts": len(self.trials),
+            "launch_scripts": sum(trial.kind == LAUNCH_SCRIPT for trial in self.trials),
             "with_tf1": sum(trial.tf1 for trial in self.trials),
-            "world_weighed": sum(trial.world.guessed and trial.world.has_signs for trial in self.trials),
+            "world_weighed": sum(
+                trial.world is not None and trial.world.guessed and trial.world.has_signs for trial in self.trials
+            ),
             "seconds": round(self.seconds, 1),
             **{outcome.value: len(trials) for outcome, trials in self.by_outcome().items()},
         }
 
     def as_json(self) -> dict:
         return {
-            "schema": "npu_bridge_compat.scan-try/2",
+            "schema": "npu_bridge_compat.scan-try/3",
             "paths": list(self.paths),
             "isolation": self.isolation,
             "jobs": self.jobs,
@@ -227,6 +253,35 @@ def entry_scripts(paths: Sequence[str]) -> list[SourceFile]:
         except OSError:
             continue  # unreadable: not startable either way, and `scan` reports it
     return entries
+
+
+def launch_scripts(paths: Sequence[str]) -> list[SourceFile]:
+    """One launch script per model folder under the folders of `paths` (a folder holding test/train_*_1p.sh):
+    train_performance_1p.sh, else train_full_1p.sh, else the first other."""
+    found = []
+    for given in paths:
+        absolute = os.path.abspath(given)
+        if not os.path.isdir(absolute):
+            continue
+        for directory, folders, names in os.walk(absolute):
+            folders[:] = sorted(f for f in folders if not f.startswith(".") and f != "__pycache__")
+            if os.path.basename(directory) != "test":
+                continue
+            scripts = sorted(name for name in names if _LAUNCH_SCRIPT_NAME.match(name))
+            if not scripts:
+                continue
+            name = next((name for name in LAUNCH_SCRIPT_PREFERENCE if name in scripts), scripts[0])
+            path = os.path.join(directory, name)
+            found.append(SourceFile(path, os.path.join(given, os.path.relpath(path, absolute)), absolute))
+    return found
+
+
+def launch_command(script: str, data_path: str) -> list[str]:
+    """The command a launch script's trial starts from its test/ folder, as READMEs do: its data path, and 1 for
+    each count of epochs or steps its argument loop takes."""
+    with open(script, encoding="utf-8", errors="replace") as handle:
+        counts = dict.fromkeys(match.group(1) for match in _COUNT_OPTION.finditer(handle.read()))
+    return ["bash", os.path.basename(script), f"--data_path={data_path}", *(f"--{name}=1" for name in counts)]
 
 
 def read_projects(entries: Sequence[SourceFile]) -> tuple[dict[str, list[Imported]], dict[str, FileFacts]]:
@@ -408,28 +463,81 @@ def _start_trial(entry: SourceFile, world: str, plan: _Plan, number: int) -> _Ra
     """Start one script and wait for it, at most the time limit; then end whatever it left running."""
     root = plan.copies.get(entry.root, entry.root)
     script = os.path.join(root, os.path.relpath(entry.path, entry.root))
-    work = os.path.join(plan.scratch, str(number))
-    os.makedirs(work)
     run_arguments = [f"--{world}", script, "--help"]
     search_last = _folders_above(os.path.dirname(script), root)
+    return _start(plan, number, root, os.path.dirname(script), run_arguments, search_last)
+
+
+def _launch_trial(
+    launch: SourceFile, plan: _Plan, number: int, own_modules: frozenset[str]
+) -> tuple[Trial, str | None]:
+    """Start a launch script from its test/ folder as `run -- bash SCRIPT --data_path=EMPTY ...` and classify
+    it; with how the tree was hidden (None where it is a copy)."""
+    root = plan.copies.get(launch.root, launch.root)
+    script = os.path.join(root, os.path.relpath(launch.path, launch.root))
+    data_path = os.path.join(plan.scratch, f"data{number}")
+    os.makedirs(data_path)
+    command = launch_command(script, data_path)
+    ran = _start(plan, number, root, os.path.dirname(script), command, [], launch=True)
+    outcome, cause, detail, where = classify_launch(
+        ran.result, ran.status, ran.timed_out, own_modules, plan.time_limit_s, ran.output_tail, data_path
+    )
+    tail = "" if outcome is TrialOutcome.STARTED else ran.output_tail
+    shown = shlex.join(command).replace(data_path, "EMPTY")
+    trial = Trial(
+        launch.shown,
+        None,
+        ran.seconds,
+        outcome,
+        cause,
+        detail,
+        where,
+        tail,
+        ran.ended_left_behind,
+        LAUNCH_SCRIPT,
+        shown,
+    )
+    return trial, (ran.result or {}).get("isolation")
+
+
+def _start(
+    plan: _Plan,
+    number: int,
+    root: str,
+    folder: str,
+    run_arguments: list[str],
+    search_last: list[str],
+    launch: bool = False,
+) -> _Ran:
+    """One trial in `folder`: `run RUN_ARGUMENTS`, or with `launch` the command `run -- RUN_ARGUMENTS`."""
+    work = os.path.join(plan.scratch, str(number))
+    os.makedirs(work)
+    environment = {**plan.environment, TREE_VARIABLE: root} if launch else plan.environment
     output_path = os.path.join(work, "output")
     if plan.starter is not None:
         result_path = os.path.join(work, "result")
         request = {
             "root": root,
             "overlay": work,
-            "folder": os.path.dirname(script),
-            "run_arguments": run_arguments,
+            "folder": folder,
+            "command" if launch else "run_arguments": run_arguments,
             "output": output_path,
             "result": result_path,
-            "environment": plan.environment,
+            "environment": environment,
             "search_last": search_last,
         }
         status, timed_out, seconds = plan.starter.start(number, request, plan.time_limit_s)
         result, ended = _read_json(result_path), 0
     else:
-        arguments = [*(f"--search-last={folder}" for folder in search_last), "--", *run_arguments]
-        status, timed_out, seconds, result, ended = _fresh_interpreter(root, script, arguments, output_path, plan)
+        arguments = [
+            *(f"--search-last={above}" for above in search_last),
+            *(["--command"] if launch else []),
+            "--",
+            *run_arguments,
+        ]
+        status, timed_out, seconds, result, ended = _fresh_interpreter(
+            root, folder, arguments, output_path, plan, environment
+        )
     with open(output_path, "rb") as output:
         output.seek(max(0, output.seek(0, os.SEEK_END) - _OUTPUT_TAIL_BYTES))
         tail = output.read().decode(errors="replace")
@@ -448,11 +556,10 @@ def _folders_above(folder: str, root: str) -> list[str]:
 
 
 def _fresh_interpreter(
-    root: str, script: str, child_arguments: list[str], output_path: str, plan: _Plan
+    root: str, folder: str, child_arguments: list[str], output_path: str, plan: _Plan, environment: dict[str, str]
 ) -> tuple[int, bool, float, dict | None, int]:
     """One trial in an interpreter of its own, in its own process group, marked so that what leaves the group
     is found too."""
-    folder = os.path.dirname(script)
     marker = uuid.uuid4().hex
     command = [sys.executable, "-m", "npu_bridge_compat.scan.trial_child", "--root", root, "--folder", folder]
     reading, writing = os.pipe()
@@ -467,7 +574,7 @@ def _fresh_interpreter(
                 stderr=subprocess.STDOUT,
                 pass_fds=(writing,),
                 start_new_session=True,  # its own process group: an overrun ends with everything it started
-                env={**plan.environment, MARKER_VARIABLE: marker},
+                env={**environment, MARKER_VARIABLE: marker},
                 cwd=folder,
             )
         finally:
@@ -581,6 +688,49 @@ def _classify_error(error: dict, tf1: bool, own_modules: frozenset[str]) -> tupl
     return TrialOutcome.SCRIPT, kind
 
 
+def classify_launch(
+    result: dict | None,
+    status: int,
+    timed_out: bool,
+    own_modules: frozenset[str],
+    time_limit_s: float,
+    output_tail: str,
+    data_path: str,
+) -> tuple[TrialOutcome, str, str, str | None]:
+    """(outcome, cause, detail, where) of a launch script's trial: what stopped the first of its Python scripts
+    that raised (as `classify` says it), its data (the data path is an empty folder), or why none ran."""
+    if timed_out or result is None:
+        return classify(result, status, timed_out, False, own_modules, time_limit_s)
+    if "setup_error" in result:
+        raise TrialSetupError(result["setup_error"])
+    if "not_started" in result:
+        return TrialOutcome.CANNOT_START, result["not_started"], result["not_started"], None
+    scripts = [child for child in result["children"] if child["served"] in ("tf1", "tf2")]
+    failed = next((child for child in scripts if child["error"]), None)
+    if failed is not None:
+        error = failed["error"]
+        if data_path in error["message"] or data_path in (error.get("file") or ""):
+            cause = "reads its data at start (--data_path names an empty folder)"
+            message = f"{error['type']}: {error['message']}".replace(data_path, "DATA_PATH")
+            return TrialOutcome.NEEDS_DATA, cause, message, error.get("where")
+        return classify({"error": error}, 1, False, failed["served"] == "tf1", own_modules, time_limit_s)
+    if scripts:
+        statuses = ", ".join(str(child["status"]) for child in scripts)
+        ran = f"{len(scripts)} Python script{'s' * (len(scripts) != 1)}"
+        return TrialOutcome.STARTED, "started", f"{ran}, exit status {statuses}; the command's {result['exit']}", None
+    lines = [line for line in output_tail.splitlines() if line.strip() and not line.startswith("npu_bridge_compat:")]
+    last = lines[-1].strip() if lines else f"no output, exit status {result['exit']}"
+    if named := _MISSING_ARGUMENT.search(output_tail):
+        cause = f"needs an argument it does not get: --{named.group(1)}"
+    elif named := _NO_SCRIPT_FILE.search(output_tail):
+        cause = f"its Python script is not there: {os.path.basename(named.group(1))}"
+    elif named := _COMMAND_NOT_FOUND.search(output_tail):
+        cause = f"a command or file missing on this host: {named.group(1)}"
+    else:
+        cause = f"the shell script ended with status {result['exit']} before any Python script ran"
+    return TrialOutcome.NO_PYTHON, cause, last, None
+
+
 _ERA_OUTCOMES = {Category.NUMPY: TrialOutcome.NUMPY_NAME, Category.PYTHON: TrialOutcome.PYTHON_NAME}
 
 
@@ -662,6 +812,7 @@ def try_entry_scripts(
     started_at = time.monotonic()
     jobs = jobs or default_workers()
     entries = entry_scripts(paths)
+    launches = launch_scripts(paths)
     reached, facts = read_projects(entries)
     with_tensorflow = imports_tensorflow(facts.values())
     # (the scan itself imports TensorFlow)
@@ -673,11 +824,11 @@ def try_entry_scripts(
     environment["PYTHONDONTWRITEBYTECODE"] = "1"  # no __pycache__ in the tree, in a copy or read-only
     environment.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     if progress is not None:
-        progress(0, len(entries))
+        progress(0, len(entries) + len(launches))
     with tempfile.TemporaryDirectory(prefix="npu_bridge_compat_try_") as scratch:
         copies = {}
         if refusal is not None:
-            for index, root in enumerate(sorted({entry.root for entry in entries})):
+            for index, root in enumerate(sorted({entry.root for entry in [*entries, *launches]})):
                 copies[root] = shutil.copytree(root, os.path.join(scratch, f"copy{index}"), symlinks=True)
         starter = _WarmStarter(scratch, environment, with_tensorflow) if refusal is None else None
         plan = _Plan(scratch, time_limit_s, starter, copies, environment)
@@ -690,8 +841,25 @@ def try_entry_scripts(
                 pool.submit(_start_trial, entry, worlds[entry.path].world, plan, number): entry
                 for number, entry in enumerate(entries)
             }
+            for number, launch in enumerate(launches, start=len(entries)):
+                if shutil.which("bash") is None:
+                    cause = "no bash on this host (a launch script runs with bash)"
+                    trials.append(
+                        Trial(launch.shown, None, 0, TrialOutcome.CANNOT_START, cause, cause, kind=LAUNCH_SCRIPT)
+                    )
+                else:
+                    modules = own_modules.get(launch.root, frozenset())
+                    futures[pool.submit(_launch_trial, launch, plan, number, modules)] = launch
             for done, future in enumerate(as_completed(futures), start=1):
-                entry, ran = futures[future], future.result()
+                entry = futures[future]
+                if entry in launches:
+                    trial, isolation = future.result()
+                    trials.append(trial)
+                    isolations.update(filter(None, [isolation]))
+                    if progress is not None:
+                        progress(done, len(futures))
+                    continue
+                ran = future.result()
                 world = worlds[entry.path]
                 outcome, cause, detail, where = classify(
                     ran.result, ran.status, ran.timed_out, world.world == TF1, own_modules[entry.root], time_limit_s
@@ -702,7 +870,7 @@ def try_entry_scripts(
                 left = ran.ended_left_behind
                 trials.append(Trial(entry.shown, world, ran.seconds, outcome, cause, detail, where, tail, left))
                 if progress is not None:
-                    progress(done, len(entries))
+                    progress(done, len(futures))
     hidden = " or ".join(_HIDDEN[way] for way in sorted(isolations)) or _HIDDEN["overlay"]
     isolation = (
         f"namespaces of its own per script: no network, the tree {hidden}, its processes ended with it"

@@ -13,6 +13,10 @@ Two ways in:
 - one script per interpreter (`--result-fd`), where namespaces are refused: `trial.py` runs it in a copy of the
   tree.
 
+A model folder's launch script (test/train_*_1p.sh) is started the same two ways, as `run -- bash SCRIPT ...`
+(`"command"` in the request, `--command` here): its Python processes then report what stopped them through the
+command's records (processes/child.py).
+
 Either way the script runs through `runner.run_program` (what `run` calls) in the process that catches what
 stopped it, so that its type, the module or name it lacked and where it was raised reach the report as data.
 """
@@ -110,6 +114,28 @@ def run_and_report(
     os._exit(0)
 
 
+def command_and_report(command: list[str], channel, known: dict | None = None) -> None:
+    """Start COMMAND as `run -- COMMAND` does (every Python process it starts under the worlds) and write to
+    `channel` its exit status and its Python processes (with what stopped those that raised); leaves the
+    interpreter as run_and_report does."""
+    from npu_bridge_compat.processes import CommandNotFound, start_command
+
+    result: dict = dict(known or {})
+    try:
+        result["exit"], children = start_command(command)
+        result["children"] = [
+            {"command": child.command, "served": child.served, "status": child.status, "error": child.error}
+            for child in children
+        ]
+    except CommandNotFound as error:
+        result["exit"], result["not_started"] = 127, str(error)
+    channel.write(json.dumps(result))
+    channel.flush()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
 # --- the warm starter ----------------------------------------------------------------------------------------
 
 _CLONE_NEWNS, _CLONE_NEWPID = 0x00020000, 0x20000000
@@ -173,6 +199,8 @@ def _start_script(request: dict) -> None:
         )
     os.chdir(request["folder"])
     known = {"isolation": isolation}
+    if "command" in request:
+        command_and_report(request["command"], channel, known)
     run_and_report(request["run_arguments"], request["root"], channel, known, request["search_last"])
 
 
@@ -231,6 +259,7 @@ def main() -> int:
     parser.add_argument("--root", required=True, help="the scanned folder (where tracebacks are cut)")
     parser.add_argument("--folder", required=True, help="the script's own folder, its working directory")
     parser.add_argument("--search-last", action="append", default=[], help="a folder searched after the packages")
+    parser.add_argument("--command", action="store_true", help="start a command (run -- COMMAND), not a script")
     parser.add_argument("run_arguments", nargs=argparse.REMAINDER)
     arguments = parser.parse_args()
     os.chdir(arguments.folder)
@@ -238,6 +267,8 @@ def main() -> int:
     if run_arguments[:1] == ["--"]:
         run_arguments = run_arguments[1:]
     channel = os.fdopen(arguments.result_fd, "w", encoding="utf-8")
+    if arguments.command:
+        command_and_report(run_arguments, channel)
     run_and_report(run_arguments, arguments.root, channel, search_last=arguments.search_last)
     return 0
 
