@@ -22,7 +22,10 @@ from npu_bridge_compat import changes
 from npu_bridge_compat.changes import Owner
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # npu_bridge_compat/
-_program_trees: list[str] = []  # folders of this package whose modules count as the program (count_as_program)
+# Folders of this package whose modules count as the program (count_as_program).
+PROGRAM_TREES = changes.ProcessState(
+    "the package's folders whose modules count as the program", Owner.PROGRAM_IMPORTS, list
+)
 
 
 @functools.cache
@@ -40,15 +43,16 @@ def _library_roots() -> tuple[str, ...]:
 def is_program_file(filename: str) -> bool:
     """Whether the module in `filename` is the user's program rather than an installed library."""
     path = os.path.abspath(filename)
-    return path.startswith(tuple(_program_trees)) or not path.startswith(_library_roots())
+    return path.startswith(tuple(changes.state(PROGRAM_TREES))) or not path.startswith(_library_roots())
 
 
 def count_as_program(folder: str) -> None:
     """Modules in `folder`, a tree of this package, count as the program: the adapter's module tree re-exports
     `tf` to scripts as the adapter did, so its imports get the program's view."""
     entry = os.path.abspath(folder) + os.sep
-    if entry not in _program_trees:
-        _program_trees.append(entry)
+    trees = changes.state(PROGRAM_TREES)
+    if entry not in trees:
+        trees.append(entry)
         is_program_file.cache_clear()
 
 

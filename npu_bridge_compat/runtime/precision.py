@@ -68,8 +68,8 @@ OWNER = Owner.PRECISION
 ALLOWLIST_REMOVE = AMP_ENV_PREFIX + "ALLOWLIST_REMOVE"
 
 _lock = threading.Lock()
-_decided: list[PrecisionDecision] = []
-_noted_policies: set[tuple[str, HostFacts]] = set()
+DECIDED = changes.ProcessState("the forms mixed precision kept", OWNER, list)
+NOTED_POLICIES = changes.ProcessState("the Keras policies advised about, per host", OWNER, set)
 
 
 # --- the host probe ---------------------------------------------------------------------------------------------
@@ -314,7 +314,7 @@ def precision_trials(dtype: str) -> Trials:
     def decided(verdict: Verdict) -> None:
         decision = _in_words(verdict, dtype)
         with _lock:
-            _decided.append(decision)
+            changes.state(DECIDED).append(decision)
         log_line(str(decision))
 
     return Trials(lambda where: PrecisionTrial(where, dtype), decided)
@@ -323,7 +323,7 @@ def precision_trials(dtype: str) -> Trials:
 def precision_decisions() -> tuple[PrecisionDecision, ...]:
     """The forms mixed precision kept in this process so far, oldest first."""
     with _lock:
-        return tuple(_decided)
+        return tuple(changes.state(DECIDED))
 
 
 @contextlib.contextmanager
@@ -386,7 +386,8 @@ def note_keras_policy(policy: str, host: HostFacts) -> None:
     if advice is None:
         return
     with _lock:
-        if (policy, host) in _noted_policies:
+        noted = changes.state(NOTED_POLICIES)
+        if (policy, host) in noted:
             return
-        _noted_policies.add((policy, host))
+        noted.add((policy, host))
     log_line(advice)

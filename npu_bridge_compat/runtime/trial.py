@@ -44,7 +44,8 @@ SUMMARY = "a summary write"
 DUMP = "a dump"
 
 _noted_lock = threading.Lock()
-_noted: dict[str, int] = {}  # what runs carried so far, process-wide, as `note_carried` was told
+# What runs carried so far, process-wide, as `note_carried` was told.
+CARRIED = changes.ProcessState("what the runs of timed functions carried besides their step", Owner.TIMED_TRIALS, dict)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -328,12 +329,13 @@ def run_started() -> RunStart:
 def note_carried(what: str) -> None:
     """A run under way carries `what` besides its step (DUMP, SUMMARY): a timed one is left out."""
     with _noted_lock:
-        _noted[what] = _noted.get(what, 0) + 1
+        carried = changes.state(CARRIED)
+        carried[what] = carried.get(what, 0) + 1
 
 
 def _carried_so_far() -> tuple[tuple[str, int], ...]:
     with _noted_lock:
-        noted = dict(_noted)
+        noted = dict(changes.state(CARRIED))
     return (*noted.items(), (CHECKPOINT, checkpoint_writes()))
 
 
