@@ -584,3 +584,21 @@ def test_standalone_keras_trains_in_graph_mode_under_run_tf1():
     assert result.returncode == 0, result.stderr[-3000:]
     eager, optimizer_module = result.stdout.strip().splitlines()[-1].split()
     assert eager == "False" and optimizer_module.endswith("keras.src.optimizers.legacy.adam")
+
+
+@pytest.mark.starts_processes
+def test_tf1_api_modules_imported_by_their_path_are_tf_1_15s(tmp_path):
+    """`from tensorflow.nn import rnn_cell` (Tacotron2) and `from tensorflow.summary import FileWriter` (Jasper)
+    read TF 1.15's API modules, tf.compat.v1.nn and tf.compat.v1.summary, not TensorFlow 2's of the same path."""
+    script = tmp_path / "api_paths.py"
+    script.write_text(
+        "import tensorflow as tf\n"
+        "from tensorflow.nn import rnn_cell\n"
+        "from tensorflow.summary import FileWriter\n"
+        "from tensorflow.python.framework import constant_op\n"
+        "cell = rnn_cell.GRUCell(3)\n"
+        "print(rnn_cell is tf.nn.rnn_cell, FileWriter is tf.summary.FileWriter, constant_op.constant(1).dtype.name)\n"
+    )
+    result = run("--tf1", str(script))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip().splitlines()[-1] == "True True int32"

@@ -164,7 +164,11 @@ def _module_for(path: str) -> Any:
         return served_module(path)
     if path == "version":
         return program_api().version
-    module = sys.modules.get(f"tensorflow.{path}")  # imported by the original import, or an API attribute
+    # TF 1.15's API module of that path (`from tensorflow.nn import rnn_cell` reads tf.compat.v1.nn), else the
+    # module the original import loaded (tensorflow.python...)
+    module = _attribute_path(program_api(), path.split("."))
+    if not isinstance(module, types.ModuleType):
+        module = sys.modules.get(f"tensorflow.{path}")
     if module is None:
         module = functools.reduce(getattr, path.split("."), program_api())
     # `from tensorflow.python import keras` gets the redirected one too
