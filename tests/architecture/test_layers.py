@@ -8,9 +8,10 @@ the doors get it on any line); distributed/
 planner reads); options/; fused/ (Ascend's kernels, which read the options' grammars); plan/ (with the package's
 own __init__, which exports options and plan); runtime/; the doors (estimator/, session.py, keras.py, tf2/, and the
 adapter's helper modules beside them: scope.py, util.py, ops.py, loss_scale.py, onnx_graph.py); legacy/ (the
-adapter's import paths and the TF 1.15 / TF 2.6 worlds, over the doors); scan/ (the static report, which answers
+adapter's import paths and the TF 1.15 / TF 2.6 worlds, over the doors); a command's processes (`run` of a command
+and its process-start hook, which scan's trials of launch scripts start too); scan/ (the static report, which answers
 a script's names from legacy's tables, as `run` would serve them); runner.py (`run`); scan's trials (the child that
-runs a script through the runner); a command's processes (`run` of a command and its process-start hook); the CLI;
+runs a script through the runner); the CLI;
 a script of a command (started by the hook through the CLI's `run`). A layer may import its own and those below;
 the doors also stand side by side (test_compat_boundary.py: no door imports another).
 """
@@ -32,10 +33,10 @@ LAYERS = (
     ("runtime/", ("runtime",)),
     ("the doors", ("estimator", "session", "keras", "tf2", "scope", "util", "ops", "loss_scale", "onnx_graph")),
     ("legacy/", ("legacy",)),
+    ("a command's processes", ("processes",)),
     ("scan/", ("scan",)),
     ("runner.py", ("runner",)),
     ("scan's trials", ("scan.trial_child",)),
-    ("a command's processes", ("processes",)),
     ("the CLI", ("cli", "__main__")),
     ("a script of a command", ("processes.child", "processes.__main__")),
 )
