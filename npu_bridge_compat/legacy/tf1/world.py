@@ -164,11 +164,11 @@ def _module_for(path: str) -> Any:
         return served_module(path)
     if path == "version":
         return program_api().version
-    # TF 1.15's API module of that path (`from tensorflow.nn import rnn_cell` reads tf.compat.v1.nn), else the
-    # module the original import loaded (tensorflow.python...)
-    module = _attribute_path(program_api(), path.split("."))
-    if not isinstance(module, types.ModuleType):
-        module = sys.modules.get(f"tensorflow.{path}")
+    # TF 1.15's API module of a public path (`from tensorflow.nn import rnn_cell` reads tf.compat.v1.nn); the
+    # module the original import loaded for tensorflow.compat.* and tensorflow.python.* (the same then and now)
+    parts = path.split(".")
+    api = None if parts[0] in ("compat", "python") else _attribute_path(program_api(), parts)
+    module = api if isinstance(api, types.ModuleType) else sys.modules.get(f"tensorflow.{path}")
     if module is None:
         module = functools.reduce(getattr, path.split("."), program_api())
     # `from tensorflow.python import keras` gets the redirected one too
