@@ -151,19 +151,7 @@ class Trial:
         self._left_out.append(f"a {self.form_name(candidate)} run carried {carried}")
         if len(self._left_out) < self.MOST_LEFT_OUT:
             return None
-        pairs = self._settled + self._fresh or self._uncompared
-        candidate_times, baseline_times = zip(*pairs) if pairs else ((), ())
-        calls_per_run = self._calls_timed / (2 * self._timed_pairs()) if self._timed_pairs() else 1.0
-        self.verdict = Verdict(
-            self.where,
-            False,
-            candidate_times,
-            baseline_times,
-            self._timed_pairs() - len(pairs),
-            calls_per_run,
-            tuple(self._left_out),
-        )
-        return self.verdict
+        return self._settle(False)
 
     def is_fresh(self, seconds: float, fresh_pages: int) -> bool:
         """Whether a run's time holds the allocator mapping fresh memory (`FRESH_PAGES` or more pages)."""
@@ -217,9 +205,14 @@ class Trial:
         keep = self._decide()
         if keep is None:
             return None
+        return self._settle(keep)
+
+    def _settle(self, keep: bool) -> Verdict:
+        """The verdict: `keep` the candidate or not, with the times of the pairs compared (none, where every run
+        was left out)."""
         pairs = self._settled + self._fresh or self._uncompared
-        candidate_times, baseline_times = zip(*pairs)
-        calls_per_run = self._calls_timed / (2 * self._timed_pairs())
+        candidate_times, baseline_times = zip(*pairs) if pairs else ((), ())
+        calls_per_run = self._calls_timed / (2 * self._timed_pairs()) if self._timed_pairs() else 1.0
         self.verdict = Verdict(
             self.where,
             keep,
