@@ -24,6 +24,9 @@ import zlib
 
 import tensorflow as tf
 
+from npu_bridge_compat import changes
+from npu_bridge_compat.changes import Owner
+
 WORLD_KEY = 1
 
 
@@ -36,7 +39,8 @@ class _BuiltCollectives:
 
 
 _lock = threading.Lock()
-_built: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # outermost graph -> _BuiltCollectives
+# outermost graph -> _BuiltCollectives
+BUILT = changes.ProcessState("the collectives built in each graph", Owner.RANKS, weakref.WeakKeyDictionary)
 
 
 def stable_key(*parts) -> int:
@@ -61,7 +65,7 @@ def instance_key(group_key: int, group_name: str, kind: str, value, *details) ->
     if tf.executing_eagerly():
         return stable_key(signature, 0)
     with _lock:
-        built = _built.setdefault(_outermost_graph(), _BuiltCollectives())
+        built = changes.state(BUILT).setdefault(_outermost_graph(), _BuiltCollectives())
         key = stable_key(signature, built.counts[signature])
         built.counts[signature] += 1
         shown = "?" if shape is None else ", ".join("?" if size is None else str(size) for size in shape)
@@ -77,5 +81,5 @@ def collectives_of(graph) -> list[str]:
     while getattr(graph, "outer_graph", None) is not None:
         graph = graph.outer_graph
     with _lock:
-        built = _built.get(graph)
+        built = changes.state(BUILT).get(graph)
         return list(built.described) if built is not None else []

@@ -133,7 +133,7 @@ class LoopedTrainOp:
 
 # The looped train ops of each graph. Not a graph collection: TensorFlow writes collections into every
 # checkpoint's meta graph and warns about Python objects it cannot serialize.
-_LOOPS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+LOOPS = changes.ProcessState("the looped train ops of each graph", Owner.STEP_LOOP, weakref.WeakKeyDictionary)
 
 
 def loop_train_op(train_op, iterations, most_steps: int) -> LoopedTrainOp:
@@ -142,12 +142,12 @@ def loop_train_op(train_op, iterations, most_steps: int) -> LoopedTrainOp:
     looped = LoopedTrainOp(
         train_op=train_op, iterations=iterations, loop_op=build_loop(train_op, iterations, []).op, most_steps=most_steps
     )
-    _LOOPS.setdefault(train_op.graph, []).append(looped)
+    changes.state(LOOPS).setdefault(train_op.graph, []).append(looped)
     return looped
 
 
 def looped_train_ops(graph) -> list[LoopedTrainOp]:
-    return list(_LOOPS.get(graph, ()))
+    return list(changes.state(LOOPS).get(graph, ()))
 
 
 def build_loop(train_op, iterations, fetched: list, probes: StepProbes | None = None) -> LoopVariant:
