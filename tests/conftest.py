@@ -18,7 +18,7 @@ from npu_bridge_compat import changes, compat, estimator_library  # noqa: E402
 from npu_bridge_compat.compat.xla import reserve_fusion_flags  # noqa: E402
 from npu_bridge_compat.plan import HostFacts, detect_host, host_plan  # noqa: E402
 from npu_bridge_compat.plan.platform import Support  # noqa: E402
-from npu_bridge_compat.runtime.trial import Trial  # noqa: E402
+from npu_bridge_compat.runtime.timed_trial import TimedTrial  # noqa: E402
 
 # Graph-kernel tests fuse in this process, whose TensorFlow reads XLA's flags once: the suite asks for them first,
 # as `run` does for a script.
@@ -161,9 +161,10 @@ def fresh_state():
 
 @pytest.fixture
 def single_call_runs(monkeypatch) -> None:
-    """Trials time each call as a run of its own: a tiny test model's step lasts far less than Trial.RUN_SECONDS,
-    and its trials end within a few calls then, as a real model's do (the grouping has tests of its own)."""
-    monkeypatch.setattr(Trial, "RUN_SECONDS", 0.0)
+    """Timed trials time each call as a run of its own: a tiny test model's step lasts far less than
+    TimedTrial.RUN_SECONDS, and its trials end within a few calls then, as a real model's do (the grouping has tests
+    of its own)."""
+    monkeypatch.setattr(TimedTrial, "RUN_SECONDS", 0.0)
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from npu_bridge_compat.runtime.units import FusionUnit
 from npu_bridge_compat.session import NPUSession
 from npu_bridge_compat.tf2.functions import with_units
 
-# The unit of the runs' times given as data: 10 ms, so that each timed run is one call (Trial.RUN_SECONDS).
+# The unit of the runs' times given as data: 10 ms, so that each timed run is one call (TimedTrial.RUN_SECONDS).
 UNIT = 10e-3
 FUSED, UNFUSED = True, False
 # warm-up of each form (unfused first), then pairs in alternating order: F U, U F, F U, U F, F U, U F

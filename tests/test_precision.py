@@ -28,7 +28,7 @@ from npu_bridge_compat.runtime.precision import (
     precision_decisions,
     resolve_precision,
 )
-from npu_bridge_compat.runtime.trial import Trial
+from npu_bridge_compat.runtime.timed_trial import TimedTrial
 from npu_bridge_compat.session import NPUSession
 
 v1 = tf.compat.v1
@@ -182,7 +182,7 @@ def test_a_trial_keeps_float32_where_reduced_precision_is_slower_and_says_how_to
 
 
 def test_calls_faster_than_a_run_are_timed_together_until_they_last_one():
-    # 1 ms against 1.25 ms: five calls of a form make a timed run (Trial.RUN_SECONDS), compared per call
+    # 1 ms against 1.25 ms: five calls of a form make a timed run (TimedTrial.RUN_SECONDS), compared per call
     trial = PrecisionTrial("Keras train function")
     forms = feed(trial, {True: 0.001, False: 0.00125})
     assert forms == [True, False] + [True] * 5 + [False] * 4 + [False] * 4 + [True] * 5 + [True] * 5 + [False] * 4
@@ -192,7 +192,7 @@ def test_calls_faster_than_a_run_are_timed_together_until_they_last_one():
         "call, medians of 3 timed pairs of 4.5 calls a run, after a warm-up call of each form)"
     )
     # a run is at most MOST_CALLS_PER_RUN calls, however fast (2x: decided after two pairs)
-    most = Trial.MOST_CALLS_PER_RUN
+    most = TimedTrial.MOST_CALLS_PER_RUN
     forms = feed(PrecisionTrial("step"), {True: 1e-6, False: 2e-6})
     assert forms[2:] == [True] * most + [False] * most + [False] * most + [True] * most
 
@@ -202,7 +202,7 @@ def test_pages_faulted_in_count_only_where_they_could_cost_what_the_forms_must_d
     # 300 fresh pages (1.5 ms at most) in a 100 ms run: compared as any run, decided after two pairs
     assert len(feed(PrecisionTrial("step"), seconds, {True: 300})) == 6
     # 20000 (up to 0.1 s) in one form's runs: no pair compares the forms alone, so it takes every pair allowed
-    assert len(feed(PrecisionTrial("step"), seconds, {True: 20000})) == 2 + 2 * Trial.MOST_TIMED_PAIRS
+    assert len(feed(PrecisionTrial("step"), seconds, {True: 20000})) == 2 + 2 * TimedTrial.MOST_TIMED_PAIRS
 
 
 @pytest.fixture
@@ -217,7 +217,7 @@ def timings(request, monkeypatch):
     reduced_faster = request.param
     seconds = {True: 0.010, False: 0.020} if reduced_faster else {True: 0.013, False: 0.010}
     monkeypatch.setattr(
-        PrecisionTrial, "ran", lambda self, reduced, elapsed, pages=0: Trial.ran(self, reduced, seconds[reduced])
+        PrecisionTrial, "ran", lambda self, reduced, elapsed, pages=0: TimedTrial.ran(self, reduced, seconds[reduced])
     )
     return reduced_faster
 
@@ -304,7 +304,7 @@ def test_an_estimators_training_runs_both_forms_first_then_the_one_its_runs_chos
 
     decided = len(precision_decisions())
     config = NPURunConfig(model_dir=str(tmp_path), precision_mode="allow_mix_precision", save_checkpoints_steps=100)
-    NPUEstimator(model_fn, config=config).train(input_fn, max_steps=2 + 2 * Trial.MOST_TIMED_PAIRS + 1)
+    NPUEstimator(model_fn, config=config).train(input_fn, max_steps=2 + 2 * TimedTrial.MOST_TIMED_PAIRS + 1)
     assert losses[:2] == [BFLOAT16_LOSS, pytest.approx(FLOAT32_LOSS)]
     [decision] = precision_decisions()[decided:]
     assert decision.reduced is timings

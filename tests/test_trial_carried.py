@@ -1,4 +1,4 @@
-"""Trials that cannot be fooled (runtime/trial.py): a run that carried a profiler start or stop, a dump, a
+"""Timed trials that cannot be fooled (runtime/timed_trial.py): a run that carried a profiler start or stop, a dump, a
 checkpoint save or a summary write besides its step is never a timed run, the log says which runs were left out
 and why, and a margin one pair shows decides only when a second pair shows it too. The forms' times are given as
 data; what the runs carry is real (TensorFlow's profiler, checkpoints, FileWriter summaries, the session door's
@@ -12,11 +12,11 @@ from helpers import config_with
 from npu_bridge_compat.compat.measuring import profiler_running
 from npu_bridge_compat.plan.platform import Support
 from npu_bridge_compat.runtime.precision import PrecisionTrial, precision_decisions, precision_trials
-from npu_bridge_compat.runtime.trial import Trial
+from npu_bridge_compat.runtime.timed_trial import TimedTrial
 from npu_bridge_compat.session import NPUSession
 
 v1 = tf.compat.v1
-# bfloat16 twice as fast as float32: two clean pairs decide (Trial.CLEAR_MARGIN)
+# bfloat16 twice as fast as float32: two clean pairs decide (TimedTrial.CLEAR_MARGIN)
 SECONDS = {True: 0.010, False: 0.020}
 
 
@@ -24,12 +24,12 @@ SECONDS = {True: 0.010, False: 0.020}
 def given_times(monkeypatch):
     """Each timed run of a precision trial takes the time given in SECONDS for its form."""
     monkeypatch.setattr(
-        PrecisionTrial, "ran", lambda self, reduced, elapsed, pages=0: Trial.ran(self, reduced, SECONDS[reduced])
+        PrecisionTrial, "ran", lambda self, reduced, elapsed, pages=0: TimedTrial.ran(self, reduced, SECONDS[reduced])
     )
 
 
 def decide(carry_in_run: dict) -> tuple[list[bool], object]:
-    """Run a precision trial through `Trials.run` until it decides; run number i (from 0: the two warm-ups
+    """Run a precision trial through `TimedTrials.run` until it decides; run number i (from 0: the two warm-ups
     first) calls `carry_in_run[i]()` inside it. The forms run, and the decision."""
     trials = precision_trials("bfloat16")
     forms = []
@@ -111,10 +111,10 @@ def test_a_fivefold_single_pair_that_carried_a_dump_decides_nothing(tmp_path, as
 
 def test_a_trial_whose_runs_all_carry_something_keeps_the_baseline_untimed():
     trial = PrecisionTrial("f")
-    verdicts = [trial.left_out(trial.next_form(), "a dump") for _ in range(2 + Trial.MOST_LEFT_OUT)]
-    assert verdicts[-1] is not None and verdicts[:-1] == [None] * (1 + Trial.MOST_LEFT_OUT)
+    verdicts = [trial.left_out(trial.next_form(), "a dump") for _ in range(2 + TimedTrial.MOST_LEFT_OUT)]
+    assert verdicts[-1] is not None and verdicts[:-1] == [None] * (1 + TimedTrial.MOST_LEFT_OUT)
     # a pair starts over after each run left out, so its first form is the one run each time
     assert not trial.decision.reduced and str(trial.decision).startswith(
         "mixed precision for f: float32 kept, untimed: every run that could be timed carried more than its step; "
-        f"left out: a bfloat16 run carried a dump ({Trial.MOST_LEFT_OUT} runs); set "
+        f"left out: a bfloat16 run carried a dump ({TimedTrial.MOST_LEFT_OUT} runs); set "
     )

@@ -26,7 +26,7 @@ import tensorflow as tf
 from npu_bridge_compat.distributed.ranks import rank_folders
 from npu_bridge_compat.plan.features import TensorDump
 from npu_bridge_compat.runtime.graph import MERGE_OPS, original_name, step_operations
-from npu_bridge_compat.runtime.trial import DUMP, note_carried
+from npu_bridge_compat.runtime.timed_trial import DUMP, note_carried
 
 _UNDUMPABLE = (tf.resource, tf.variant, tf.string)
 

@@ -3,7 +3,7 @@
 Whether a cluster pays depends on the host's CPU, its threads and the sizes, so in mode auto fusion is decided by
 measurement: the first runs of each function and input shapes (a session's run signature, a Keras or TF2
 function) run its fused and its unfused form in turn and keep the faster (`FusionTrial`, a trial of
-runtime/trial.py). The decision is logged once per function with the times measured.
+runtime/timed_trial.py). The decision is logged once per function with the times measured.
 
 What fused: how many clusters XLA formed in the executed graphs and which op types they absorbed, logged once per
 graph after its first fused run (the host's counterpart of MindSpore's graph-kernel dump).
@@ -26,9 +26,9 @@ from npu_bridge_compat import changes
 from npu_bridge_compat.changes import Owner
 from npu_bridge_compat.compat.graph import op_type_is_stateful
 from npu_bridge_compat.logs import log_line
-from npu_bridge_compat.runtime.trial import (
-    Trial,
-    Trials,
+from npu_bridge_compat.runtime.timed_trial import (
+    TimedTrial,
+    TimedTrials,
     Verdict,
     left_out_text,
     median_speedup,
@@ -193,8 +193,8 @@ class FusionDecision:
         )
 
 
-class FusionTrial(Trial):
-    """The trial (runtime/trial.py) of one function and input shapes between its fused form (the candidate: kept
+class FusionTrial(TimedTrial):
+    """The trial (runtime/timed_trial.py) of one function and input shapes between its fused form (the candidate: kept
     only where it pays `PAYS`) and its unfused one. The unfused form, the run as asked, warms up first, so that
     the program's buffers are first allocated as they are without fusion: XLA's compilation allocates and frees
     large blocks, which moves the allocator's thresholds, and buffers first allocated after it can stay slower
@@ -211,10 +211,10 @@ class FusionTrial(Trial):
         return FusionDecision.of(self.verdict) if self.verdict is not None else None
 
 
-def fusion_trials() -> Trials:
+def fusion_trials() -> TimedTrials:
     """The fusion trials of one function, per input shapes (or run signature); each decision is kept
     (`fusion_decisions`) and logged once."""
-    return Trials(FusionTrial, _decided_fusion)
+    return TimedTrials(FusionTrial, _decided_fusion)
 
 
 def _decided_fusion(verdict: Verdict) -> None:

@@ -13,7 +13,7 @@ The plan says who decides whether its mixed-precision pass runs (`PrecisionChoic
   session config, so the config already has the pass off where it does not pay.
 - MEASURED: where the pass pays for matmul and conv, it still may not pay for a program whose step is dominated by
   element-wise ops (its casts can cost more than its float32 kernels, as in a sigmoid/tanh gated model). So each
-  training function's first runs run both forms and keep the faster, in a trial (runtime/trial.py, as graph-kernel
+  training function's first runs run both forms and keep the faster, in a trial (runtime/timed_trial.py, as graph-kernel
   fusion decides too): a session's run signatures (`units.PrecisionUnit`), Keras' functions (keras_calls.py) and
   a TF2 program's own tf.functions (tf2/functions.py). The reduced-precision form runs first, as asked; a decision
   is logged with its times and kept (`precision_decisions`). Doors without run-time units (a plain Estimator
@@ -50,9 +50,9 @@ from npu_bridge_compat.plan.platform import (
     Support,
 )
 from npu_bridge_compat.plan.precision import LISTS_NOTE, MEASURED_HOW, precision_key
-from npu_bridge_compat.runtime.trial import (
-    Trial,
-    Trials,
+from npu_bridge_compat.runtime.timed_trial import (
+    TimedTrial,
+    TimedTrials,
     Verdict,
     left_out_text,
     median_speedup,
@@ -63,7 +63,7 @@ from npu_bridge_compat.runtime.trial import (
 CACHE_DIR_ENV = "NPU_BRIDGE_COMPAT_CACHE_DIR"
 PROBE_FILE = "precision_probe.json"
 PROBE_TIMEOUT_SECONDS = 300
-PAYS = Trial.PAYS  # what reduced precision must gain, as a trial's candidate: more than a run's noise
+PAYS = TimedTrial.PAYS  # what reduced precision must gain, as a trial's candidate: more than a run's noise
 OWNER = Owner.PRECISION
 ALLOWLIST_REMOVE = AMP_ENV_PREFIX + "ALLOWLIST_REMOVE"
 
@@ -266,8 +266,8 @@ class PrecisionDecision:
         )
 
 
-class PrecisionTrial(Trial):
-    """The trial (runtime/trial.py) of one function and input shapes between its reduced-precision form (the
+class PrecisionTrial(TimedTrial):
+    """The trial (runtime/timed_trial.py) of one function and input shapes between its reduced-precision form (the
     candidate: kept only where it pays `PAYS`) and float32. The reduced-precision form, the run as asked, warms
     up first. A run counts as fresh only where the pages it faulted in could cost `PAYS` of its time: the steps
     mixed precision is for take milliseconds, and each form's casts and buffers fault memory in as part of what
@@ -307,7 +307,7 @@ def _in_words(verdict: Verdict, dtype: str) -> PrecisionDecision:
     )
 
 
-def precision_trials(dtype: str) -> Trials:
+def precision_trials(dtype: str) -> TimedTrials:
     """The mixed-precision trials of one function, per input shapes (or run signature); each decision is kept
     (`precision_decisions`) and logged once, as the reduced-precision form or float32 kept."""
 
@@ -317,7 +317,7 @@ def precision_trials(dtype: str) -> Trials:
             changes.state(DECIDED).append(decision)
         log_line(str(decision))
 
-    return Trials(lambda where: PrecisionTrial(where, dtype), decided)
+    return TimedTrials(lambda where: PrecisionTrial(where, dtype), decided)
 
 
 def precision_decisions() -> tuple[PrecisionDecision, ...]:

@@ -47,7 +47,7 @@ from npu_bridge_compat.runtime.numeric import numeric_check
 from npu_bridge_compat.runtime.precision import converting_nothing, precision_trials
 from npu_bridge_compat.runtime.probes import StepProbes
 from npu_bridge_compat.runtime.profiling import profiler_trace
-from npu_bridge_compat.runtime.trial import DUMP, note_carried, run_started
+from npu_bridge_compat.runtime.timed_trial import DUMP, note_carried, run_started
 
 SessionRunArgs = tf.compat.v1.train.SessionRunArgs
 

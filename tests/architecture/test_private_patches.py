@@ -40,7 +40,7 @@ def test_the_check_finds_each_form_of_private_patch():
         "mock.patch.object(trial, '_installed', lambda m: False)\n"
         "mock.patch('npu_bridge_compat.scan.trial._installed')\n"
         "setattr(estimator, '_master', target)\n"
-        "monkeypatch.setattr(Trial, 'RUN_SECONDS', 0.0)\n"  # public: not found
+        "monkeypatch.setattr(TimedTrial, 'RUN_SECONDS', 0.0)\n"  # public: not found
         "monkeypatch.setattr(model, '__call__', call)\n"  # a dunder: Python's own protocol, not found
     )
     assert [line for line, _ in private_patches(source)] == [1, 2, 3, 4, 5, 6]

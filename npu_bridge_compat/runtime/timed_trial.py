@@ -7,15 +7,15 @@ keep the faster. The users of a trial name the forms in their own words (runtime
 
 A form's first run is a warm-up (tracing, compilation, first allocations), never timed; then timed runs in pairs
 of alternating order, so both forms see the machine in the same state. A timed run of a function faster than
-`Trial.RUN_SECONDS` is several consecutive calls of one form, timed together: a sub-millisecond call's time varies
+`TimedTrial.RUN_SECONDS` is several consecutive calls of one form, timed together: a sub-millisecond call's time varies
 by tens of percent from call to call (a small Keras model's step in a fit's first calls), which no pair ratio of
 single calls can see through. A run's time also holds what the memory allocator did in it: a
 run that maps fresh memory pays a page fault per page, whatever the form, so a pair with one such run and one
-without compares the allocator, not the forms, and is not compared (`Trial.is_fresh`). A run that carried more
+without compares the allocator, not the forms, and is not compared (`TimedTrial.is_fresh`). A run that carried more
 than its step (a profiler start or stop, a dump, a checkpoint save, a summary write: `carried`) is never a timed
 run: it is left out, and its pair is timed again.
 
-Once decided, a trial is settled: `Trials.run` calls the kept form with nothing timed.
+Once decided, a trial is settled: `TimedTrials.run` calls the kept form with nothing timed.
 """
 
 from __future__ import annotations
@@ -92,7 +92,7 @@ def median_speedup(candidate_seconds, baseline_seconds) -> float:
     return statistics.median(paired_ratios(candidate_seconds, baseline_seconds))
 
 
-class Trial:
+class TimedTrial:
     """The first runs of one function and input shapes, until they decide its form: a warm-up run of each form
     (`CANDIDATE_WARMS_FIRST` says which first), then timed pairs, the candidate first in odd pairs and the
     baseline first in even ones, compared pair by pair. A pair with one fresh run (`is_fresh`) is not compared, a
@@ -245,20 +245,20 @@ class Trial:
         return None
 
 
-class Trials:
+class TimedTrials:
     """The trials of one door's function, per key (input shapes, a run signature): `make(where)` makes a key's
     trial, and `decided(verdict)` is told each verdict once (its user keeps and logs it in its own words)."""
 
-    def __init__(self, make: Callable[[str], Trial], decided: Callable[[Verdict], None]) -> None:
+    def __init__(self, make: Callable[[str], TimedTrial], decided: Callable[[Verdict], None]) -> None:
         self._make, self._decided = make, decided
-        self._trials: dict[Hashable, Trial] = {}
+        self._trials: dict[Hashable, TimedTrial] = {}
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
         """How many trials were started."""
         return len(self._trials)
 
-    def trial(self, key: Hashable, where: str) -> Trial:
+    def trial(self, key: Hashable, where: str) -> TimedTrial:
         """The trial of `key`, started now if it has none."""
         with self._lock:
             trial = self._trials.get(key)
@@ -282,7 +282,7 @@ class Trials:
         self.finished(trial, candidate, started)
         return result
 
-    def finished(self, trial: Trial, candidate: bool, started: RunStart) -> None:
+    def finished(self, trial: TimedTrial, candidate: bool, started: RunStart) -> None:
         """Give `trial` the time and page faults of a run of the form `candidate` that began at `started`
         (`run_started()`), or leave the run out where it carried more than its step; a verdict it makes is told
         to `decided`."""
@@ -303,7 +303,7 @@ class Trials:
 
 @dataclasses.dataclass(frozen=True)
 class RunStart:
-    """What `Trials.finished` measures a run from."""
+    """What `TimedTrials.finished` measures a run from."""
 
     seconds: float  # the clock
     pages: int  # the process's page faults so far
@@ -312,7 +312,7 @@ class RunStart:
 
 
 def run_started() -> RunStart:
-    """What `Trials.finished` measures a run from: the clock, the process's page faults and what runs carried
+    """What `TimedTrials.finished` measures a run from: the clock, the process's page faults and what runs carried
     so far."""
     _count_summary_writes()
     carried, profiling = _carried_so_far(), profiler_running()
@@ -349,7 +349,7 @@ def _count_summary_writes() -> None:
         "add_event",
         add_event,
         owner=Owner.TIMED_TRIALS,
-        reason="a timed run that writes a summary is left out of the trial (runtime/trial.py)",
+        reason="a timed run that writes a summary is left out of the trial (runtime/timed_trial.py)",
     )
 
 
