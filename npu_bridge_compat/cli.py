@@ -288,6 +288,17 @@ def launch_ranks(arguments: argparse.Namespace) -> int:
         print(f"error: no such script: {arguments.script}", file=sys.stderr)
         return EXIT_INVALID
     hosts = [host.strip() for host in arguments.hosts.split(",") if host.strip()] if arguments.hosts else None
+    run_flags = []
+    if arguments.obs_root:
+        from npu_bridge_compat.legacy.modelarts import ObjectStorageError, use_obs_root
+
+        try:
+            said = use_obs_root(arguments.obs_root)  # refused here, before any rank starts
+        except ObjectStorageError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return EXIT_INVALID
+        print(f"launch: in every rank, {said}", file=sys.stderr)
+        run_flags = ["--obs-root", os.path.abspath(os.path.expanduser(arguments.obs_root))]
     mode = graph_kernel_request(arguments.graph_kernel)
     if mode is not None:
         ask_for_graph_kernel_fusion(mode)  # the ranks inherit it
@@ -308,6 +319,7 @@ def launch_ranks(arguments: argparse.Namespace) -> int:
             hosts,
             arguments.host_index,
             choose_world(arguments.script, arguments.world),  # decided once, for every rank
+            run_flags,
         )
     except NpuConfigError as error:
         print(f"error: {error}", file=sys.stderr)
@@ -486,6 +498,7 @@ def build_parser() -> argparse.ArgumentParser:
     launch_parser.add_argument("--host-index", type=int, help="this host's position in --hosts (found by default)")
     _add_world_flags(launch_parser, "as `run --tf1`", "as `run --tf2`")
     launch_parser.add_argument("--graph-kernel", action="store_true", help="as `run --graph-kernel`, in every rank")
+    launch_parser.add_argument("--obs-root", metavar="DIR", help="as `run --obs-root DIR`, in every rank")
     launch_parser.add_argument(
         "--host-network",
         action="store_true",

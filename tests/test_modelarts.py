@@ -708,3 +708,46 @@ def test_explain_says_where_object_urls_go(tmp_path):
     )
     said = f"obs:// and s3:// URLs are files under {tmp_path} (run --obs-root): obs://b/k is {tmp_path}/b/k\n"
     assert mapped.stdout == said
+
+
+@pytest.mark.starts_processes
+def test_launch_gives_every_rank_the_obs_root(tmp_path):
+    (tmp_path / "buckets" / "b").mkdir(parents=True)
+    script = tmp_path / "rank_writes.py"
+    script.write_text(
+        "import os\n"
+        "import moxing as mox\n"
+        "mox.file.write(f\"obs://b/out/rank_{os.environ['RANK_ID']}.txt\", os.environ['RANK_SIZE'])\n"
+    )
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "npu_bridge_compat",
+            "launch",
+            "-n",
+            "2",
+            "--tf2",
+            "--obs-root",
+            str(tmp_path / "buckets"),
+        ]
+        + [str(script)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    written = {path.name: path.read_text() for path in (tmp_path / "buckets" / "b" / "out").iterdir()}
+    assert written == {"rank_0.txt": "2", "rank_1.txt": "2"}
+    assert f"launch: in every rank, obs:// and s3:// URLs are files under {tmp_path / 'buckets'}" in result.stderr
+    refused = subprocess.run(
+        [sys.executable, "-m", "npu_bridge_compat", "launch", "-n", "2", "--obs-root", str(tmp_path / "none")]
+        + [str(script)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert refused.returncode == 2
+    assert refused.stderr.strip().splitlines() == [  # said before any rank started
+        f"error: --obs-root {tmp_path / 'none'}: no such folder: make it, or name the folder the buckets are in"
+    ]

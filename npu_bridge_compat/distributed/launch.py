@@ -200,8 +200,10 @@ def launch(
     hosts: Sequence[str] | None = None,
     given_host_index: int | None = None,
     world: str = "tf2",
+    run_flags: Sequence[str] = (),
 ) -> int:
-    """Run the ranks of this host; returns the exit status for launch (0, or the first failed rank's)."""
+    """Run the ranks of this host, each as `run --WORLD [run_flags] script arguments`; returns the exit status for
+    launch (0, or the first failed rank's)."""
     if ranks_per_host < 1:
         raise RankConfigError(f"-n must be at least 1, got {ranks_per_host}")
     hosts = list(hosts or [LOOPBACK])
@@ -212,7 +214,7 @@ def launch(
     if len(hosts) == 1 and PORT_VARIABLE not in environment:
         environment[PORT_VARIABLE] = str(free_port_block(ranks_per_host))
     size = len(hosts) * ranks_per_host
-    command = [sys.executable, "-m", "npu_bridge_compat", "run", f"--{world}", script, *arguments]
+    command = [sys.executable, "-m", "npu_bridge_compat", "run", f"--{world}", *run_flags, script, *arguments]
     with tempfile.TemporaryDirectory(prefix="npu_bridge_compat_launch_") as folder:
         table = os.path.join(folder, "rank_table.json")
         with open(table, "w", encoding="utf-8") as file:
