@@ -95,9 +95,8 @@ def run_program(
     obs_root/b/k) instead of object storage. Raises ScriptNotFound, or an NpuConfigError for an adapter environment
     that the adapter would refuse or an --obs-root that is no folder, before the script starts."""
     from npu_bridge_compat.legacy.modelarts import use_obs_root
-    from npu_bridge_compat.legacy.tf1 import TF1_VERSION
+    from npu_bridge_compat.legacy.tf1 import TF1_VERSION, tf1_hint
     from npu_bridge_compat.logs import defer_tensorflow_handler, log_line, quiet_library_deprecations
-    from npu_bridge_compat.scan.tf1 import tf1_hint
 
     path = os.path.abspath(script)
     if not os.path.isfile(path):
