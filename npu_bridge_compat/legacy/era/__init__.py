@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import importlib.util
+import inspect
 import sys
 from typing import Any
 
@@ -121,6 +122,15 @@ def _in_the_table(world: World, dotted: str) -> bool:
     return False
 
 
+def _held_today(world: World, dotted: str) -> NameStatus:
+    """A name the table does not know: current where it is a name today's module of a `filled` entry holds
+    (`numpy.float32`, read without importing anything of the module's), else unknown."""
+    key, _, name = dotted.rpartition(".")
+    if key in world.filled and inspect.getattr_static(importlib.import_module(key), name, None) is not None:
+        return NameStatus(Status.CURRENT, "this host has it under the same name")
+    return NameStatus(Status.UNKNOWN, world.unknown_detail)
+
+
 def era_status(world: World, dotted: str) -> NameStatus:
     """What a NumPy or Python dotted name (`numpy.float`, `collections.Iterable`, `imp.load_source`) becomes under
     `run` here (the era world's `status` rule), for the shortest part of it the era serves (`NameStatus.name`):
@@ -132,7 +142,7 @@ def era_status(world: World, dotted: str) -> NameStatus:
             return NameStatus(Status.DIFFERS, STR_ENUM_VALUES)
         return NameStatus(Status.CURRENT, "this absl-py takes a str as enum_values")
     if not world.in_tree(dotted, ROOTS) or not _in_the_table(world, dotted):
-        return NameStatus(Status.UNKNOWN, world.unknown_detail)
+        return _held_today(world, dotted)
     parts = dotted.split(".")
     served = None
     for cut in range(1, len(parts) + 1):
