@@ -732,7 +732,7 @@ _ERA_OUTCOMES = {Category.NUMPY: TrialOutcome.NUMPY_NAME, Category.PYTHON: Trial
 
 
 # The outcome of a stand-in of the worlds whose stand-ins' messages say the world after the name, by its category.
-_LABELLED_OUTCOMES = {
+LABELLED_OUTCOMES = {
     Category.TF26: TrialOutcome.TF2_NAME,
     Category.KERAS2: TrialOutcome.KERAS2_NAME,
     Category.MODELARTS: TrialOutcome.MODELARTS_NAME,
@@ -758,7 +758,7 @@ def _stand_in(message: str) -> tuple[TrialOutcome, str]:
     if category is not None:
         return _ERA_OUTCOMES[category], dotted
     for world in WORLDS:
-        outcome = _LABELLED_OUTCOMES.get(world.category)
+        outcome = LABELLED_OUTCOMES.get(world.category)
         if outcome is not None and world.label and message.startswith(f"{named}{world.label} "):
             return outcome, dotted
     return TrialOutcome.TF1_NAME, dotted

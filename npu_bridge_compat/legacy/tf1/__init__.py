@@ -21,7 +21,6 @@ from npu_bridge_compat.legacy.tf1.world import (  # noqa: F401 - the public name
     NoCounterpartError,
     Tf1DifferenceWarning,
     served_module,
-    tf1_hint,
 )
 
 OWNER = Owner.TF1_WORLD

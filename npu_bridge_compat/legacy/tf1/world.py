@@ -6,7 +6,7 @@ stand-ins that raise `NoCounterpartError` when used, so `import tensorflow.contr
 (tensorflow.contrib is a closed tree: a name the table does not know is a stand-in too, naming the closest known
 one); counterparts that behave differently warn once (`Tf1DifferenceWarning`). `TF1.status(name)` answers for every
 `tensorflow.` name from the same lookup, without running any user code: a top-level name TensorFlow 2 lacks is
-`tf.compat.v1`'s under `run --tf1` (`tf1_status`); `tf1_hint` says so to a script that stopped on one.
+`tf.compat.v1`'s under `run --tf1` (`tf1_status`).
 
 The program's view: every module whose file is the program's (imports/program.py: the script, its folder, vendored
 libraries there) gets, from `import tensorflow as tf`, `tf.compat.v1` with `tf.contrib` on it and TensorFlow
@@ -56,7 +56,6 @@ __all__ = [
     "Tf1DifferenceWarning",
     "Tf1Module",
     "Unavailable",
-    "tf1_hint",
     "served_module",
 ]
 
@@ -271,18 +270,3 @@ def served_module(path: str) -> Tf1Module:
     """The one module object of a module path below `tensorflow.` (`contrib.layers`; the same for attribute access,
     imports and the import hook); ModuleNotFoundError when the path is not a module of the tree."""
     return TF1.served_module(_PREFIX + path)
-
-
-def tf1_hint(error: AttributeError) -> str | None:
-    """What to tell a user whose script, run without `--tf1`, stopped on a TF 1.15 name (`tf.ConfigProto`,
-    `tf.train.SessionRunHook`, ...); None when the missing attribute is not a TensorFlow 1.15 name."""
-    module, name = getattr(error, "obj", None), getattr(error, "name", None)
-    module_name = getattr(module, "__name__", "")
-    if not name or not module_name.startswith("tensorflow"):
-        return None
-    public = module_name.replace("tensorflow._api.v2.", "tensorflow.", 1).replace("tensorflow._api.v2", "tensorflow")
-    dotted = f"{public}.{name}"
-    status = TF1.status(dotted)
-    if status.status not in (Status.WORKS, Status.DIFFERS):
-        return None
-    return f"{dotted.replace('tensorflow.', 'tf.', 1)} is TensorFlow 1.15 API: {status.detail}"
