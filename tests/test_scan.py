@@ -278,6 +278,21 @@ def test_an_era_finding_follows_the_names_status_here(tmp_path, monkeypatch, sta
     assert all(f.detail == f"{f.name} here" for f in findings)
 
 
+def test_a_name_of_tf1s_private_modules_is_what_run_tf1_serves(tmp_path):
+    """`run --tf1` serves TF 1.15's private modules to the program from the TF 1.15 world's table
+    (tensorflow.python.util.nest.is_sequence is nest.is_nested): the TF 1.15 world answers for them, and a name its
+    table does not know is tf.compat.v1's or missing, as for any other `tensorflow.` name."""
+    (tmp_path / "train.py").write_text(
+        "from tensorflow.python.util import nest\nnest.is_sequence([])\nnest.no_such_name([])\n"
+    )
+    findings = scan([str(tmp_path)], host=CPU).scripts[0].findings
+    assert [(f.line, f.category, f.name, f.outcome, f.severity) for f in findings] == [
+        (2, TF1, "tensorflow.python.util.nest.is_sequence", "works under run --tf1", READY),
+        (3, TF1, "tensorflow.python.util.nest.no_such_name", "missing under run --tf1", BLOCKED),
+    ]
+    assert "is_nested" in findings[0].detail
+
+
 @pytest.mark.parametrize("refuses", [True, False])
 def test_a_str_enum_values_is_a_python_era_finding_where_absl_refuses_it(tmp_path, monkeypatch, refuses):
     """absl-py 2.0 refuses a str as DEFINE_enum's enum_values, which TF's official models' flags pass (absl-py <

@@ -136,7 +136,7 @@ def _names(facts: FileFacts, found: _NameFindings) -> None:
             found.adapter(dotted, imported.line, used=False, star=imported.name == "*", place=imported.place)
         elif top == "tensorflow":
             found.tensorflow([dotted], imported.line, imported.place)
-        elif (top != "keras" or imported.name != "*") and names.answering(dotted):
+        elif (top != "keras" or imported.name != "*") and names.answering(dotted):  # Keras' star: its names, used
             found.world_name(dotted, imported.line, imported.place)
     for (root, attributes), (line, _, place) in facts.uses.items():
         targets, certain = _targets(facts, root)
