@@ -45,6 +45,14 @@ def device_only(feature: str, alternative: str | None = None):
     return unavailable
 
 
+def is_device_only(obj: object) -> bool:
+    """Whether `obj` is a stand-in made by `device_only` (every one runs the same code object)."""
+    return getattr(obj, "__code__", None) is _DEVICE_ONLY_CODE
+
+
+_DEVICE_ONLY_CODE = device_only("probe").__code__
+
+
 class TensorFlowVersionError(RuntimeError):
     """A door or API that the installed TensorFlow lacks (the Estimator door from TensorFlow 2.16 on); the
     message names the TensorFlow it needs and the doors that run here."""

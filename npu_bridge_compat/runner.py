@@ -20,7 +20,8 @@ from npu_bridge_compat.compat import select_keras_2
 from npu_bridge_compat.compat.xla import reserve_fusion_flags
 from npu_bridge_compat.distributed.ranks import export_scheduler_ranks
 from npu_bridge_compat.errors import NpuConfigError
-from npu_bridge_compat.legacy.runs import RunAs
+from npu_bridge_compat.imports.world import Status
+from npu_bridge_compat.legacy.runs import ONLY_FOR, RunAs
 from npu_bridge_compat.plan.platform import GRAPH_KERNEL_ENV, graph_kernel_mode
 
 
@@ -97,7 +98,6 @@ def run_program(
     from npu_bridge_compat.legacy.modelarts import use_obs_root
     from npu_bridge_compat.legacy.tf1 import TF1_VERSION
     from npu_bridge_compat.logs import defer_tensorflow_handler, log_line, quiet_library_deprecations
-    from npu_bridge_compat.scan.tf1 import tf1_hint
 
     path = os.path.abspath(script)
     if not os.path.isfile(path):
@@ -163,3 +163,20 @@ def run_program(
 
 def _print_changes() -> None:
     print(changes.describe(), file=sys.stderr)
+
+
+def tf1_hint(error: AttributeError) -> str | None:
+    """What to tell a user whose script, run without `--tf1`, stopped on a TF 1.15 name (`tf.ConfigProto`,
+    `tf.train.SessionRunHook`, ...): what a world only `run --tf1` serves says of it; None when none serves it."""
+    module, name = getattr(error, "obj", None), getattr(error, "name", None)
+    module_name = getattr(module, "__name__", "")
+    if not name or not module_name.startswith("tensorflow"):
+        return None
+    public = module_name.replace("tensorflow._api.v2.", "tensorflow.", 1).replace("tensorflow._api.v2", "tensorflow")
+    dotted = f"{public}.{name}"
+    for world in RunAs.TF1.worlds:
+        if ONLY_FOR.get(world.name) is RunAs.TF1 and world.answers(dotted):
+            status = world.status(dotted)
+            if status.status in (Status.WORKS, Status.DIFFERS):
+                return f"{dotted.replace('tensorflow.', 'tf.', 1)} is TensorFlow 1.15 API: {status.detail}"
+    return None

@@ -25,7 +25,6 @@ from npu_bridge_compat.legacy.modelarts import (
     OWNER,
     STORAGE,
     ObjectStorageError,
-    modelarts_name_status,
     use_obs_root,
 )
 from npu_bridge_compat.legacy.modelarts.flags import FLAG_VALUES
@@ -424,7 +423,7 @@ def test_every_mox_name_modelzoo_calls_resolves():
         for part in dotted.split("."):
             value = getattr(value, part)
         served[dotted] = value
-        assert modelarts_name_status(f"moxing.{dotted}").status is not Status.UNKNOWN
+        assert MODELARTS.status(f"moxing.{dotted}").status is not Status.UNKNOWN
     assert served["file.copy_parallel"] == FILE_API.copy_parallel and callable(served["file.File"])
     mox.set_flag("gradient_clip", 5.0)
     assert mox.get_flag("gradient_clip") == 5.0

@@ -1,5 +1,6 @@
 """`scan`: the porting report over a tree of ported-style scripts (tests/data/scan_tree), checked against `run`."""
 
+import functools
 import importlib
 import importlib.util
 import io
@@ -20,11 +21,12 @@ from npu_bridge_compat import estimator_library, legacy
 from npu_bridge_compat.cli import main
 from npu_bridge_compat.errors import DeviceOnlyFeatureError, NpuOptionValueError
 from npu_bridge_compat.imports.world import NameStatus, Status
-from npu_bridge_compat.legacy.era import era_name_status
+from npu_bridge_compat.legacy import era
+from npu_bridge_compat.legacy.era import ERA, era_status
 from npu_bridge_compat.legacy.era.table import NO_SETUPTOOLS
 from npu_bridge_compat.options import OPTIONS, OptionKind, options_from_config_proto
 from npu_bridge_compat.plan import HostFacts
-from npu_bridge_compat.scan import Category, Outcome, Severity, era, scan, scanner
+from npu_bridge_compat.scan import Category, Outcome, Severity, scan, scanner
 from npu_bridge_compat.scan.progress import LARGE_TREE, ProgressBar
 
 HERE = Path(__file__).parent
@@ -239,7 +241,7 @@ def test_the_eras_numpy_and_python_names_are_their_own_class(report):
         ("numpy.float", NUMPY),
     ]
     for finding in findings:
-        assert finding.detail == era_name_status(finding.name).detail
+        assert finding.detail == ERA.status(finding.name).detail
     assert findings[-1].detail == "NumPy 1.24 removed np.float, which was Python's float: served as float"
     assert not any(f.category is PACKAGE for s in report.scripts for f in s.findings if f.name == "imp")
 
@@ -266,12 +268,29 @@ def test_the_eras_numpy_and_python_names_are_their_own_class(report):
     ],
 )
 def test_an_era_finding_follows_the_names_status_here(tmp_path, monkeypatch, statuses, expected):
-    """The status as data: what each Python gives, on whichever Python runs the test."""
-    monkeypatch.setattr(era, "era_name_status", lambda name: NameStatus(Status(statuses[name]), f"{name} here"))
+    """The status as data: what each Python gives, on whichever Python runs the test (the era's table answers
+    each part; its rule reports the shortest part served)."""
+    monkeypatch.setattr(ERA, "table_status", lambda name: NameStatus(Status(statuses[name]), f"{name} here"))
+    monkeypatch.setattr(ERA, "status", functools.cache(functools.partial(era_status, ERA)))
     (tmp_path / "train.py").write_text("import imp\nimp.load_source('config', 'config.py')\nimp.init_builtin('x')\n")
     findings = scan([str(tmp_path)], host=CPU).scripts[0].findings
     assert [(f.line, f.category, f.name, f.outcome, f.severity) for f in findings] == expected
     assert all(f.detail == f"{f.name} here" for f in findings)
+
+
+def test_a_name_of_tf1s_private_modules_is_what_run_tf1_serves(tmp_path):
+    """`run --tf1` serves TF 1.15's private modules to the program from the TF 1.15 world's table
+    (tensorflow.python.util.nest.is_sequence is nest.is_nested): the TF 1.15 world answers for them, and a name its
+    table does not know is tf.compat.v1's or missing, as for any other `tensorflow.` name."""
+    (tmp_path / "train.py").write_text(
+        "from tensorflow.python.util import nest\nnest.is_sequence([])\nnest.no_such_name([])\n"
+    )
+    findings = scan([str(tmp_path)], host=CPU).scripts[0].findings
+    assert [(f.line, f.category, f.name, f.outcome, f.severity) for f in findings] == [
+        (2, TF1, "tensorflow.python.util.nest.is_sequence", "works under run --tf1", READY),
+        (3, TF1, "tensorflow.python.util.nest.no_such_name", "missing under run --tf1", BLOCKED),
+    ]
+    assert "is_nested" in findings[0].detail
 
 
 @pytest.mark.parametrize("refuses", [True, False])
@@ -279,6 +298,7 @@ def test_a_str_enum_values_is_a_python_era_finding_where_absl_refuses_it(tmp_pat
     """absl-py 2.0 refuses a str as DEFINE_enum's enum_values, which TF's official models' flags pass (absl-py <
     2.0 took it): differs under run. Both absl-py lines, as data; a list of values is no finding."""
     monkeypatch.setattr(era, "refuses_str_enum_values", lambda: refuses)
+    monkeypatch.setattr(ERA, "status", functools.cache(functools.partial(era_status, ERA)))  # asked afresh
     (tmp_path / "flags.py").write_text(
         "from absl import flags\nimport tensorflow as tf\n"
         "flags.DEFINE_enum(name='impl', default='keras', enum_values=(\"keras', 'graph_rewrite\"), help='')\n"
@@ -300,18 +320,17 @@ def test_distutils_without_setuptools_names_its_remedy():
     has no counterpart, and the finding says to install it (on 3.11 distutils is Python's own)."""
     probe = (
         "import sys; sys.modules['setuptools'] = None\n"  # as if it were not installed
-        "from npu_bridge_compat.scan.era import classify_era_name\n"
-        "found = classify_era_name('distutils.version.LooseVersion')\n"
-        "print(found and [found.name, found.category.value, found.outcome, found.severity.label, found.detail])\n"
+        "from npu_bridge_compat.legacy.era import ERA\n"
+        "found = ERA.status('distutils.version.LooseVersion')\n"
+        "served = found.status.value in ('works', 'differs', 'missing')\n"
+        "print(served and [found.name, ERA.category_of(found.name), found.status.value, found.detail])\n"
     )
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     if sys.version_info < (3, 12):
-        assert result.stdout.strip() == "None"
+        assert result.stdout.strip() == "False"
     else:
-        assert result.stdout.strip() == str(
-            ["distutils", "Python 3.7 name", "missing under run", "blocked", NO_SETUPTOOLS]
-        )
+        assert result.stdout.strip() == str(["distutils", "Python 3.7 name", "missing", NO_SETUPTOOLS])
 
 
 def scan_cli(capsys, *arguments):

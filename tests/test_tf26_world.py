@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from test_legacy import run
 
-from npu_bridge_compat.legacy.tf26 import tf26_name_status
+from npu_bridge_compat.legacy.tf26 import TF26
 from npu_bridge_compat.legacy.tf26.table import MODULES
 from npu_bridge_compat.scan import scan
 from npu_bridge_compat.scan.report import Category
@@ -98,14 +98,14 @@ def test_a_name_without_counterpart_imports_and_says_why_when_used(tf26_port):
     ],
 )
 def test_name_status(name, status, detail):
-    found = tf26_name_status(name)
+    found = TF26.status(name)
     assert (found.status, detail in found.detail) == (status, True), found
 
 
 def test_every_module_of_the_table_resolves_or_says_why():
     """Each is this line's own module (where it kept it), a counterpart, or gone with a reason where it is gone."""
     expected = {True: ("missing", "current"), False: ("works", "current")}
-    broken = [path for path, spec in MODULES.items() if tf26_name_status(path).status not in expected[bool(spec.gone)]]
+    broken = [path for path, spec in MODULES.items() if TF26.status(path).status not in expected[bool(spec.gone)]]
     assert broken == []
 
 

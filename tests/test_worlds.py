@@ -19,7 +19,7 @@ from test_legacy import run
 
 from npu_bridge_compat import changes
 from npu_bridge_compat.imports.world import NoCounterpartError, World, WorldFinder
-from npu_bridge_compat.legacy.era import ERA, EraNameWarning, era_name_status, install_era_world
+from npu_bridge_compat.legacy.era import ERA, EraNameWarning, install_era_world
 from npu_bridge_compat.legacy.runs import WORLDS, RunAs
 
 HERE = Path(__file__).parent
@@ -102,17 +102,17 @@ def test_each_era_name_warns_once_at_the_line_that_used_it(era_port):
         ("numpy.no_such_name", "unknown", "not a NumPy < 1.24 / Python 3.7 name"),
     ],
 )
-def test_era_name_status(name, status, detail):
-    found = era_name_status(name)
+def test_era_status(name, status, detail):
+    found = ERA.status(name)
     assert (found.status, detail in found.detail) == (status, True), found
 
 
 def test_era_names_of_this_numpy_and_python():
     """What this NumPy and Python removed is served (or says why not); what they still have is current."""
     numpy_2 = np.lib.NumpyVersion(np.__version__) >= "2.0.0"
-    assert era_name_status("numpy.NaN").status == ("differs" if numpy_2 else "current")
-    assert era_name_status("numpy.find_common_type").status == ("missing" if numpy_2 else "current")
-    assert era_name_status("imp.load_source").status == ("differs" if sys.version_info >= (3, 12) else "current")
+    assert ERA.status("numpy.NaN").status == ("differs" if numpy_2 else "current")
+    assert ERA.status("numpy.find_common_type").status == ("missing" if numpy_2 else "current")
+    assert ERA.status("imp.load_source").status == ("differs" if sys.version_info >= (3, 12) else "current")
 
 
 def test_the_era_world_serves_names_without_writing_them_into_numpy_and_undoes_cleanly():

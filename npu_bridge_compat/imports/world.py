@@ -11,7 +11,8 @@ one finder class, `WorldFinder`; no world subclasses them. legacy/runs.py lists 
   `__getattr__` (PEP 562), resolved from the table each time: nothing is written into the foreign module.
 - A name with no counterpart resolves to a stand-in (`Unavailable`) that raises `NoCounterpartError`, naming it and
   what replaces it, once it is used; a counterpart that behaves differently warns once, with the program's line.
-- `World.name_status(dotted)` answers from the same lookup without running user code: what `scan` reports.
+- `World.status(dotted)` answers for a name of the world without running user code, from the same lookup (or the
+  world's own rule, `Rules.status`): what `scan` reports, under the category and the command the world carries.
 
 A module serves, in this order: its `names`, its `missing` names, the public names of its `sources` (first match
 wins), then its child modules (listed in the table, or child modules of its sources).
@@ -85,10 +86,15 @@ class Status(enum.StrEnum):
 
 @dataclass(frozen=True)
 class NameStatus:
-    """What a dotted name of an era becomes here, and a sentence saying why."""
+    """What a dotted name of an era becomes here, and a sentence saying why; what else a world knows of it."""
 
     status: Status
     detail: str
+    name: str | None = None  # the part of the dotted name the answer is for, where not all of it (`numpy.float`)
+    suggestion: str | None = None  # an unknown name's closest known name
+    value: Any = field(default=None, compare=False, repr=False)  # what the name is under `run`, where the world says
+    device_only: bool = False  # no host equivalent: calling it raises DeviceOnlyFeatureError (the adapter's names)
+    continues_in: str | None = None  # the rest of the name is another library's (npu_init's `tf`: `tensorflow.<rest>`)
 
 
 CURRENT = NameStatus(Status.CURRENT, "this line has it under the same name")
@@ -323,7 +329,10 @@ class Rules:
     - `filled_modules(world, key)`: today's modules that get the names of its `filled` entry `key`;
       `fill_reason(world, key)`: why, in the registry's words;
     - `install_more(world)`: what it serves besides its modules and filled names; `serve_more(world)`: what `run`
-      serves with it besides the program's view (`World.serve`).
+      serves with it besides the program's view (`World.serve`);
+    - `status(world, dotted)`: what a name of the trees it answers for becomes (`World.status`), where its table's
+      walk (`World.table_status`) is not all of the answer: TF 1.15's `tf.X` as `tf.compat.v1.X`, the era's
+      shortest served part, the adapter's names as this package's objects.
     """
 
     module_class: type[WorldModule] = WorldModule
@@ -343,6 +352,7 @@ class Rules:
     fill_reason: Callable[[World, str], str] | None = None
     install_more: Callable[[World], None] | None = None
     serve_more: Callable[[World], None] | None = None
+    status: Callable[[World, str], NameStatus] | None = None
 
 
 class World:
@@ -358,7 +368,13 @@ class World:
     tensorflow.contrib) rather than raising AttributeError. `aliases`: a module with one source and nothing else is
     served as that module itself (monkeypatching it patches the library); else every module is one of its own.
     `first_child_only`: a module derived from its parent's sources is the first source's child (else the children
-    of all sources, merged)."""
+    of all sources, merged).
+
+    What `scan` needs to report the world's names, as data: `answers_for`, the trees whose names `status` answers
+    (its `roots` unless given); `category`, the category of their findings (scan/report.py's `Category`, by value;
+    empty for a world whose names scan does not report), with `categories` for roots of another one; and
+    `unknown_reported_as`, the status reported for a name of its trees that its table does not know (None: no
+    finding; a closed tree's unknown names fail under `run`)."""
 
     def __init__(
         self,
@@ -378,6 +394,10 @@ class World:
         aliases: bool = True,
         serves: str = "",
         rules: Rules = Rules(),
+        answers_for: tuple[str, ...] | None = None,
+        category: str = "",
+        categories: Mapping[str, str] | None = None,
+        unknown_reported_as: Status | None = None,
     ) -> None:
         self.name, self.owner = name, owner
         self.era, self.modules, self.warning = era, modules, warning
@@ -391,6 +411,9 @@ class World:
         self.first_child_only = first_child_only
         self.aliases = aliases
         self.rules = rules
+        self.answers_for = roots if answers_for is None else answers_for
+        self.category, self.categories = category, categories or {}
+        self.unknown_reported_as = unknown_reported_as
         self.program_tops = rules.program_tops  # the packages whose imports by the program its view answers
         self.unknown_detail = f"not a {era} name npu_bridge_compat maps"
         self.warned: set[str] = set()
@@ -398,7 +421,8 @@ class World:
         self.lookup_in = functools.cache(self._lookup_in)
         self.served_module = functools.cache(self._served_module)
         self.public_names = functools.cache(self._public_names)
-        self.name_status = functools.cache(self._name_status)
+        self.table_status = functools.cache(self._table_status)
+        self.status = functools.cache(self._status)
         self.finder = WorldFinder(self)
 
     # --- installing ------------------------------------------------------------------------------------------
@@ -710,6 +734,22 @@ class World:
 
     # --- name status (scan) ---------------------------------------------------------------------------------
 
+    def answers(self, dotted: str) -> str | None:
+        """The tree of `answers_for` that `dotted` is in (the longest), or None."""
+        return max((root for root in self.answers_for if self.in_tree(dotted, (root,))), key=len, default=None)
+
+    def category_of(self, dotted: str) -> str:
+        """The category of `scan`'s finding for a name of the world: its root's, else the world's."""
+        return self.categories.get(dotted.split(".")[0], self.category)
+
+    def _status(self, dotted: str) -> NameStatus:
+        """What a dotted name of the trees the world answers for becomes here: works | differs | missing | unknown |
+        current, with a one-sentence detail: the world's rule, else its table's walk. Pure: imports the
+        counterparts' libraries, never user code, and changes nothing; cached."""
+        if self.rules.status is not None:
+            return self.rules.status(self, dotted)
+        return self.table_status(dotted)
+
     def is_todays(self, path: str) -> bool:
         """Whether a module path is read as today's module (rather than the table's) by the name status."""
         if self.in_tree(path, self.program_roots):
@@ -718,7 +758,7 @@ class World:
             return False
         return importable(path) and not isinstance(resolve(path), WorldModule)
 
-    def _name_status(self, dotted: str) -> NameStatus:
+    def _table_status(self, dotted: str) -> NameStatus:
         """What a dotted name of the era becomes here: works | differs | missing | unknown | current (today has
         it as it is), with a one-sentence detail. Imports the counterparts' libraries, never user code, and
         changes nothing."""

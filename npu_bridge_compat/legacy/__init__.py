@@ -15,7 +15,6 @@ from npu_bridge_compat.legacy.tf1 import (  # noqa: F401
     NameStatus,
     install_tf1_imports,
     install_tf1_world,
-    tf1_name_status,
 )
 
 

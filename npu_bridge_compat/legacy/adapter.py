@@ -4,6 +4,10 @@ loaded under the adapter's path (so that it sees its own `__name__`, and its rel
 `npu_device.compat.v1.<module>` is `npu_bridge.<module>` without the adapter's loss-scale names, which the TF2
 adapter's build drops from its copy of npu_bridge (tf_adapter_2.x/compat_v1/).
 
+`ADAPTER.status(name)` answers for the adapter's names and npu_bridge_compat's own (`adapter_status`): each is
+looked up in the module tree `run` serves it from, so `scan` knows every name `run` serves and nothing else; a
+name implemented with `errors.device_only` is device-only.
+
 Nothing is served until the world is installed (`install_aliases()`, or a script started with
 `python -m npu_bridge_compat run`): a real npu_bridge must never be shadowed by accident, so the world refuses to
 install where one is importable.
@@ -11,19 +15,25 @@ install where one is importable.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import importlib.abc
 import importlib.machinery
 import importlib.util
 import os
+import pkgutil
+import types
+from typing import Any
 
 from npu_bridge_compat.changes import Owner
+from npu_bridge_compat.compat.versions import unavailable_reason
 from npu_bridge_compat.compat.xla import reserve_fusion_flags
-from npu_bridge_compat.errors import NpuConfigError
+from npu_bridge_compat.errors import NpuConfigError, closest_name, is_device_only
 from npu_bridge_compat.imports.program import count_as_program
-from npu_bridge_compat.imports.world import Module, Rules, World, WorldFinder
+from npu_bridge_compat.imports.world import Module, NameStatus, Rules, Status, World, WorldFinder
 
-TREES_PACKAGE = "npu_bridge_compat.legacy"  # the package whose subpackages are the adapter's trees
+PACKAGE = "npu_bridge_compat"
+TREES_PACKAGE = f"{PACKAGE}.legacy"  # the package whose subpackages are the adapter's trees
 ALIASED_PACKAGES = ("npu_bridge", "hccl", "npu_device")
 TF1_UNDER_TF2 = "npu_device.compat.v1"
 DROPPED_UNDER_TF2 = ("NPULossScaleOptimizer", "FixedLossScaleManager", "ExponentialUpdateLossScaleManager")
@@ -98,6 +108,90 @@ def _install_more(world: World) -> None:
     reserve_fusion_flags()  # the adapter's scripts may ask for graph-kernel fusion before TensorFlow starts
 
 
+def _public_names(module: types.ModuleType) -> list[str]:
+    names = [name for name in dir(module) if not name.startswith("_")]
+    if hasattr(module, "__path__"):
+        names += [info.name for info in pkgutil.iter_modules(module.__path__)]
+    return names
+
+
+def _submodule(module: types.ModuleType, part: str) -> types.ModuleType | None:
+    if not hasattr(module, "__path__"):
+        return None
+    try:
+        found = importlib.util.find_spec(f"{module.__name__}.{part}") is not None
+    except (ImportError, ValueError):
+        return None
+    try:
+        return importlib.import_module(f"{module.__name__}.{part}") if found else None
+    except ImportError:
+        return None
+
+
+def _is_ours(obj: Any) -> bool:
+    module = obj.__name__ if isinstance(obj, types.ModuleType) else getattr(obj, "__module__", None)
+    if module is None:
+        module = type(obj).__module__
+    return isinstance(module, str) and (module == PACKAGE or module.startswith(PACKAGE + "."))
+
+
+def describe(obj: Any) -> str:
+    """Where an adapter name lives in npu_bridge_compat, in words."""
+    if isinstance(obj, types.ModuleType):
+        return obj.__name__
+    if isinstance(obj, (type, types.FunctionType, types.BuiltinFunctionType)):
+        return f"{obj.__module__}.{obj.__qualname__}"
+    if isinstance(obj, (bool, int, float, str)):
+        return repr(obj)
+    return f"a {type(obj).__module__}.{type(obj).__qualname__} object"
+
+
+def _found(name: str, obj: Any) -> NameStatus:
+    """The status of an adapter name that `run` serves as `obj`."""
+    if is_device_only(obj):
+        return NameStatus(Status.MISSING, "Ascend-only, no host equivalent", name=name, value=obj, device_only=True)
+    reason = unavailable_reason(obj)
+    if reason is not None:  # a class of a door this TensorFlow lacks (the Estimator's from TensorFlow 2.16 on)
+        return NameStatus(Status.MISSING, reason, name=name, value=obj)
+    return NameStatus(Status.WORKS, describe(obj), name=name, value=obj)
+
+
+def adapter_status(world: World, dotted: str) -> NameStatus:
+    """`npu_bridge.x.y` as `run` serves it (from its tree in npu_bridge_compat.legacy), or `npu_bridge_compat.x.y`
+    (the adapter world's `status` rule): the longest part that exists (`NameStatus.name`) and what it is
+    (`value`); an unknown part with the closest known name; a module the adapter re-exports (npu_init's `tf`)
+    hands the rest of the name to TensorFlow (`continues_in`). Attributes of classes and objects, and TensorFlow
+    classes the adapter re-exports (RewriterConfig), are not followed further."""
+    parts = dotted.split(".")
+    if parts[0] != PACKAGE and parts[0] not in ALIASED_PACKAGES:
+        return NameStatus(Status.UNKNOWN, world.unknown_detail)
+    obj: Any = importlib.import_module(PACKAGE if parts[0] == PACKAGE else _tree_module(parts[0]))
+    for index, part in enumerate(parts[1:], start=1):
+        found = ".".join(parts[:index])
+        if isinstance(obj, types.ModuleType) and not _is_ours(obj):
+            rest = f"tensorflow.{'.'.join(parts[index:])}" if obj.__name__ == "tensorflow" else None
+            return dataclasses.replace(_found(found, obj), continues_in=rest)
+        if hasattr(obj, part):
+            obj = getattr(obj, part)
+        elif isinstance(obj, types.ModuleType) and (module := _submodule(obj, part)) is not None:
+            obj = module
+        elif isinstance(obj, types.ModuleType):
+            close = closest_name(part, _public_names(obj))
+            suggestion = f"{found}.{close}" if close else None
+            hint = f"; did you mean {suggestion}?" if suggestion else ""
+            return NameStatus(
+                Status.UNKNOWN,
+                f"{found} has no '{part}' under `run`: the import or attribute fails{hint}",
+                name=".".join(parts[: index + 1]),
+                suggestion=suggestion,
+            )
+        else:
+            return _found(found, obj)
+        if not _is_ours(obj) and not isinstance(obj, types.ModuleType):
+            return _found(".".join(parts[: index + 1]), obj)
+    return _found(dotted, obj)
+
+
 ADAPTER = World(
     name="adapter",
     owner=Owner.ADAPTER_ALIASES,
@@ -111,5 +205,8 @@ ADAPTER = World(
         module_spec=_module_spec,
         can_install=_can_install,
         install_more=_install_more,
+        status=adapter_status,
     ),
+    answers_for=(*ALIASED_PACKAGES, PACKAGE),
+    category="adapter name",
 )

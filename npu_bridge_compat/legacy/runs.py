@@ -9,7 +9,8 @@ the ports' NumPy and Python era (the ports were all written for NumPy < 1.24 and
 estimator 2.15 on TensorFlow 2.16 and later; TF 1.15 programs also get TF 1.15's trees and the standalone Keras 2.2
 / 2.3 that ran beside TensorFlow 1.15, TF2 programs TF 2.6's names; either may have been written for Huawei Cloud
 ModelArts, so both get its `moxing` (legacy/modelarts/). `scan` decides between the two runs with the
-same members (scan/run_decision.py).
+same members (scan/run_decision.py), and reports each world's names as said by the command that serves them
+(`command`).
 
 Adding a world: its module, and one line in `WORLDS` (plus one in `ONLY_FOR` when only one kind of run gets it).
 """
@@ -54,3 +55,13 @@ class RunAs(enum.StrEnum):
 
 # The worlds that only one kind of run gets (by name); every other world of WORLDS is served to both.
 ONLY_FOR = {TF1.name: RunAs.TF1, KERAS2.name: RunAs.TF1, TF26.name: RunAs.TF2}
+
+
+def command(world: World) -> str:
+    """The command that serves the world's names, as `scan` says it: `run --tf1` for a world only TF 1.15 programs
+    get; `run` for every other (`run` decides a TF2 program's world itself)."""
+    return f"run {RunAs.TF1.flag}" if ONLY_FOR.get(world.name) is RunAs.TF1 else "run"
+
+
+def served_to_every_run(world: World) -> bool:
+    return world.name not in ONLY_FOR

@@ -1,5 +1,8 @@
-"""From a file's facts to its findings: adapter names, TF 1.15 and TF 2.6 names, the NumPy and Python names of the
-ports' era, packages, NPU configuration."""
+"""From a file's facts to its findings: the names of every world `run` serves (the adapter's, TF 1.15's, TF 2.6's,
+the standalone Keras', the NumPy and Python names of the ports' era, ModelArts'), packages, NPU configuration.
+
+The worlds answer for their own names (`world.status`, legacy/runs.py's `WORLDS`); what is decided here is which
+names to look up, which signs of a TensorFlow world they are, and the report's shape."""
 
 from __future__ import annotations
 
@@ -7,20 +10,13 @@ import functools
 import os
 from typing import Any
 
-from npu_bridge_compat import compat
-from npu_bridge_compat.imports.world import Status
-from npu_bridge_compat.legacy.modelarts import MODELARTS, STORAGE
+from npu_bridge_compat.imports.world import NameStatus, Status, World
+from npu_bridge_compat.legacy.modelarts import STORAGE
 from npu_bridge_compat.legacy.modelarts.storage import ObjectStorageError
+from npu_bridge_compat.legacy.runs import ONLY_FOR, RunAs, command
 from npu_bridge_compat.plan import HostFacts
 from npu_bridge_compat.scan import names, outcomes
 from npu_bridge_compat.scan.configs import ConfigChecker, Place
-from npu_bridge_compat.scan.era import (
-    EraName,
-    classify_era_name,
-    era_category,
-    is_served_module,
-    str_enum_values_findings,
-)
 from npu_bridge_compat.scan.reader import ADAPTER_ROOTS, AT_IMPORT, IN_FUNCTION, Call, FileFacts, read_file
 from npu_bridge_compat.scan.report import Category, Finding, Outcome, ScriptReport, Severity
 from npu_bridge_compat.scan.run_decision import (
@@ -33,8 +29,8 @@ from npu_bridge_compat.scan.run_decision import (
     reached_files,
     tensorflow_signs,
 )
-from npu_bridge_compat.scan.tf1 import classify_tf1_name, in_tf1_namespace
-from npu_bridge_compat.scan.tf26 import classify_keras2_name, classify_tf26_name
+
+STR_ENUM_CALL = "absl.flags.DEFINE_enum"  # the call the reader finds given a str as its enum_values
 
 
 def _is_private_keras(dotted: str) -> bool:
@@ -86,8 +82,7 @@ class Classifier:
     def _packages(self, facts: FileFacts, script_dir: str, project_root: str) -> list[Finding]:
         packages: dict[str, Finding] = {}
         for imported in facts.imports:
-            served = is_served_module(imported.module) or MODELARTS.in_tree(imported.module, MODELARTS.roots)
-            if imported.level or served:
+            if imported.level or names.served_by_every_run(imported.module):
                 continue  # relative: the script's own package; imp, distutils, moxing: their names say what they become
             top = imported.module.split(".")[0]
             if (
@@ -111,9 +106,9 @@ class Classifier:
     def _callee(self, facts: FileFacts, call: Call) -> Any:
         for target in _targets(facts, call.root)[0]:
             if target.split(".")[0] in ADAPTER_ROOTS:
-                resolved = names.resolve_adapter(".".join((target, *call.attributes)))
-                if resolved.missing is None and resolved.tensorflow_rest is None:
-                    return resolved.obj
+                status = names.status(".".join((target, *call.attributes)))
+                if status.status is not Status.UNKNOWN and status.continues_in is None:
+                    return status.value
         return None
 
 
@@ -139,14 +134,10 @@ def _names(facts: FileFacts, found: _NameFindings) -> None:
         dotted = imported.module if imported.name in (None, "*") else f"{imported.module}.{imported.name}"
         if top in ADAPTER_ROOTS:
             found.adapter(dotted, imported.line, used=False, star=imported.name == "*", place=imported.place)
-        elif top == "keras" and imported.name != "*":
-            found.keras(dotted, imported.line, imported.place)
         elif top == "tensorflow":
             found.tensorflow([dotted], imported.line, imported.place)
-        elif top in MODELARTS.roots:
-            found.modelarts(dotted, imported.line)
-        elif era_category(dotted) is not None:
-            found.era(dotted, imported.line)
+        elif (top != "keras" or imported.name != "*") and names.answering(dotted):  # Keras' star: its names, used
+            found.world_name(dotted, imported.line, imported.place)
     for (root, attributes), (line, _, place) in facts.uses.items():
         targets, certain = _targets(facts, root)
         dotted = [".".join((target, *attributes)) for target in targets]
@@ -154,14 +145,10 @@ def _names(facts: FileFacts, found: _NameFindings) -> None:
         adapter = [name for name in dotted if name.split(".")[0] in ADAPTER_ROOTS]
         if tensorflow and len(tensorflow) == len(dotted):
             found.tensorflow(tensorflow, line, place)
-        elif dotted and all(name.split(".")[0] == "keras" for name in dotted):
-            found.keras(dotted[0], line, place)
         elif adapter:
             found.adapter(adapter[0], line, used=True, certain=certain, place=place)
-        elif dotted and all(name.split(".")[0] in MODELARTS.roots for name in dotted):
-            found.modelarts(dotted[0], line)
-        elif dotted and all(era_category(name) is not None for name in dotted):
-            found.era(dotted[0], line)
+        elif dotted and len({name.split(".")[0] for name in dotted}) == 1 and names.answering(dotted[0]):
+            found.world_name(dotted[0], line, place)
 
 
 def _targets(facts: FileFacts, root: str) -> tuple[tuple[str, ...], bool]:
@@ -181,85 +168,77 @@ def _targets(facts: FileFacts, root: str) -> tuple[tuple[str, ...], bool]:
 
 
 class _NameFindings:
-    """One finding per distinct adapter or TensorFlow name of a file, at its first line, and the signs of the
-    world the file was written for (`report=False`: the signs only)."""
+    """One finding per distinct name of a world (the adapter's, TensorFlow's, Keras', the era's, ModelArts') of a
+    file, at its first line, and the signs of the world the file was written for (`report=False`: the signs only)."""
 
     def __init__(self, report: bool = True) -> None:
         self._report = report
-        self._adapter: dict[str, tuple[int, names.Resolved, bool, bool]] = {}  # name -> (line, resolved, used, star)
-        self._tensorflow: dict[str, int] = {}
-        self._tf26: dict[str, tuple[int, tuple[str, Severity, str]]] = {}  # name -> (line, its classification)
-        self._keras2: dict[str, tuple[int, tuple[str, Severity, str]]] = {}  # (alike)
-        self._era: dict[str, tuple[int, EraName]] = {}  # name -> (line, its classification)
-        self._modelarts: dict[str, int] = {}  # moxing name -> first line
+        self._adapter: dict[str, tuple[int, NameStatus, bool, bool]] = {}  # name -> (line, status, used, star)
+        # (world's name, name) -> (line, world, its status)
+        self._worlds: dict[tuple[str, str], tuple[int, World, NameStatus]] = {}
         self._signs: list[Sign] = []
 
     def adapter(
         self, dotted: str, line: int, used: bool, star: bool = False, certain: bool = True, place: int = AT_IMPORT
     ) -> None:
         """An adapter name; an uncertain one (a later star import may shadow it) is reported only if it exists."""
-        resolved = names.resolve_adapter(dotted)
-        if resolved.missing is not None and not certain:
+        status = names.status(dotted)
+        if status.status is Status.UNKNOWN and not certain:
             return
-        if resolved.tensorflow_rest is not None:  # npu_init's `tf`: the rest is a TensorFlow name
-            self.tensorflow(["tensorflow." + resolved.tensorflow_rest], line, place)
+        if status.continues_in is not None:  # npu_init's `tf`: the rest is a TensorFlow name
+            self.tensorflow([status.continues_in], line, place)
             return
         sign = adapter_sign(dotted, line, place)
         if sign is not None:
             self._signs.append(sign)
-        key = resolved.missing or resolved.name
+        key = status.name or dotted
         seen = self._adapter.get(key)
         if seen is None:
-            self._adapter[key] = (line, resolved, used, star)
+            self._adapter[key] = (line, status, used, star)
         else:
-            self._adapter[key] = (min(seen[0], line), resolved, seen[2] or used, seen[3] or star)
+            self._adapter[key] = (min(seen[0], line), status, seen[2] or used, seen[3] or star)
 
     def tensorflow(self, candidates: list[str], line: int, place: int = AT_IMPORT) -> None:
-        """A TensorFlow name, under each name its variable may stand for (`tf` rebound to tf.compat.v1): a TF 1.15
-        name when none of them exists in this TensorFlow. `tensorflow.python.keras` is the Keras 2 of this line
-        in both worlds: a TF 2.6 name where the TF 2.6 world maps it, never a TF 1.15 one."""
+        """A TensorFlow name, under each name its variable may stand for (`tf` rebound to tf.compat.v1): no world's
+        finding when one of them is this TensorFlow's as it is. `tensorflow.python.keras` is the Keras 2 of this
+        line in both worlds: only the worlds answering for that tree are asked (a TF 2.6 name where the TF 2.6
+        world maps it, never a TF 1.15 one)."""
         name = candidates[0]
         if _is_private_keras(name):
             if self._report:
-                self.keras(name, line, place)
+                self.world_name(name, line, place, first_tree_only=True)
             return
-        if any(not in_tf1_namespace(name) and names.tensorflow_has(name) for name in candidates):
+        if any(names.todays(candidate) for candidate in candidates):
             self._signs.extend(tensorflow_signs(candidates, line, place))
-        elif not self.keras(name, line, place):  # (a TF 2.6 name is a sign of its own)
+        elif not self.world_name(name, line, place):  # (a name of a world of TF2 programs is a sign of its own)
             self._signs.extend(tensorflow_signs(candidates, line, place))
-            self._tensorflow[name] = min(line, self._tensorflow.get(name, line))
 
-    def keras(self, dotted: str, line: int, place: int = AT_IMPORT) -> bool:
-        """A `keras.` or `tensorflow.` name that TF 2.6 had and this line lacks as it is (the TF 2.6 world maps
-        it); whether it is one."""
-        classified = classify_tf26_name(dotted)
-        # standalone Keras 2.2's, as `run --tf1` serves it: no sign of either world, so read for the report alone (it
-        # imports Keras, which `run` deciding a program's world must not do before the world serves `keras`)
-        keras2 = classify_keras2_name(dotted) if self._report else None
-        if keras2 is not None:
-            seen = self._keras2.get(dotted)
-            self._keras2[dotted] = (min(line, seen[0]) if seen else line, keras2)
-        if classified is None:
-            return False
-        seen = self._tf26.get(dotted)
-        self._tf26[dotted] = (min(line, seen[0]) if seen else line, classified)
-        if dotted.split(".")[:2] != ["tensorflow", "python"]:  # private modules TF 1.15 had too: no sign
-            self._signs.append(Sign("TF 2.6 name", dotted.replace("tensorflow.", "tf.", 1), line, place))
-        return True
-
-    def era(self, dotted: str, line: int) -> None:
-        """A NumPy or Python name of the ports' era that this host lacks (no sign of a TensorFlow world)."""
-        if not self._report:
-            return
-        classified = classify_era_name(dotted)
-        if classified is not None:
-            seen = self._era.get(classified.name)
-            self._era[classified.name] = (min(line, seen[0]) if seen else line, classified)
-
-    def modelarts(self, dotted: str, line: int) -> None:
-        """A name of ModelArts' moxing, which `run` serves in both worlds (no sign of either)."""
-        if self._report:
-            self._modelarts[dotted] = min(line, self._modelarts.get(dotted, line))
+    def world_name(self, dotted: str, line: int, place: int = AT_IMPORT, first_tree_only: bool = False) -> bool:
+        """A name of the worlds' trees, asked of the worlds answering for it, the most specific tree first: the
+        first tree with a world's finding reports it (each of its worlds' findings; a name two of them answer
+        alike is reported once, by the world `run` serves). Reading for the signs alone, only the worlds served
+        to TF2 programs alone are asked (their names are signs of that world; asking others could import Keras
+        before `run` serves it). Whether a world of TF2 programs reported it."""
+        for tree in names.answering(dotted):
+            asked = [world for world in tree if self._report or _tf2_only(world)]
+            reported = [(world, status) for world in asked if _shown(world, status := world.status(dotted))]
+            for world, status in reported:
+                if command(world) != outcomes.RUN and any(
+                    command(other) == outcomes.RUN and _shown(other, found) is _shown(world, status)
+                    for other, found in reported
+                ):
+                    continue  # said by the world `run` serves
+                key = status.name or dotted
+                seen = self._worlds.get((world.name, key))
+                self._worlds[(world.name, key)] = (min(line, seen[0]) if seen else line, world, status)
+            if reported:
+                signs = [world for world, _ in reported if _tf2_only(world)]
+                if signs and dotted.split(".")[:2] != ["tensorflow", "python"]:  # TF 1.15 had those modules too
+                    self._signs.append(Sign(signs[0].category, dotted.replace("tensorflow.", "tf.", 1), line, place))
+                return bool(signs)
+            if first_tree_only:
+                break
+        return False
 
     def world_signs(self, facts: FileFacts) -> tuple[Sign, ...]:
         """The file's signs of its world, NPU options written into a session config included."""
@@ -271,38 +250,24 @@ class _NameFindings:
 
     def findings(self) -> list[Finding]:
         findings = [self._adapter_finding(key, *seen) for key, seen in self._adapter.items()]
-        for name, line in self._tensorflow.items():
-            outcome, severity, detail = classify_tf1_name(name)
-            findings.append(Finding(line, Category.TENSORFLOW, name, outcome, severity, detail))
-        for name, (line, (outcome, severity, detail)) in self._tf26.items():
-            findings.append(Finding(line, Category.TF26, name, outcome, severity, detail))
-        for name, (line, (outcome, severity, detail)) in self._keras2.items():
-            findings.append(Finding(line, Category.KERAS2, name, outcome, severity, detail))
-        for name, (line, era) in self._era.items():
-            findings.append(Finding(line, era.category, name, era.outcome, era.severity, era.detail))
-        for name, line in self._modelarts.items():
-            status = MODELARTS.name_status(name)
-            known = status.status if status.status in outcomes.FINDINGS else Status.MISSING  # unknown: it raises
-            shown, severity = outcomes.outcome(known, outcomes.RUN)
-            findings.append(Finding(line, Category.MODELARTS, name, shown, severity, status.detail))
+        for (_, name), (line, world, status) in self._worlds.items():
+            findings.append(world_finding(world, name, line, status))
         return findings
 
     @staticmethod
-    def _adapter_finding(key: str, line: int, resolved: names.Resolved, used: bool, star: bool) -> Finding:
+    def _adapter_finding(key: str, line: int, status: NameStatus, used: bool, star: bool) -> Finding:
         shown = f"{key}.*" if star else key
-        if resolved.missing is not None:
-            hint = f"; did you mean {resolved.suggestion}?" if resolved.suggestion else ""
+        if status.status is Status.UNKNOWN:
             return Finding(
                 line,
                 Category.ADAPTER,
                 shown,
                 Outcome.UNKNOWN,
                 Severity.BLOCKED,
-                f"{resolved.name} has no '{resolved.missing.rsplit('.', 1)[-1]}' under `run`: the "
-                f"import or attribute fails{hint}",
-                suggestion=resolved.suggestion,
+                status.detail,
+                suggestion=status.suggestion,
             )
-        if names.is_device_only(resolved.obj):
+        if status.device_only:
             severity = Severity.BLOCKED if used else Severity.WARNING
             when = (
                 "used here: it raises DeviceOnlyFeatureError"
@@ -315,26 +280,47 @@ class _NameFindings:
                 shown,
                 Outcome.DEVICE_ONLY,
                 severity,
-                f"Ascend-only, no host equivalent ({when})",
+                f"{status.detail} ({when})",
             )
-        reason = compat.unavailable_reason(resolved.obj)
-        if reason is not None:
+        if status.status is Status.MISSING:  # a class of a door this TensorFlow lacks
             return Finding(
                 line,
                 Category.ADAPTER,
                 shown,
                 Outcome.OTHER_TENSORFLOW,
                 Severity.BLOCKED if used else Severity.WARNING,
-                reason,
+                status.detail,
             )
-        return Finding(
-            line,
-            Category.ADAPTER,
-            shown,
-            Outcome.TRANSLATED,
-            Severity.READY,
-            f"served by {names.describe_adapter(resolved.obj)}",
-        )
+        return Finding(line, Category.ADAPTER, shown, Outcome.TRANSLATED, Severity.READY, f"served by {status.detail}")
+
+
+def _tf2_only(world: World) -> bool:
+    """A world only TF2 programs get (TF 2.6's names): its names are signs of that world."""
+    return ONLY_FOR.get(world.name) is RunAs.TF2
+
+
+def _shown(world: World, status: NameStatus) -> Status | None:
+    """The status `scan` reports for a name the world answers `status` for; None for no finding."""
+    if status.status in outcomes.FINDINGS:
+        return status.status
+    return world.unknown_reported_as if status.status is Status.UNKNOWN else None
+
+
+def world_finding(world: World, name: str, line: int, status: NameStatus) -> Finding:
+    """The finding of a name a world answers for: under the world's category, said with the command serving it."""
+    said, severity = outcomes.outcome(_shown(world, status), command(world))
+    return Finding(line, Category(world.category_of(name)), name, said, severity, status.detail)
+
+
+def str_enum_values_findings(lines: tuple[int, ...]) -> list[Finding]:
+    """The `DEFINE_enum` calls at `lines` given a str as `enum_values`: a finding where the world that answers for
+    the call serves it differently from this absl-py (as absl-py < 2.0 took it)."""
+    if not lines:
+        return []
+    world, status = names.serving(STR_ENUM_CALL)
+    if world is None:
+        return []
+    return [world_finding(world, STR_ENUM_CALL, line, status) for line in lines]
 
 
 def object_url_findings(urls: tuple[tuple[int, str], ...]) -> list[Finding]:

@@ -1,143 +1,82 @@
-"""What a dotted name is on this host, answered by the runtime itself.
+"""What a dotted name is on this host, asked of the worlds `run` serves (legacy/runs.py's `WORLDS`): each world
+answers for the names of its trees (`world.status`): the adapter's names (`npu_bridge.*`, `hccl.*`,
+`npu_device.*`, npu_bridge_compat's own) from the module tree `run` serves them from, TensorFlow's, Keras', the
+era's NumPy and Python names and ModelArts' from their tables. What else is here is scan's own: which tree's
+worlds a name is asked of, the names a star import of an adapter module binds, and whether a top-level import is
+a package found here (the standard library, the script's own project, installed) or a missing one.
 
-- Adapter names (`npu_bridge.*`, `hccl.*`) are looked up in the module tree `run` aliases them to
-  (`npu_bridge_compat.legacy`), exactly as the alias finder loads it, so the scan knows every alias `run` installs
-  and nothing else. A name implemented with `errors.device_only` is device-only.
-- TensorFlow names are looked up in the installed TensorFlow by the worlds' engine (imports/world.py), as `run`
-  gives them; what it lacks is a TF 1.15 name (see tf1.py).
-- A top-level import that is neither the standard library, nor the script's own project, nor installed here is a
-  missing package.
-
-Only npu_bridge_compat's and TensorFlow's own modules are imported; the scanned code never is.
+Only npu_bridge_compat's, TensorFlow's and the worlds' counterparts' modules are imported; the scanned code never
+is.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import functools
-import importlib
 import importlib.util
 import os
-import pkgutil
 import sys
 import types
-from typing import Any
 
-from npu_bridge_compat.errors import closest_name, device_only
-from npu_bridge_compat.imports.world import today_has
-from npu_bridge_compat.legacy import ALIASED_PACKAGES
+from npu_bridge_compat.imports.world import NameStatus, Status, World, today_has
+from npu_bridge_compat.legacy.runs import WORLDS, served_to_every_run
+from npu_bridge_compat.scan.reader import ADAPTER_ROOTS
 
-_DEVICE_ONLY_CODE = device_only("probe").__code__  # every device_only stand-in runs this code object
-_PACKAGE = "npu_bridge_compat"
-_LEGACY = f"{_PACKAGE}.legacy"
-
-
-def is_device_only(obj: Any) -> bool:
-    return getattr(obj, "__code__", None) is _DEVICE_ONLY_CODE
-
-
-@dataclasses.dataclass(frozen=True)
-class Resolved:
-    """The longest prefix of a name that exists, and what it is; `missing` names the first part that does not."""
-
-    name: str  # the dotted prefix that was found
-    obj: Any
-    missing: str | None = None
-    suggestion: str | None = None
-    tensorflow_rest: str | None = None  # the name continues inside TensorFlow (e.g. npu_init's `tf`)
-
-
-def _public_names(module: types.ModuleType) -> list[str]:
-    names = [name for name in dir(module) if not name.startswith("_")]
-    if hasattr(module, "__path__"):
-        names += [info.name for info in pkgutil.iter_modules(module.__path__)]
-    return names
-
-
-def _import(module_name: str) -> types.ModuleType | None:
-    try:
-        return importlib.import_module(module_name)
-    except ImportError:
-        return None
-
-
-def _submodule(module: types.ModuleType, part: str) -> types.ModuleType | None:
-    if not hasattr(module, "__path__"):
-        return None
-    try:
-        found = importlib.util.find_spec(f"{module.__name__}.{part}") is not None
-    except (ImportError, ValueError):
-        return None
-    return _import(f"{module.__name__}.{part}") if found else None
-
-
-def _is_ours(obj: Any) -> bool:
-    module = obj.__name__ if isinstance(obj, types.ModuleType) else getattr(obj, "__module__", None)
-    if module is None:
-        module = type(obj).__module__
-    return isinstance(module, str) and (module == _PACKAGE or module.startswith(_PACKAGE + "."))
+REPORTED = tuple(world for world in WORLDS if world.category)  # the worlds whose names `scan` reports
+_NOBODYS = NameStatus(Status.UNKNOWN, "not a name of a world npu_bridge_compat serves")
 
 
 @functools.cache
-def resolve_adapter(dotted: str) -> Resolved:
-    """`npu_bridge.x.y` as `run` serves it (from npu_bridge_compat.legacy), or `npu_bridge_compat.x.y`."""
-    parts = dotted.split(".")
-    real = _PACKAGE if parts[0] == _PACKAGE else f"{_LEGACY}.{parts[0]}"
-    obj: Any = importlib.import_module(real)
-    for index, part in enumerate(parts[1:], start=1):
-        found = parts[:index]
-        if isinstance(obj, types.ModuleType) and not _is_ours(obj):
-            # a module the adapter re-exports (npu_init's `tf`): the rest of the name is TensorFlow's
-            rest = ".".join(parts[index:]) if obj.__name__ == "tensorflow" else None
-            return Resolved(".".join(found), obj, tensorflow_rest=rest)
-        if hasattr(obj, part):
-            obj = getattr(obj, part)
-        elif isinstance(obj, types.ModuleType) and (module := _submodule(obj, part)) is not None:
-            obj = module
-        elif isinstance(obj, types.ModuleType):
-            close = closest_name(part, _public_names(obj))
-            return Resolved(
-                ".".join(found),
-                obj,
-                missing=".".join(parts[: index + 1]),
-                suggestion=".".join((*found, close)) if close else None,
-            )
-        else:  # attributes of classes and objects are not followed further
-            return Resolved(".".join(found), obj)
-        if not _is_ours(obj) and not isinstance(obj, types.ModuleType):
-            return Resolved(".".join(parts[: index + 1]), obj)  # a TensorFlow class re-exported (RewriterConfig)
-    return Resolved(dotted, obj)
+def answering(dotted: str) -> tuple[tuple[World, ...], ...]:
+    """The worlds answering for `dotted`, grouped by the tree they answer it for, the most specific tree first
+    (`tensorflow.keras` before `tensorflow`), each group in the order of `WORLDS`."""
+    trees: dict[str, list[World]] = {}
+    for world in REPORTED:
+        tree = world.answers(dotted)
+        if tree is not None:
+            trees.setdefault(tree, []).append(world)
+    return tuple(tuple(trees[tree]) for tree in sorted(trees, key=len, reverse=True))
 
 
-def describe_adapter(obj: Any) -> str:
-    """Where an adapter name lives in npu_bridge_compat, for the report."""
-    if isinstance(obj, types.ModuleType):
-        return obj.__name__
-    if isinstance(obj, (type, types.FunctionType, types.BuiltinFunctionType)):
-        return f"{obj.__module__}.{obj.__qualname__}"
-    if isinstance(obj, (bool, int, float, str)):
-        return repr(obj)
-    return f"a {type(obj).__module__}.{type(obj).__qualname__} object"
+def status(dotted: str) -> NameStatus:
+    """The answer of the first world answering for `dotted` (the adapter's, for an adapter name)."""
+    worlds = answering(dotted)
+    return worlds[0][0].status(dotted) if worlds else _NOBODYS
+
+
+def serving(dotted: str) -> tuple[World | None, NameStatus]:
+    """The first world of `WORLDS` that serves `dotted` (works, differs or missing, whatever trees it answers for),
+    and its answer."""
+    for world in REPORTED:
+        found = world.status(dotted)
+        if found.status in (Status.WORKS, Status.DIFFERS, Status.MISSING):
+            return world, found
+    return None, _NOBODYS
+
+
+def todays(dotted: str) -> bool:
+    """Whether a program gets `dotted` as this installation has it: it has the name, and no world serves the
+    program's imports of its tree in its place (TF 1.15's tensorflow.python.keras and private modules, the
+    standalone Keras under `run --tf1`)."""
+    return not any(world.in_tree(dotted, world.program_roots) for world in REPORTED) and today_has(dotted)
+
+
+def served_by_every_run(module: str) -> bool:
+    """Whether a world every run serves serves `module` where this installation has none (imp, distutils,
+    moxing): its names say what it becomes, it is no missing package."""
+    return any(served_to_every_run(world) and world.finder_serves(module) for world in WORLDS)
 
 
 @functools.cache
 def star_names(module: str) -> frozenset[str]:
-    """The names `from module import *` binds, for an adapter module (empty for any other)."""
-    if module.split(".")[0] not in (*ALIASED_PACKAGES, _PACKAGE):
+    """The names `from module import *` binds, for an adapter module (empty for any other): the adapter world's
+    answer for it."""
+    found = status(module) if module.split(".")[0] in ADAPTER_ROOTS else _NOBODYS
+    if found.status is Status.UNKNOWN or not isinstance(found.value, types.ModuleType):
         return frozenset()
-    resolved = resolve_adapter(module)
-    if resolved.missing or not isinstance(resolved.obj, types.ModuleType):
-        return frozenset()
-    exported = getattr(resolved.obj, "__all__", None)
+    exported = getattr(found.value, "__all__", None)
     return frozenset(
-        exported if exported is not None else (name for name in dir(resolved.obj) if not name.startswith("_"))
+        exported if exported is not None else (name for name in dir(found.value) if not name.startswith("_"))
     )
-
-
-def tensorflow_has(dotted: str) -> bool:
-    """Whether this TensorFlow has `dotted` (a module, or a name reached from one), as `run` gives it to a script:
-    the worlds' engine answers (imports/world.py `today_has`), so the scan cannot drift from it."""
-    return today_has(dotted)
 
 
 class Packages:

@@ -28,8 +28,8 @@ import os
 from collections.abc import Callable, Container, Iterable, Sequence
 from typing import NamedTuple
 
+from npu_bridge_compat.imports.world import today_has
 from npu_bridge_compat.legacy.runs import RunAs
-from npu_bridge_compat.scan.names import tensorflow_has
 from npu_bridge_compat.scan.reader import ADAPTER_ROOTS, AT_IMPORT, GUARDED, IN_FUNCTION, FileFacts
 
 TF1, TF2 = RunAs.TF1, RunAs.TF2  # the worlds a program runs in (`run --tf1` / `--tf2`)
@@ -176,7 +176,7 @@ def tensorflow_signs(candidates: Sequence[str], line: int, place: int) -> list[S
     if not rest or _under(rest, "compat"):
         return []
     if all(api == "tf" for api, _ in split):  # only `tf` is what the TF 1.15 world turns into tf.compat.v1
-        here, in_v1 = tensorflow_has(name), tensorflow_has(f"{_PUBLIC_V1}.{rest}")
+        here, in_v1 = today_has(name), today_has(f"{_PUBLIC_V1}.{rest}")
         if in_v1 and not here:
             return [Sign("TF 1.15 name", _spelled(name), line, place)]
         if here and not in_v1:

@@ -48,11 +48,9 @@ from typing import NamedTuple
 from npu_bridge_compat.distributed.launch import unshare_refusal
 from npu_bridge_compat.imports.world import Status
 from npu_bridge_compat.legacy import ALIASED_PACKAGES
-from npu_bridge_compat.legacy.keras2 import KERAS2
-from npu_bridge_compat.legacy.modelarts import MODELARTS
-from npu_bridge_compat.legacy.tf26.world import TF26
+from npu_bridge_compat.legacy.runs import ONLY_FOR, WORLDS, RunAs
 from npu_bridge_compat.processes import TREE_VARIABLE
-from npu_bridge_compat.scan.era import era_category, is_served_module
+from npu_bridge_compat.scan.names import answering, served_by_every_run
 from npu_bridge_compat.scan.reader import FileFacts, read_file
 from npu_bridge_compat.scan.report import Category
 from npu_bridge_compat.scan.run_decision import (
@@ -65,7 +63,6 @@ from npu_bridge_compat.scan.run_decision import (
     reached_files,
 )
 from npu_bridge_compat.scan.scanner import SourceFile, default_workers, python_files, scan
-from npu_bridge_compat.scan.tf1 import tf1_name_status
 
 DEFAULT_TIME_LIMIT_S = 60.0
 ENTRY_MARKS = re.compile(rb"""__name__\s*==\s*['"]__main__['"]|['"]__main__['"]\s*==\s*__name__|\bapp\.run\(""")
@@ -734,12 +731,21 @@ def classify_launch(
 _ERA_OUTCOMES = {Category.NUMPY: TrialOutcome.NUMPY_NAME, Category.PYTHON: TrialOutcome.PYTHON_NAME}
 
 
-# The worlds whose stand-ins' messages say the world after the name, and the outcome of each.
-_LABELLED_STAND_INS = (
-    (TF26, TrialOutcome.TF2_NAME),
-    (KERAS2, TrialOutcome.KERAS2_NAME),
-    (MODELARTS, TrialOutcome.MODELARTS_NAME),
-)
+# The outcome of a stand-in of the worlds whose stand-ins' messages say the world after the name, by its category.
+LABELLED_OUTCOMES = {
+    Category.TF26: TrialOutcome.TF2_NAME,
+    Category.KERAS2: TrialOutcome.KERAS2_NAME,
+    Category.MODELARTS: TrialOutcome.MODELARTS_NAME,
+}
+
+
+def _era_category(dotted: str) -> Category | None:
+    """The category of a NumPy or Python name of the ports' era (a world answering for it says), else None."""
+    for tree in answering(dotted):
+        for world in tree:
+            if Category(world.category_of(dotted)) in _ERA_OUTCOMES:
+                return Category(world.category_of(dotted))
+    return None
 
 
 def _stand_in(message: str) -> tuple[TrialOutcome, str]:
@@ -748,11 +754,12 @@ def _stand_in(message: str) -> tuple[TrialOutcome, str]:
     or TF 1.15's."""
     named = message.split(" ", 1)[0]
     dotted = _public(named)
-    category = era_category(dotted)
+    category = _era_category(dotted)
     if category is not None:
         return _ERA_OUTCOMES[category], dotted
-    for world, outcome in _LABELLED_STAND_INS:
-        if message.startswith(f"{named}{world.label} "):
+    for world in WORLDS:
+        outcome = LABELLED_OUTCOMES.get(world.category)
+        if outcome is not None and world.label and message.startswith(f"{named}{world.label} "):
             return outcome, dotted
     return TrialOutcome.TF1_NAME, dotted
 
@@ -765,15 +772,15 @@ def _missing_name(dotted: str, tf1: bool, own_modules: frozenset[str], whole_mod
     if top == "tensorflow":
         if tf1:
             return TrialOutcome.TF1_NAME, dotted
-        if tf1_name_status(dotted).status in (Status.WORKS, Status.DIFFERS):
+        if _served_to_tf1_programs(dotted):
             return TrialOutcome.TF1_NAME, f"{dotted} (run --tf1 serves it)"
         return TrialOutcome.TF2_NAME, dotted
     if top in own_modules:
         if dotted.endswith("_pb2"):  # generated from a .proto file by protoc, which its setup runs
             return TrialOutcome.SCRIPT, f"its own {dotted.rpartition('.')[0]}.*_pb2 modules are not generated"
         return TrialOutcome.SCRIPT, f"its own module {top} is not on its path" if dotted == top else f"no {dotted}"
-    category = era_category(dotted)
-    if category is not None and (is_served_module(dotted) or _installed(top)):
+    category = _era_category(dotted)
+    if category is not None and (served_by_every_run(dotted) or _installed(top)):
         return _ERA_OUTCOMES[category], dotted  # (NumPy itself not installed is a package)
     if whole_module and not _installed(top):
         if top in ASCEND_PACKAGES:
@@ -781,6 +788,15 @@ def _missing_name(dotted: str, tf1: bool, own_modules: frozenset[str], whole_mod
         package = next((name for name in (dotted, top) if name in PIP_NAMES), None)
         return TrialOutcome.PACKAGE, f"{top} (pip install {PIP_NAMES[package]})" if package else top
     return TrialOutcome.PACKAGE, f"{top}: another version (this one lacks {dotted})"
+
+
+def _served_to_tf1_programs(dotted: str) -> bool:
+    """Whether a world only TF 1.15 programs get serves `dotted` (`run --tf1` would)."""
+    return any(
+        ONLY_FOR.get(world.name) is RunAs.TF1 and world.status(dotted).status in (Status.WORKS, Status.DIFFERS)
+        for tree in answering(dotted)
+        for world in tree
+    )
 
 
 def _installed(module: str) -> bool:

@@ -59,7 +59,7 @@ def _mount(*arguments: str) -> bool:
 
 def describe_exception(error: BaseException, root: str) -> dict:
     """What a stopped script's exception says, as plain data for `trial.classify`."""
-    from npu_bridge_compat.scan.tf1 import tf1_hint
+    from npu_bridge_compat.runner import tf1_hint
 
     frames = traceback.extract_tb(error.__traceback__)
     in_tree = [frame for frame in frames if os.path.abspath(frame.filename).startswith(root + os.sep)]

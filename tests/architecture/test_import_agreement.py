@@ -82,10 +82,10 @@ def entries(world: World) -> list[tuple[str, str]]:
 
 
 def verdict(world: World, dotted: str) -> Status:
-    """The status `scan` reports for the name: the world's own name status (TF 1.15's through its namespaces)."""
+    """The status `scan` reads for the name: the world's own answer (`world.status`)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return world.name_status(dotted).status
+        return world.status(dotted).status
 
 
 def imported_under_run(flag: str, asked: list, folder) -> dict:

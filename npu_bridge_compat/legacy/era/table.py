@@ -1,6 +1,6 @@
 """The ports' NumPy and Python era: the names ported programs, written for NumPy < 1.24 and Python 3.7, use and
 today's NumPy and Python removed, and where each lives now. The one table behind the era world's filled-in names,
-its served modules, its warnings and `era_name_status`.
+its served modules, its warnings and its name status (`ERA.status`).
 
 `FILLED` lists today's modules that lack names of the era (numpy, collections, time, inspect): those names resolve,
 when read, from the module's entry (its `__getattr__`, as PEP 562 defines it). `MODULES` lists whole modules that

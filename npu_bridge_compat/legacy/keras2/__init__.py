@@ -16,7 +16,7 @@ import importlib
 import types
 
 from npu_bridge_compat.changes import Owner
-from npu_bridge_compat.imports.world import DifferenceWarning, Rules, World, keras_root
+from npu_bridge_compat.imports.world import DifferenceWarning, NameStatus, Rules, Status, World, keras_root, today_has
 from npu_bridge_compat.legacy.keras2.table import MODULES
 
 __all__ = ["KERAS2", "Keras2DifferenceWarning", "keras2_module"]
@@ -30,6 +30,14 @@ def _keras_version() -> str:
     return importlib.import_module(keras_root()).__version__
 
 
+def _status(world: World, dotted: str) -> NameStatus:
+    """A name this line's Keras has as it is is current (`run --tf1` gives the program that Keras' TF 1.15 API
+    first); any other, the table's."""
+    if world.in_tree(dotted, world.roots) and today_has(dotted):
+        return NameStatus(Status.CURRENT, "this line's Keras has it under the same name")
+    return world.table_status(dotted)
+
+
 KERAS2 = World(
     name="keras2",
     owner=Owner.KERAS2_WORLD,
@@ -40,7 +48,8 @@ KERAS2 = World(
     program_roots=("keras",),  # under `run --tf1` the program's `import keras...` gets the table's modules
     label=" (standalone Keras)",
     serves="standalone Keras 2.2 / 2.3 module paths (keras.engine.topology, ...), from the Keras 2.2 name table",
-    rules=Rules(where=lambda path: f"Keras {_keras_version()} (tf.compat.v1.keras)"),
+    rules=Rules(where=lambda path: f"Keras {_keras_version()} (tf.compat.v1.keras)", status=_status),
+    category="Keras 2.2 name",
 )
 
 

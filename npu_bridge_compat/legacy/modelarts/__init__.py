@@ -15,12 +15,12 @@ import os
 
 from npu_bridge_compat import changes
 from npu_bridge_compat.changes import Owner
-from npu_bridge_compat.imports.world import NameStatus, Rules, World
+from npu_bridge_compat.imports.world import Rules, Status, World
 from npu_bridge_compat.legacy.modelarts.file_api import MoxFile
 from npu_bridge_compat.legacy.modelarts.storage import ObjectStorage, ObjectStorageError, StorageSettings
 from npu_bridge_compat.legacy.modelarts.table import MODULES
 
-__all__ = ["MODELARTS", "STORAGE", "ObjectStorageError", "modelarts_name_status", "use_obs_root"]
+__all__ = ["MODELARTS", "STORAGE", "ObjectStorageError", "use_obs_root"]
 
 OWNER = Owner.MODELARTS_WORLD
 STORAGE = ObjectStorage()
@@ -54,6 +54,8 @@ MODELARTS = World(
     label=" (ModelArts' moxing)",
     rules=Rules(where=lambda path: "this host (npu_bridge_compat's moxing)"),
     serves="moxing, ModelArts' file library (mox.file on local paths and obs:// / s3:// URLs), from its table",
+    category="ModelArts name",
+    unknown_reported_as=Status.MISSING,  # a closed tree: a moxing name the table does not know raises under `run`
 )
 
 
@@ -66,8 +68,3 @@ def use_obs_root(folder: str) -> str:
         raise ObjectStorageError(f"--obs-root {folder}: no such folder: make it, or name the folder the buckets are in")
     _change_settings(StorageSettings(obs_root=path))
     return STORAGE.describe()
-
-
-def modelarts_name_status(dotted: str) -> NameStatus:
-    """What a moxing name (`moxing.file.copy_parallel`, `moxing.tensorflow.run`) becomes under `run`."""
-    return MODELARTS.name_status(dotted)

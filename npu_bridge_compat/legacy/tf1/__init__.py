@@ -5,7 +5,7 @@
   tf.compat.v1.nn.rnn_cell, ...) or to the few written here (contrib/, mnist.py). Names with no counterpart raise
   `NoCounterpartError` when used, never at import.
 - `install_tf1_imports()`: `run --tf1`'s view, TF 1.15's `tensorflow` for the user's whole program (world.py).
-- `tf1_name_status(name)`: what a dotted TF 1.15 name becomes here, from the same table.
+- `TF1.status(name)`: what a dotted `tensorflow.` name becomes under `run --tf1`, from the same table.
 
 Importing this package imports nothing of TensorFlow; `install_tf1_world()` makes the trees importable.
 """
@@ -21,7 +21,6 @@ from npu_bridge_compat.legacy.tf1.world import (  # noqa: F401 - the public name
     NoCounterpartError,
     Tf1DifferenceWarning,
     served_module,
-    tf1_name_status,
 )
 
 OWNER = Owner.TF1_WORLD

@@ -1,5 +1,5 @@
 """Where each TF 1.15 module that TensorFlow 2.15 lacks finds its names: the one table behind the virtual modules,
-the stand-ins, the warnings and `tf1_name_status`.
+the stand-ins, the warnings and the name status (`TF1.status`).
 
 Keys are module paths below `tensorflow.` (`contrib.layers`, `python.keras`, ...). A module serves, in this order:
 its `names` (a counterpart under another name, or written in this package), its `missing` names (stand-ins that

@@ -4,8 +4,9 @@ imports (`run --tf1`).
 A served module resolves each name on first access, from the table alone. Names with no counterpart resolve to
 stand-ins that raise `NoCounterpartError` when used, so `import tensorflow.contrib...` never fails for them
 (tensorflow.contrib is a closed tree: a name the table does not know is a stand-in too, naming the closest known
-one); counterparts that behave differently warn once (`Tf1DifferenceWarning`). `tf1_name_status` answers from the
-same lookup, without running any user code.
+one); counterparts that behave differently warn once (`Tf1DifferenceWarning`). `TF1.status(name)` answers for every
+`tensorflow.` name from the same lookup, without running any user code: a top-level name TensorFlow 2 lacks is
+`tf.compat.v1`'s under `run --tf1` (`tf1_status`).
 
 The program's view: every module whose file is the program's (imports/program.py: the script, its folder, vendored
 libraries there) gets, from `import tensorflow as tf`, `tf.compat.v1` with `tf.contrib` on it and TensorFlow
@@ -39,9 +40,10 @@ from npu_bridge_compat.imports.world import (
     Unavailable,
     World,
     WorldModule,
+    today_has,
 )
 from npu_bridge_compat.legacy.keras2 import keras2_module
-from npu_bridge_compat.legacy.tf1.table import MODULES, PUBLIC_ROOTS, ROOTS
+from npu_bridge_compat.legacy.tf1.table import MODULES, PUBLIC_ROOTS, ROOTS, TF1_NAMESPACES
 from npu_bridge_compat.legacy.tf26.world import TF26
 
 __all__ = [
@@ -54,7 +56,6 @@ __all__ = [
     "Tf1DifferenceWarning",
     "Tf1Module",
     "Unavailable",
-    "tf1_name_status",
     "served_module",
 ]
 
@@ -77,11 +78,7 @@ def _attribute_path(obj: Any, parts: list[str]) -> Any:
 
 TF1_VERSION = "1.15.5"  # the last release of TensorFlow 1.15, the adapter's TensorFlow
 TF1_GIT_VERSION = "v1.15.5"
-_UNKNOWN_TREE = NameStatus(
-    Status.UNKNOWN,
-    "not in the TF 1.15 trees npu_bridge_compat maps (tensorflow.contrib, "
-    "tensorflow.python.keras, tensorflow.examples)",
-)
+_NOT_TENSORFLOW = NameStatus(Status.UNKNOWN, "not a TensorFlow name")
 
 
 class Tf1DifferenceWarning(DifferenceWarning):
@@ -214,6 +211,33 @@ def _keras_import(name, globals, locals, fromlist, original) -> Any:
     return module if fromlist else keras2_module("keras")
 
 
+def tf1_status(world: World, dotted: str) -> NameStatus:
+    """What a `tensorflow.` name becomes under `run --tf1` (the TF 1.15 world's `status` rule): a name of the trees
+    TensorFlow 2 dropped (tensorflow.contrib, tensorflow.python.keras, tensorflow.examples) from the table; a name
+    this TensorFlow has as it is, current; a name of TF 1.15's private modules it lacks, from the table where the
+    table knows it; any other name `tf.compat.v1`'s (`tf.Session` is tf.compat.v1.Session), or missing where that
+    has none either."""
+    if not world.in_tree(dotted, ("tensorflow",)):
+        return _NOT_TENSORFLOW
+    if world.in_tree(dotted, TF1_NAMESPACES):
+        return world.table_status(dotted)
+    if today_has(dotted):
+        return NameStatus(Status.CURRENT, "this TensorFlow has it under the same name")
+    if world.in_tree(dotted, world.roots) and (found := world.table_status(dotted)).status is not Status.UNKNOWN:
+        return found
+    rest = dotted.partition(".")[2]
+    if today_has(f"tensorflow.compat.v1.{rest}"):
+        return NameStatus(
+            Status.WORKS, f"tf.{rest} is tf.compat.v1.{rest} under `run --tf1` (TensorFlow 2.15 has no tf.{rest})"
+        )
+    parts = dotted.split(".")
+    found = next(cut for cut in range(len(parts) - 1, 0, -1) if today_has(".".join(parts[:cut])))
+    return NameStatus(
+        Status.MISSING,
+        f"no {parts[found]} in {'.'.join(parts[:found])} (TensorFlow 2.15), nor under `run --tf1` (tf.compat.v1)",
+    )
+
+
 TF1 = World(
     name="tf1",
     owner=Owner.TF1_WORLD,
@@ -234,7 +258,11 @@ TF1 = World(
         can_install=_can_install,
         install_more=_install_more,
         serve_more=_serve_more,
+        status=tf1_status,
     ),
+    answers_for=("tensorflow",),
+    category="TF 1.15 name",
+    unknown_reported_as=Status.UNKNOWN,
 )
 
 
@@ -242,12 +270,3 @@ def served_module(path: str) -> Tf1Module:
     """The one module object of a module path below `tensorflow.` (`contrib.layers`; the same for attribute access,
     imports and the import hook); ModuleNotFoundError when the path is not a module of the tree."""
     return TF1.served_module(_PREFIX + path)
-
-
-@functools.cache
-def tf1_name_status(dotted_name: str) -> NameStatus:
-    """What a TF 1.15 dotted name (`tensorflow.contrib.layers.xavier_initializer`, `tensorflow.contrib.tpu`, ...)
-    becomes on this TensorFlow here. Imports TensorFlow and the counterparts' libraries, never user code."""
-    if not TF1.in_tree(dotted_name, TF1.roots):
-        return _UNKNOWN_TREE
-    return TF1.name_status(dotted_name)

@@ -31,7 +31,6 @@ from npu_bridge_compat.legacy.tf26.world import (  # noqa: F401 - the public nam
     fills_names,
     keras_is_aliased,
     keras_root,
-    tf26_name_status,
 )
 
 OWNER = Owner.TF26_WORLD

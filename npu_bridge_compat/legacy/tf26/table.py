@@ -1,5 +1,5 @@
 """Where each TensorFlow 2.6 / Keras 2.6 module path that ported TF2 programs import lives today: the one table
-behind the TF 2.6 world's modules, its filled-in names, its warnings and `tf26_name_status`.
+behind the TF 2.6 world's modules, its filled-in names, its warnings and its name status (`TF26.status`).
 
 Keys are full module paths as TF 2.6 programs import them (`keras.layers.core`, `tensorflow.python.keras.utils`,
 `tensorflow.keras.mixed_precision.experimental`). `{keras}` in a source stands for the Keras 2 of this line:

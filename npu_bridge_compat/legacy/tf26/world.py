@@ -6,7 +6,7 @@ stale Keras copy `tensorflow.python.keras.<path>` and `tensorflow.keras.<path>` 
 program's own imports of `tensorflow.python.keras` get the live Keras 2 even where TensorFlow still ships its stale
 copy (one Keras per process: see install_tf26_world). Names with no counterpart resolve to stand-ins that raise
 `NoCounterpartError` when used; counterparts that behave differently warn once (`Tf26DifferenceWarning`).
-`tf26_name_status` answers from the same lookup without running user code.
+`TF26.status(name)` answers from the same lookup without running user code (`tf26_status`).
 """
 
 from __future__ import annotations
@@ -48,7 +48,6 @@ __all__ = [
     "fills_names",
     "keras_is_aliased",
     "keras_root",
-    "tf26_name_status",
 ]
 
 # The module trees whose TF 2.6 paths this world answers for.
@@ -195,6 +194,19 @@ def _program_import(
 
 _STALE = STALE_KERAS.split(".")
 
+
+def tf26_status(world: World, dotted: str) -> NameStatus:
+    """What a TF 2.6 dotted name (`keras.utils.control_flow_util.smart_cond`, `tensorflow.keras.__version__`)
+    becomes in the TF 2.6 world here (its `status` rule): its table's answer, but that names today's Keras 2 has
+    as they are are `current` where `keras` is served as tf_keras."""
+    parts = dotted.split(".")
+    if keras_is_aliased() and parts[0] == "keras":  # `keras` is tf_keras here: its own names are current
+        today = world.table_status(".".join((keras_root(), *parts[1:])))
+        if today is CURRENT:
+            return today
+    return world.table_status(dotted)
+
+
 TF26 = World(
     name="tf26",
     owner=Owner.TF26_WORLD,
@@ -218,7 +230,9 @@ TF26 = World(
         can_install=_can_install,
         filled_modules=_filled_modules,
         install_more=_install_more,
+        status=tf26_status,
     ),
+    category="TF 2.6 name",
 )
 
 
@@ -245,16 +259,3 @@ def tf_keras_module(fullname: str) -> types.ModuleType | None:
     for part in fullname.split(".")[2:]:
         module = getattr(module, part, None)
     return module if isinstance(module, types.ModuleType) else None
-
-
-def tf26_name_status(dotted: str) -> NameStatus:
-    """What a TF 2.6 dotted name (`keras.utils.control_flow_util.smart_cond`, `tensorflow.keras.__version__`)
-    becomes in the TF 2.6 world here: works | differs | missing | unknown | current, with a one-sentence detail.
-    Names today's TensorFlow or Keras 2 have as they are are `current`. Imports TensorFlow and Keras, never user
-    code, and changes nothing."""
-    parts = dotted.split(".")
-    if keras_is_aliased() and parts[0] == "keras":  # `keras` is tf_keras here: its own names are current
-        today = TF26.name_status(".".join((keras_root(), *parts[1:])))
-        if today is CURRENT:
-            return today
-    return TF26.name_status(dotted)
