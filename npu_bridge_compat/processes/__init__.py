@@ -118,11 +118,10 @@ def run_serving_children(run: Callable[[], int], script_line: Sequence[str], run
     from npu_bridge_compat import changes
     from npu_bridge_compat.changes import Owner
 
-    if os.environ.get(HOOK_VARIABLE):
+    if os.path.isdir(os.environ.get(HOOK_VARIABLE) or ""):
         return run()
     folder = tempfile.mkdtemp(prefix="npu_bridge_compat_run_")
     made: list[changes.Change] = []
-    children: list[ChildProcess] = []
     try:
         for name, value in hooked_environment(folder, run_flags).items():
             if os.environ.get(name) != value:
