@@ -243,7 +243,7 @@ def markdown_table() -> str:
 
 def run_script(arguments: argparse.Namespace) -> int:
     """Run SCRIPT as `python SCRIPT ARGS` would, with the adapter's import paths aliased (runner.py)."""
-    from npu_bridge_compat.processes import command_of, run_command
+    from npu_bridge_compat.processes import command_of, run_command, run_serving_children
     from npu_bridge_compat.runner import graph_kernel_request, run_program
 
     line = arguments.command_line
@@ -254,14 +254,18 @@ def run_script(arguments: argparse.Namespace) -> int:
             return run_command(command, _run_flags(arguments), arguments.ranks)
         if arguments.ranks is not None:
             raise NpuConfigError("--ranks is for a command that starts ranks (`run --ranks N -- bash ..._8p.sh`)")
-        return run_program(
-            arguments.script,
-            arguments.script_arguments,
-            world=arguments.world,
-            graph_kernel=graph_kernel_request(arguments.graph_kernel),
-            show_deprecations=arguments.show_deprecations,
-            list_changes=arguments.changes,
-            obs_root=arguments.obs_root,
+        return run_serving_children(
+            lambda: run_program(
+                arguments.script,
+                arguments.script_arguments,
+                world=arguments.world,
+                graph_kernel=graph_kernel_request(arguments.graph_kernel),
+                show_deprecations=arguments.show_deprecations,
+                list_changes=arguments.changes,
+                obs_root=arguments.obs_root,
+            ),
+            [arguments.script, *arguments.script_arguments],
+            _run_flags(arguments),
         )
     except NpuConfigError as error:
         print(f"error: {error}", file=sys.stderr)

@@ -16,7 +16,8 @@ import pytest
 from helpers import loopback_port_block
 from test_distributed_ranks import ENVIRONMENT, assert_trained_like_one_process, reports
 
-from npu_bridge_compat import processes
+from npu_bridge_compat import changes, processes
+from npu_bridge_compat.changes import Owner
 from npu_bridge_compat.cli import main
 from npu_bridge_compat.legacy.tf1.world import TF1_VERSION
 
@@ -227,3 +228,108 @@ def test_an_unmodified_8p_loop_runs_two_ranks_on_this_host(tmp_path):
     assert len(re.findall(r"run as a tf1 program .*, exit status 0: python .*dist_session_port\.py", done.stderr)) == 2
     assert len(re.findall(r"left out \(--ranks\), exit status 0: python .*dist_session_port\.py", done.stderr)) == 6
     assert (model / "configs" / "8p.json").read_text() == (HERE / "data" / "rank_table_8p_npu.json").read_text()
+
+
+BOOT_FILE = {
+    "boot_modelarts.py": """\
+        import argparse, os
+        import moxing as mox
+
+        parser = argparse.ArgumentParser()
+        for name in ("--data_url", "--train_url", "--cache_dir"):
+            parser.add_argument(name)
+        config = parser.parse_args()
+        mox.file.copy_parallel(src_url=config.data_url, dst_url=os.path.join(config.cache_dir, "data"))
+        code_dir = os.path.dirname(os.path.abspath(__file__))
+        os.system("bash %s/run_1p.sh %s %s %s" % (code_dir, code_dir, config.cache_dir, config.train_url))
+        print("boot: done", flush=True)
+        """,
+    "run_1p.sh": """\
+        code_dir=$1
+        cache_dir=$2
+        obs_url=$3
+        python3.7 ${code_dir}/train.py --data_dir=${cache_dir}/data --result=${cache_dir}/result \\
+            --obs_dir=${obs_url} --steps=${TRAIN_STEPS:-20} 2>&1 | tee ${cache_dir}/train.log
+        """,
+    "train.py": """\
+        import argparse, os
+        parser = argparse.ArgumentParser()
+        for name in ("--data_dir", "--result", "--obs_dir"):
+            parser.add_argument(name)
+        parser.add_argument("--steps", type=int)
+        flags = parser.parse_args()
+        import numpy as np
+        import tensorflow as tf
+        from npu_bridge.npu_init import *
+        import moxing as mox
+
+        points = np.loadtxt(os.path.join(flags.data_dir, "points.csv"), delimiter=",", dtype=np.float32)
+        x, y = tf.placeholder(tf.float32, [None]), tf.placeholder(tf.float32, [None])
+        weight = tf.Variable(0.0)
+        loss = tf.reduce_mean(tf.square(weight * x - y))
+        step = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
+        with tf.Session(config=npu_config_proto()) as session:
+            session.run(tf.global_variables_initializer())
+            for number in range(flags.steps):
+                _, value = session.run([step, loss], {x: points[:, 0], y: points[:, 1]})
+                print("step %d loss %.4f" % (number, value))
+            tf.train.Saver().save(session, os.path.join(flags.result, "model.ckpt"))
+        mox.file.copy_parallel(flags.result, flags.obs_dir + "/result")
+        """,
+}
+
+
+def test_a_modelarts_boot_file_run_as_a_script_serves_the_training_its_shell_script_starts(tmp_path):
+    """`run --obs-root DIR boot_modelarts.py` (the boot file run in `run`'s own process): its moxing copy reads
+    DIR, and the training that its os.system("bash run_1p.sh") starts runs as a TF 1.15 program with moxing, its
+    checkpoint copied back under DIR; a training that fails makes `run`'s exit status say so, though the boot file
+    ignores what os.system returns."""
+    code, obs, cache = tmp_path / "code", tmp_path / "obs", tmp_path / "cache"
+    (obs / "bucket" / "data").mkdir(parents=True)
+    code.mkdir()
+    write(code, BOOT_FILE)
+    (obs / "bucket" / "data" / "points.csv").write_text("".join(f"{v},{3 * v}\n" for v in (1.0, 2.0, -1.0, 0.5)))
+    arguments = ["--obs-root", str(obs), str(code / "boot_modelarts.py"), "--data_url=obs://bucket/data"]
+    arguments += ["--train_url=obs://bucket/out", f"--cache_dir={cache}"]
+    done = run_cli(*arguments, cwd=tmp_path, environment={**ENVIRONMENT, "TMPDIR": str(tmp_path)})
+    assert done.returncode == 0, done.stderr[-4000:]
+    losses = [float(value) for value in re.findall(r"step \d+ loss ([\d.]+)", (cache / "train.log").read_text())]
+    assert len(losses) == 20 and losses[-1] < losses[0] / 100, losses
+    assert (obs / "bucket" / "out" / "result" / "model.ckpt.index").is_file()
+    assert done.stdout.splitlines()[-1] == "boot: done"
+    assert re.search(
+        r"npu_bridge_compat: the Python processes of `\S+boot_modelarts\.py --data_url=obs://bucket/data .*`:\n"
+        r"  pid \d+ \(of \d+\), run as a tf1 program \(decided from its signs\), exit status 0: python \S+train\.py ",
+        done.stderr,
+    )
+    assert not list(tmp_path.glob("npu_bridge_compat_run_*"))  # the hook's folder, gone with the script
+
+    failed = run_cli(*arguments, cwd=tmp_path, environment={**ENVIRONMENT, "TRAIN_STEPS": "many"})
+    assert failed.returncode == 2, failed.stderr[-4000:]
+    assert failed.stdout.splitlines()[-1] == "boot: done"
+    assert re.search(
+        r"boot_modelarts\.py exited with status 0, but pid \d+ \(\S+train\.py --data_dir=\S+\) exited with status 2",
+        failed.stderr,
+    )
+
+
+def test_run_serving_children_changes_the_environment_only_while_the_script_runs(tmp_path, monkeypatch, capfd):
+    """The hook is in this process's environment while the script runs (its children are served), through the
+    registry of changes; afterwards the environment is as it was and the hook's folder is gone; a script that
+    starts no Python process lists none."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    environment = dict(os.environ)
+
+    def script() -> int:
+        assert any(change.target == "$NPU_BRIDGE_COMPAT_HOOK" for change in changes.in_force(owner=Owner.RUN))
+        return subprocess.call(["python3", "-c", "import npu_bridge, os; print(os.environ['NPU_BRIDGE_COMPAT_HOOK'])"])
+
+    assert processes.run_serving_children(script, ["script.py"]) == 0
+    captured = capfd.readouterr()
+    hook = Path(captured.out.split()[-1])
+    assert hook.parent == tmp_path and not hook.exists()
+    assert dict(os.environ) == environment and not changes.in_force(owner=Owner.RUN)
+    listed = r"the Python processes of `script\.py`:\n  pid \d+ \(of \d+\), the adapter's imports only"
+    assert re.search(listed, captured.err)
+    assert processes.run_serving_children(lambda: 0, ["quiet.py"]) == 0
+    assert capfd.readouterr().err == ""

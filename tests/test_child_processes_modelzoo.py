@@ -2,8 +2,10 @@
 small synthetic data written here: Multi-Layer_Perceptron_ID0628 (TF1 session, iris), mnist_convnet_ID2524 (TF2
 Keras, npu_device), knowledge_disti_ID2517 (TF2, a subclassed Keras model distilling a teacher) from their
 train_full_1p.sh, and LSTM_ID0111 (TF1 session with the adapter's DynamicRNN and hccl broadcasts) from its
-train_full_8p.sh with 2 ranks. Each model folder is copied from the checkout NPU_BRIDGE_COMPAT_MODELZOO names (a
-folder holding TensorFlow/ and TensorFlow2/ as the repository does); without it the tests skip.
+train_full_8p.sh with 2 ranks; and MT-NET_ID1283's ModelArts boot file, which copies its data with moxing and
+starts its shell script, with its object storage in a folder (`run --obs-root`). Each model folder is copied from
+the checkout NPU_BRIDGE_COMPAT_MODELZOO names (a folder holding TensorFlow/ and TensorFlow2/ as the repository
+does); without it the tests skip.
 
 The 8p ranks' final weights are read by the user's own sitecustomize (which `run`'s hook chains to): it saves the
 trainable variables of each session as it closes, so that the ranks' weights can be compared without touching the
@@ -27,6 +29,7 @@ MLP = "TensorFlow/built-in/cv/image_classification/Multi-Layer_Perceptron_ID0628
 LSTM = "TensorFlow/built-in/nlp/LSTM_ID0111_for_TensorFlow"
 CONVNET = "TensorFlow2/built-in/keras_sample/cv/mnist_convnet_ID2524_for_TensorFlow2.X"
 DISTILLATION = "TensorFlow2/built-in/keras_sample/cv/knowledge_disti_ID2517_for_TensorFlow2.X"
+MT_NET = "TensorFlow/contrib/cv/MT-NET_ID1283_for_TensorFlow"
 TIMEOUT_S = 1800
 
 pytestmark = [
@@ -207,3 +210,99 @@ def test_knowledge_distillation_tf2_trains_from_its_own_train_full_1p_sh(tmp_pat
         r"run as a tf2 program \(decided from its signs\), exit status 0: python knowledge_distillation\.py",
         done.stderr,
     )
+
+
+# The flags MT-NET's experiments/sine_modelarts_npu.sh gives main.py (they name its checkpoints' folder) and that
+# folder's name.
+MT_NET_SINE_FLAGS = (
+    "--datasource=sinusoid --meta_batch_size=4 --update_lr=0.01 --norm=None --resume=True --update_batch_size=10 "
+    "--use_T=True --use_M=True --share_M=True"
+).split()
+MT_NET_EXPERIMENT = "cls_5.mbs_4.ubs_10.numstep1.updatelr0.01.temp1.0MTnetmaxpoolnonorm"
+MT_NET_RESUMED_AT = 59001  # of the script's 60000 meta-iterations: 999 left
+
+
+def mt_net_checkpoint_in_obs(code: Path, work: Path, bucket: Path) -> None:
+    """The checkpoint of an earlier job, kept in OBS, that the boot file's training resumes from (its script says
+    --resume=True): written by the model's own main.py, one meta-iteration on this host, and named as iteration
+    59001 of the 60000 its script asks for, so that 999 are left. (Iteration 59001, not 59000: resumed at a
+    thousand, the script prints a duration from a start time it sets only at iteration 0, and stops.)"""
+    seed = work / "seed"
+    started = subprocess.run(
+        [sys.executable, "-m", "npu_bridge_compat", "run", str(code / "main.py"), *MT_NET_SINE_FLAGS]
+        + ["--metatrain_iterations=1", f"--logdir={seed}", "--chip=npu", "--platform=linux"],
+        cwd=work,
+        env=ENVIRONMENT,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+    )
+    assert started.returncode == 0, started.stderr[-3000:]
+    kept = bucket / MT_NET_EXPERIMENT
+    kept.mkdir(parents=True)
+    for suffix in ("index", "data-00000-of-00001"):
+        shutil.copy(seed / MT_NET_EXPERIMENT / f"model0.{suffix}", kept / f"model{MT_NET_RESUMED_AT}.{suffix}")
+    (kept / "checkpoint").write_text(f'model_checkpoint_path: "model{MT_NET_RESUMED_AT}"\n')
+
+
+def summaries(events: Path) -> dict[int, dict[str, float]]:
+    import tensorflow as tf
+
+    found: dict[int, dict[str, float]] = {}
+    for event in tf.compat.v1.train.summary_iterator(str(events)):
+        for value in event.summary.value:
+            found.setdefault(event.step, {})[value.tag] = value.simple_value
+    return found
+
+
+@pytest.mark.parametrize("form", ["command", "script"])
+def test_mt_net_boot_file_copies_with_moxing_and_trains_through_its_shell_script(tmp_path, form):
+    """MT-NET's boot_modelarts.py, unmodified, as ModelArts starts it (`python3 boot_modelarts.py --data_url=obs://..
+    --train_url=obs://..`), under `run --obs-root DIR`: its moxing copy brings the checkpoint kept in OBS to the
+    cache folder, its os.system("bash experiments/sine_modelarts_npu.sh ...") starts main.py, which resumes from it,
+    trains the meta-iterations left, and copies its checkpoints and summaries back to OBS with moxing. Started as a
+    command (`run -- python3 boot_modelarts.py`) and as a script (`run boot_modelarts.py`). The cache folder's path
+    holds no "model": main.py reads the iteration from the checkpoint path after its first "model"."""
+    code, work, obs, cache = model_folder(tmp_path, MT_NET), tmp_path / "work", tmp_path / "obs", tmp_path / "cache"
+    work.mkdir()  # ModelArts' work folder is not the code's
+    mt_net_checkpoint_in_obs(code, work, obs / "bucket" / "ckpt")
+    boot = [str(code / "boot_modelarts.py"), "--data_url=obs://bucket/ckpt", "--train_url=obs://bucket/out"]
+    boot += [f"--modelarts_data_dir={cache}", f"--modelarts_result_dir={cache}"]  # its result where its data is
+    began = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "npu_bridge_compat", "run", "--obs-root", str(obs)]
+        + (["--", "python3", *boot] if form == "command" else boot),
+        cwd=work,
+        env=ENVIRONMENT,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+    )
+    print(f"MT-NET boot file ({form}): {time.monotonic() - began:.0f} s\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert f"===>>>Files: ['{MT_NET_EXPERIMENT}']" in done.stdout  # the boot file's copy, listed by the boot file
+    assert f"Restoring model weights from {cache}/{MT_NET_EXPERIMENT}/model{MT_NET_RESUMED_AT}" in done.stdout
+    result = obs / "bucket" / "out" / "result"  # main.py's copy back to --train_url with moxing
+    assert "Done initializing, starting training." in next(result.glob("*_npu.log")).read_text()  # the tee'd log
+    written = result / MT_NET_EXPERIMENT
+    assert (written / "model59999.index").is_file()  # its last meta-iteration's checkpoint
+    assert 'model_checkpoint_path: "' in (written / "checkpoint").read_text()
+    logged = summaries(next(written.glob("events.out.tfevents.*")))
+    assert sorted(logged) == list(range(59100, 60000, 100))  # a summary every 100 meta-iterations
+    for values in logged.values():
+        losses = [values["metatrain_Pre-update_loss"], values["metatrain_Post-update_loss__step_1"]]
+        assert all(np.isfinite(losses)) and min(losses) > 0, values
+    import tensorflow as tf
+
+    before = tf.train.load_checkpoint(str(obs / "bucket" / "ckpt" / MT_NET_EXPERIMENT / f"model{MT_NET_RESUMED_AT}"))
+    after = tf.train.load_checkpoint(str(written / "model59999"))
+    names = sorted(before.get_variable_to_shape_map())
+    assert names == sorted(after.get_variable_to_shape_map()) and len(names) >= 6
+    assert all(not np.array_equal(before.get_tensor(name), after.get_tensor(name)) for name in names)  # trained
+    listed = done.stderr[done.stderr.index("npu_bridge_compat: the Python processes of `") :]
+    served = r"  pid \d+ \(of \d+\), run as a tf1 program \(decided from its signs\), exit status 0: python \S+/"
+    if form == "command":  # the boot file is the command's first Python process (a long line keeps its script)
+        assert re.search(served + r"boot_modelarts\.py .*\n" + served + r"main\.py ", listed)
+    else:  # the boot file is `run`'s own process: the list is of the processes it started
+        head = r"npu_bridge_compat: the Python processes of `\S+/boot_modelarts\.py --data_url=obs://bucket/ckpt .*`:\n"
+        assert re.match(head + served + r"main\.py ", listed)

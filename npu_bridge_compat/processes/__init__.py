@@ -12,6 +12,10 @@ image (`python3.7`).
 Only the command's environment changes (Popen's `env`), not this process's; the folder is removed when the
 command and the Python processes it left running have ended. A process that is not Python is untouched.
 
+`run SCRIPT` runs the script in this process; the Python processes it starts (a ModelArts boot file's
+`os.system("bash run_1p.sh ...")`) get the same hook, set in this process's environment for the script's time only
+(through the registry of changes) and taken out again when it ends (run_serving_children).
+
 Ranks: a ported 8p script's loop (RANK_SIZE, RANK_ID, a RANK_TABLE_FILE naming NPU servers) runs its ranks on
 this host on loopback, as `launch` does (child.py); `--ranks N` (NPU_BRIDGE_COMPAT_RANKS) runs only the first N.
 """
@@ -27,7 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from npu_bridge_compat.errors import NpuConfigError
@@ -90,14 +94,55 @@ def run_command(command: Sequence[str], run_flags: Sequence[str] = (), ranks: in
     Prints which processes ran under which world to stderr when it ends."""
     status, children = start_command(command, run_flags, ranks)
     sys.stderr.write(summary(command, children) + "\n")
+    return _with_failed_children(status, children, "the command")
+
+
+def _with_failed_children(status: int, children: Sequence[ChildProcess], started_them: str) -> int:
+    """`status`, or the first failed child's where `status` is 0, with a line naming it."""
     failed = [child for child in children if child.status]
     if status == 0 and failed:
         sys.stderr.write(
-            f"npu_bridge_compat: the command exited with status 0, but pid {failed[0].pid} "
+            f"npu_bridge_compat: {started_them} exited with status 0, but pid {failed[0].pid} "
             f"({shlex.join(failed[0].command[1:3])}) exited with status {failed[0].status}\n"
         )
         return failed[0].status
     return status
+
+
+def run_serving_children(run: Callable[[], int], script_line: Sequence[str], run_flags: Sequence[str] = ()) -> int:
+    """`run()` (a script run in this process, `run SCRIPT ARGS`) with the Python processes the script starts under
+    the worlds, as those of a command: the hook in this process's environment while it runs (the registry's
+    changes, undone when it ends, as is the hook's folder); then the list of them on stderr, where it started any,
+    and the first failed one's exit status where the script's is 0 (a ModelArts boot file does not check what its
+    `os.system` returns). A script that a command started is served by the command's hook already."""
+    from npu_bridge_compat import changes
+    from npu_bridge_compat.changes import Owner
+
+    if os.path.isdir(os.environ.get(HOOK_VARIABLE) or ""):
+        return run()
+    folder = tempfile.mkdtemp(prefix="npu_bridge_compat_run_")
+    made: list[changes.Change] = []
+    try:
+        for name, value in hooked_environment(folder, run_flags).items():
+            if os.environ.get(name) != value:
+                reason = "the Python processes the script starts run under the worlds too, as those of a command"
+                made.append(changes.set_environment(name, value, owner=Owner.RUN, reason=reason))
+        status = run()
+    except SystemExit as exit:
+        if exit.code not in (0, None):
+            raise
+        status = 0
+    finally:
+        try:
+            _wait_for_stragglers(folder)
+        except KeyboardInterrupt:  # a second Ctrl-C: stop waiting, list what ran
+            pass
+        children = read_children(folder)
+        changes.undo(changes=made)
+        shutil.rmtree(folder, ignore_errors=True)
+        if children:
+            sys.stderr.write(summary(script_line, children) + "\n")
+    return _with_failed_children(status, children, os.path.basename(script_line[0]))
 
 
 def start_command(
