@@ -35,6 +35,10 @@ class FixedLossScaleManager:
     def update_loss_scale(self, finite_grads):
         return tf.no_op()
 
+    def state_variables(self) -> list:
+        """The variables holding the manager's state: none, the scale is a constant."""
+        return []
+
 
 class ExponentialUpdateLossScaleManager:
     """A loss scale that grows after a run of good steps and shrinks after a run of bad ones."""
@@ -69,6 +73,10 @@ class ExponentialUpdateLossScaleManager:
 
     def get_loss_scale(self):
         return self._loss_scale.read_value()
+
+    def state_variables(self) -> list:
+        """The variables holding the manager's state: the scale and its runs of good and bad steps."""
+        return [self._loss_scale, self._good_steps, self._bad_steps]
 
     def get_enable_overflow_check(self) -> bool:
         return True
@@ -110,20 +118,34 @@ def _state(name: str, value, dtype):
     )
 
 
-class NPULossScaleOptimizer:
-    """Wraps a `tf.compat.v1.train.Optimizer` with loss scaling and overflow skipping."""
+class NPULossScaleOptimizer(v1.train.Optimizer):
+    """Wraps a `tf.compat.v1.train.Optimizer` with loss scaling and overflow skipping. A TF1 optimizer itself, as
+    the adapter's is, so that what takes one takes it too (Keras' `compile(optimizer=...)` wraps it as a TF
+    optimizer); its slots and variables are the wrapped optimizer's."""
 
     def __init__(self, opt, loss_scale_manager, is_distributed: bool = False) -> None:
         if loss_scale_manager is None:
             raise NpuOptionValueError(
                 "loss_scale_manager must be a FixedLossScaleManager or an ExponentialUpdateLossScaleManager, got None"
             )
+        super().__init__(use_locking=False, name="NPULossScaleOptimizer")
         self._is_distributed = is_distributed  # skip a step on every rank when one rank overflows
         self._optimizer = opt
         self._manager = loss_scale_manager
 
     def __getattr__(self, name):
-        return getattr(self._optimizer, name)  # get_slot, variables, ... of the wrapped optimizer
+        return getattr(self._optimizer, name)  # what the wrapped optimizer has besides a TF1 optimizer's methods
+
+    def get_slot(self, var, name):
+        return self._optimizer.get_slot(var, name)
+
+    def get_slot_names(self):
+        return self._optimizer.get_slot_names()
+
+    def variables(self):
+        """The wrapped optimizer's variables and the loss scale's (what Keras initializes for a TF1 optimizer)."""
+        state = getattr(self._manager, "state_variables", list)  # a manager of the program's own may have none
+        return [*self._optimizer.variables(), *state()]
 
     def get_loss_scale(self):
         return self._manager.get_loss_scale()

@@ -11,7 +11,7 @@ import pytest
 import tensorflow as tf
 from helpers import dumped_steps
 
-from npu_bridge_compat import NpuOptionValueError, ops
+from npu_bridge_compat import NpuOptionValueError, compat, ops
 from npu_bridge_compat.errors import DeviceOnlyFeatureError
 from npu_bridge_compat.legacy import install_aliases
 from npu_bridge_compat.loss_scale import ExponentialUpdateLossScaleManager, FixedLossScaleManager, NPULossScaleOptimizer
@@ -269,6 +269,24 @@ def test_gradients_are_unscaled():
 def test_overflow_skips_the_update_and_the_global_step():
     weight, step, _ = loss_scaled_training(lambda: FixedLossScaleManager(4), [1.0, np.inf, 1.0])
     assert step == 2 and np.isclose(weight, 0.8)
+
+
+def test_keras_compiles_a_model_with_the_loss_scale_optimizer_and_trains_it():
+    """ModelZoo's AdvancedEast (keras_npu.py): `model.compile(optimizer=NPULossScaleOptimizer(AdamOptimizer(...),
+    manager))` then a fit in a graph, with Keras 2 (tf_keras where tf.keras is Keras 3): Keras takes it as the TF1
+    optimizer it is on the NPU, and the fit runs its scaled, unscaled and checked steps."""
+    keras = importlib.import_module("tf_keras") if compat.tf_keras_is_keras_3() else tf.keras
+    with tf.Graph().as_default():
+        manager = ExponentialUpdateLossScaleManager(init_loss_scale=64, incr_every_n_steps=2, decr_every_n_nan_or_inf=2)
+        optimizer = NPULossScaleOptimizer(v1.train.GradientDescentOptimizer(0.1), manager)
+        model = keras.Sequential([keras.layers.Dense(1, use_bias=False, kernel_initializer="zeros", input_shape=(2,))])
+        model.compile(loss="mse", optimizer=optimizer)
+        features = np.array([[1.0, 0.0], [0.0, 1.0]] * 4, "float32")
+        model.fit(features, features @ np.array([[2.0], [-1.0]], "float32"), batch_size=8, epochs=4, verbose=0)
+        kernel, scale = model.get_weights()[0], keras.backend.get_value(optimizer.get_loss_scale())
+    assert isinstance(optimizer, v1.train.Optimizer)
+    assert float(scale) == 256.0  # four good steps, the scale doubled after every two
+    assert kernel[0, 0] > 0.3 and kernel[1, 0] < -0.15  # moving toward 2 and -1 from 0
 
 
 @pytest.mark.starts_processes
