@@ -331,12 +331,17 @@ def launch_ranks(arguments: argparse.Namespace) -> int:
 
 
 def scan_paths(arguments: argparse.Namespace) -> int:
+    from npu_bridge_compat.estimator_library import serve_estimator_imports
     from npu_bridge_compat.scan import ScanPathError, Severity, render_json, render_text, scan
     from npu_bridge_compat.scan.progress import ProgressBar
 
     if arguments.trial:
         return try_paths(arguments)
-    select_keras_2()  # names are looked up as `run` gives them to a program: with Keras 2 (tf_keras from 2.16)
+    # Names are looked up as `run` gives them to a program: with Keras 2 (tf_keras from 2.16), and with TensorFlow
+    # 2.15's Estimator paths served from 2.16 (else a name of them would be missing until a scanned adapter name
+    # loads the library, and a file's findings would depend on the files scanned before it).
+    select_keras_2()
+    serve_estimator_imports()
     host = detect_host()
     if arguments.host:
         host = host.with_device(arguments.host)

@@ -210,12 +210,12 @@ def test_tf1_names_say_what_they_become_under_run_tf1(report, tmp_path):
     assert details["tensorflow.contrib.layers.xavier_initializer"] == "tf_slim.layers.xavier_initializer"
     assert "use_tpu=False" in details["tensorflow.contrib.tpu.TPUEstimator"]
     assert details["tensorflow.Session"] == (
-        "tf.Session is tf.compat.v1.Session under `run --tf1` (TensorFlow 2.15 has no tf.Session)"
+        f"tf.Session is tf.compat.v1.Session under `run --tf1` (TensorFlow {tf.__version__} has no tf.Session)"
     )
     (tmp_path / "typo.py").write_text("import tensorflow as tf\nsess = tf.Sesion()\n")
     [typo] = scan([str(tmp_path)], host=CPU).scripts[0].findings
     assert (typo.name, typo.outcome, typo.severity) == ("tensorflow.Sesion", "missing under run --tf1", BLOCKED)
-    assert typo.detail == "no Sesion in tensorflow (TensorFlow 2.15), nor under `run --tf1` (tf.compat.v1)"
+    assert typo.detail == f"no Sesion in tensorflow (TensorFlow {tf.__version__}), nor under `run --tf1` (tf.compat.v1)"
 
 
 @LINE_2_15
@@ -713,6 +713,35 @@ def test_the_users_world_wins_and_the_flags_exclude_each_other(tmp_path, capsys)
     with pytest.raises(SystemExit):
         main(["run", "--tf1", "--tf2", "train.py"])
     assert "not allowed with argument" in capsys.readouterr().err
+
+
+@pytest.mark.starts_processes
+def test_scan_of_one_file_says_what_run_does_with_tensorflow_2_15s_estimator_paths(tmp_path):
+    """TensorFlow 2.15's Estimator module paths, which `run` serves on every line, are no finding of a file scanned
+    alone, as of one scanned after a file whose adapter names loaded the library: `run --tf1` imports them."""
+    script = tmp_path / "hooks.py"
+    script.write_text(
+        "import tensorflow as tf\n"
+        "from tensorflow.python.estimator import estimator\n"
+        "sess = tf.Session()\n"
+        "print('checked', estimator._check_hooks_type([]))\n"
+    )
+    scanned = subprocess.run(
+        [sys.executable, "-m", "npu_bridge_compat", "scan", "--format", "json", str(script)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert scanned.returncode == 0, scanned.stderr[-3000:]
+    [report] = json.loads(scanned.stdout)["scripts"]
+    assert [finding["name"] for finding in report["findings"]] == ["tensorflow.Session"]
+    ran = subprocess.run(
+        [sys.executable, "-m", "npu_bridge_compat", "run", "--tf1", str(script)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert ran.returncode == 0 and ran.stdout.strip().splitlines()[-1] == "checked []", ran.stderr[-3000:]
 
 
 @pytest.mark.starts_processes

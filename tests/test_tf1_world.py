@@ -141,7 +141,7 @@ def test_the_most_used_contrib_names_resolve_to_working_objects():
         ("tensorflow.nn.relu", "current", "same name"),
         # a top-level name TensorFlow 2 lacks is tf.compat.v1's under `run --tf1`, or missing where that lacks it too
         ("tensorflow.Session", "works", "tf.Session is tf.compat.v1.Session under `run --tf1`"),
-        ("tensorflow.train.NoSuchHook", "missing", "no NoSuchHook in tensorflow.train (TensorFlow 2.15)"),
+        ("tensorflow.train.NoSuchHook", "missing", f"no NoSuchHook in tensorflow.train (TensorFlow {tf.__version__})"),
         # TF 1.15's private modules that `run --tf1` serves to the program: the table's names
         ("tensorflow.python.util.nest.is_sequence", "works", "nest.is_nested"),
         ("numpy.float", "unknown", "not a TensorFlow name"),

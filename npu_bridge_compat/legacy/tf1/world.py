@@ -29,6 +29,7 @@ from npu_bridge_compat.changes import Owner
 from npu_bridge_compat.compat.config import disable_v2_behaviour
 from npu_bridge_compat.compat.keras import repair_tf1_layers_normalization
 from npu_bridge_compat.compat.tf_slim import restore_names_tf_slim_uses
+from npu_bridge_compat.compat.versions import tensorflow_version
 from npu_bridge_compat.errors import NpuConfigError
 from npu_bridge_compat.imports.program import bound_by_import, with_child
 from npu_bridge_compat.imports.world import (
@@ -228,13 +229,15 @@ def tf1_status(world: World, dotted: str) -> NameStatus:
     rest = dotted.partition(".")[2]
     if today_has(f"tensorflow.compat.v1.{rest}"):
         return NameStatus(
-            Status.WORKS, f"tf.{rest} is tf.compat.v1.{rest} under `run --tf1` (TensorFlow 2.15 has no tf.{rest})"
+            Status.WORKS,
+            f"tf.{rest} is tf.compat.v1.{rest} under `run --tf1` (TensorFlow {tensorflow_version()} has no tf.{rest})",
         )
     parts = dotted.split(".")
     found = next(cut for cut in range(len(parts) - 1, 0, -1) if today_has(".".join(parts[:cut])))
     return NameStatus(
         Status.MISSING,
-        f"no {parts[found]} in {'.'.join(parts[:found])} (TensorFlow 2.15), nor under `run --tf1` (tf.compat.v1)",
+        f"no {parts[found]} in {'.'.join(parts[:found])} (TensorFlow {tensorflow_version()}), nor under `run --tf1` "
+        "(tf.compat.v1)",
     )
 
 
