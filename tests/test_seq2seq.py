@@ -413,7 +413,9 @@ def translation_model(source, source_lengths, target_input=None, target_lengths=
 
 
 def test_a_trained_attention_model_restores_for_beam_search(tmp_path):
-    """The copy task: the target is the source; 60 Adam steps, a checkpoint, then beam search restores it."""
+    """The copy task: the target is the source; 150 Adam steps (well past where the copy is learned: 60 left one
+    of the four decoded sequences a word off now and then, as the threads' order of sums varies), a checkpoint,
+    then beam search restores it."""
     words = np.random.RandomState(3).randint(3, VOCABULARY, (16, 4)).astype(np.int32)
     lengths = np.full([16], 4, np.int32)
     target_input = np.concatenate([np.full([16, 1], START), words], 1).astype(np.int32)
@@ -425,9 +427,9 @@ def test_a_trained_attention_model_restores_for_beam_search(tmp_path):
         train = v1.train.AdamOptimizer(0.05).minimize(loss)
         with v1.Session() as session:
             session.run(v1.global_variables_initializer())
-            losses = [session.run([train, loss])[1] for _ in range(60)]
+            losses = [session.run([train, loss])[1] for _ in range(150)]
             path = v1.train.Saver().save(session, str(tmp_path / "nmt.ckpt"))
-    assert all(np.isfinite(losses)) and losses[-1] < 0.2 * losses[0]
+    assert all(np.isfinite(losses)) and losses[-1] < 0.05 * losses[0]
     names = {name for name, _ in tf.train.list_variables(path)}
     assert {"nmt/decoder/memory_layer/kernel", "nmt/decoder/attention/luong_attention/attention_g"} <= names
     assert "nmt/decoder/attention/attention_layer/kernel" in names
