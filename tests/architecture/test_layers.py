@@ -181,6 +181,24 @@ def test_no_module_imports_itself_through_others():
     assert import_loops(import_graph(MODULES)) == []
 
 
+def written_package_graph(tmp_path, sources: dict[str, str]):
+    """The import graph of a package written under tmp_path from {file: source}."""
+    package = tmp_path / ROOT
+    for name, source in sources.items():
+        (package / name).parent.mkdir(parents=True, exist_ok=True)
+        (package / name).write_text(source)
+    modules = {
+        ".".join(path.relative_to(tmp_path).with_suffix("").parts).removesuffix(".__init__"): path
+        for path in sorted(package.rglob("*.py"))
+    }
+
+    def is_module(module: str) -> bool:
+        path = tmp_path.joinpath(*module.split("."))
+        return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
+    return import_graph(modules, is_module)
+
+
 def test_the_loop_check_finds_loops_through_imports_inside_functions(tmp_path):
     package = tmp_path / ROOT
     (package / "sub").mkdir(parents=True)
@@ -193,18 +211,7 @@ def test_the_loop_check_finds_loops_through_imports_inside_functions(tmp_path):
         "sub/d.py": "from npu_bridge_compat import changes\n",
         "e.py": "import npu_bridge_compat.e\n",
     }
-    for name, source in sources.items():
-        (package / name).write_text(source)
-    modules = {
-        ".".join(path.relative_to(tmp_path).with_suffix("").parts).removesuffix(".__init__"): path
-        for path in sorted(package.rglob("*.py"))
-    }
-
-    def is_module(module: str) -> bool:
-        path = tmp_path.joinpath(*module.split("."))
-        return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
-
-    assert import_loops(import_graph(modules, is_module)) == [
+    assert import_loops(written_package_graph(tmp_path, sources)) == [
         "npu_bridge_compat.a (line 1) -> npu_bridge_compat.b (line 5) -> npu_bridge_compat.sub.c (line 1) -> "
         "npu_bridge_compat.a",
     ]
@@ -225,18 +232,7 @@ def test_the_loop_check_follows_the_parent_packages_an_import_runs(tmp_path):
         "engine/__init__.py": "",
         "engine/world.py": "from npu_bridge_compat.low.helpers import helper\n",
     }
-    for name, source in sources.items():
-        (package / name).write_text(source)
-    modules = {
-        ".".join(path.relative_to(tmp_path).with_suffix("").parts).removesuffix(".__init__"): path
-        for path in sorted(package.rglob("*.py"))
-    }
-
-    def is_module(module: str) -> bool:
-        path = tmp_path.joinpath(*module.split("."))
-        return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
-
-    assert import_loops(import_graph(modules, is_module)) == [
+    assert import_loops(written_package_graph(tmp_path, sources)) == [
         "npu_bridge_compat.engine.world (line 1) -> npu_bridge_compat.low (line 1) -> npu_bridge_compat.low.door "
         "(line 1) -> npu_bridge_compat.engine.world",
     ]
